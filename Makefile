@@ -1,0 +1,40 @@
+# Two entry points for a fresh machine: `make demo` and `make test`.
+# Each creates .venv from scratch if needed. The pinned CPU build of torch is
+# installed first so that the package's `torch>=...` requirement is already
+# satisfied and pip never pulls a multi-GB CUDA build.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+TORCH_PIN ?= torch==2.13.0
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: install test lint format demo clean
+
+$(STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH_PIN)"
+	$(PY) -m pip install --quiet -e ".[onnx,dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+demo: $(STAMP)
+	$(PY) examples/synthetic/demo.py
+
+clean:
+	rm -rf $(VENV) demo_out .pytest_cache .ruff_cache

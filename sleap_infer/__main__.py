@@ -1,0 +1,5 @@
+"""Allow ``python -m sleap_infer``."""
+
+from sleap_infer.cli import main
+
+main()

@@ -1,0 +1,88 @@
+"""Eager (optionally compiled) PyTorch execution of a :class:`PoseNetwork`."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+
+import torch
+from torch import nn
+
+from sleap_infer.backends.base import resolve_device
+from sleap_infer.errors import BackendError
+
+
+def fuse_conv_bn(module: nn.Module) -> int:
+    """Fold eval-mode BatchNorm2d into the preceding Conv2d, inside ``nn.Sequential`` only.
+
+    Restricted to Sequential containers because only there is "the next module"
+    guaranteed to consume the conv's output. Returns how many pairs were fused.
+    """
+    from torch.nn.utils.fusion import fuse_conv_bn_eval
+
+    fused = 0
+    for child in module.children():
+        fused += fuse_conv_bn(child)
+    if isinstance(module, nn.Sequential):
+        names = list(module._modules)
+        for a, b in itertools.pairwise(names):
+            conv, bn = module._modules[a], module._modules[b]
+            if (
+                isinstance(conv, nn.Conv2d)
+                and isinstance(bn, nn.BatchNorm2d)
+                and bn.track_running_stats
+            ):
+                module._modules[a] = fuse_conv_bn_eval(conv.eval(), bn.eval())
+                module._modules[b] = nn.Identity()
+                fused += 1
+    return fused
+
+
+class TorchBackend:
+    """Runs the network under ``torch.inference_mode`` on the chosen device.
+
+    Options (all opt-in): ``fp16`` autocast on CUDA/MPS (outputs cast back to
+    float32), ``fuse`` Conv+BN folding, ``compile`` through ``torch.compile``.
+    """
+
+    does_baked_postproc = False
+
+    def __init__(
+        self,
+        network: nn.Module,
+        device: str | torch.device = "auto",
+        fp16: bool = False,
+        fuse: bool = False,
+        compile: bool = False,
+    ) -> None:
+        self.device = resolve_device(device)
+        if fp16 and self.device.type not in ("cuda", "mps"):
+            raise BackendError(f"--fp16 needs a cuda or mps device, not {self.device}")
+        self.fp16 = fp16
+        self.network = network.to(self.device).eval()
+        self.fused = fuse_conv_bn(self.network) if fuse else 0
+        self._forward = self.network
+        if compile:
+            if self.device.type == "mps":
+                raise BackendError("torch.compile is not supported on mps")
+            mode = "reduce-overhead" if self.device.type == "cuda" else None
+            self._forward = torch.compile(self.network, mode=mode, dynamic=False)
+
+    def _autocast(self) -> contextlib.AbstractContextManager[None]:
+        if self.fp16:
+            return torch.autocast(device_type=self.device.type, dtype=torch.float16)
+        return contextlib.nullcontext()
+
+    def __call__(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        x = x.to(self.device, non_blocking=True)
+        with torch.inference_mode(), self._autocast():
+            out = self._forward(x)
+        return {k: v.float() for k, v in out.items()}
+
+    def warmup(self, shape: tuple[int, ...], iterations: int = 1) -> None:
+        """Run zeros of the real input shape so kernels, caches and compilation are ready."""
+        x = torch.zeros(shape, dtype=torch.uint8, device=self.device)
+        for _ in range(iterations):
+            self(x)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)

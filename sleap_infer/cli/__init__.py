@@ -1,0 +1,71 @@
+"""The ``infer`` command line: predict, export, bench."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sleap_infer import __version__
+from sleap_infer.cli.predict import predict
+from sleap_infer.cli.progress import console
+from sleap_infer.errors import SleapInferError
+
+app = typer.Typer(
+    name="infer",
+    help="Fast batch pose prediction for sleap-nn models (torch, ONNX Runtime, TensorRT).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"sleap_infer {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show version.")
+    ] = False,
+) -> None:
+    """Fast batch pose prediction for sleap-nn models."""
+
+
+app.command(no_args_is_help=True)(predict)
+
+
+@app.command(no_args_is_help=True)
+def export(
+    model: Annotated[list[Path], typer.Argument(help="Model directory (two for top-down).")],
+) -> None:
+    """Export a model to ONNX / TensorRT (not yet implemented)."""
+    console.print("[red]error:[/] infer export is not yet implemented")
+    raise typer.Exit(2)
+
+
+@app.command(no_args_is_help=True)
+def bench(
+    model: Annotated[list[Path], typer.Argument(help="Model directory (two for top-down).")],
+) -> None:
+    """Benchmark backends and batch sizes (not yet implemented)."""
+    console.print("[red]error:[/] infer bench is not yet implemented")
+    raise typer.Exit(2)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: user errors become one red line and a non-zero exit code.
+
+    Typer/click handle usage errors and exit codes themselves (standalone mode);
+    our own :class:`SleapInferError` propagates out of them and is printed here.
+    """
+    try:
+        app(args=argv)
+    except SleapInferError as exc:
+        console.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)

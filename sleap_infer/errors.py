@@ -1,0 +1,41 @@
+"""Error types whose message is the one line a user sees.
+
+Every failure a user can cause (a bad path, a broken checkpoint, an unknown
+backend, an unreadable video) is raised as a :class:`SleapInferError` subclass
+whose ``str`` says *what* went wrong and *where*. The CLI prints that line
+and exits non-zero instead of dumping a traceback.
+"""
+
+from __future__ import annotations
+
+
+class SleapInferError(Exception):
+    """Base class: a user-facing, one-line error."""
+
+    exit_code: int = 1
+
+
+class ModelError(SleapInferError):
+    """A model directory is missing, corrupt or unsupported."""
+
+
+class ConfigError(ModelError):
+    """``training_config.yaml`` is missing fields or describes an unsupported network."""
+
+
+class BackendError(SleapInferError):
+    """A runtime backend cannot be created on this machine (missing package, no GPU...)."""
+
+
+class VideoError(SleapInferError):
+    """A video cannot be opened or decoded."""
+
+
+class OutputError(SleapInferError):
+    """A prediction file cannot be written (permissions, full disk...)."""
+
+
+class UsageError(SleapInferError):
+    """Inconsistent command-line arguments."""
+
+    exit_code = 2

@@ -1,0 +1,1 @@
+"""Inputs (video decoding, frame selection) and outputs (prediction files)."""

@@ -1,0 +1,42 @@
+"""Parse ``--frames`` selections such as ``0-99,200,300-``."""
+
+from __future__ import annotations
+
+from sleap_infer.errors import UsageError
+
+
+def parse_frames(spec: str | None, n_frames: int | None = None) -> list[int] | None:
+    """Sorted unique frame indices from a comma list of ``i``, ``a-b`` (inclusive) or ``a-``.
+
+    ``None`` / empty means every frame. With ``n_frames`` known, open ranges
+    end at the last frame and indices past the end are dropped.
+    """
+    if spec is None or not spec.strip():
+        return None
+    out: set[int] = set()
+    for raw in spec.split(","):
+        part = raw.strip()
+        if not part:
+            continue
+        try:
+            if "-" in part:
+                lo_s, hi_s = part.split("-", 1)
+                lo = int(lo_s)
+                if hi_s.strip() == "":
+                    if n_frames is None:
+                        raise UsageError(f"--frames {part!r}: open range needs a known frame count")
+                    hi = n_frames - 1
+                else:
+                    hi = int(hi_s)
+            else:
+                lo = hi = int(part)
+        except ValueError as exc:
+            raise UsageError(
+                f"--frames: cannot parse {part!r} (use e.g. 0-99,200 or 500-)"
+            ) from exc
+        if lo < 0 or hi < lo:
+            raise UsageError(f"--frames: bad range {part!r}")
+        if n_frames is not None:
+            hi = min(hi, n_frames - 1)
+        out.update(range(lo, hi + 1))
+    return sorted(out)

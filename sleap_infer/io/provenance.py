@@ -1,0 +1,44 @@
+"""What produced a prediction file: versions, machine, model, settings."""
+
+from __future__ import annotations
+
+import platform
+import sys
+from datetime import datetime, timezone
+from importlib import metadata
+from typing import Any
+
+import torch
+
+import sleap_infer
+
+_PACKAGES = ("sleap-io", "av", "numpy", "onnxruntime", "tensorrt")
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of the packages that affect predictions (missing ones omitted)."""
+    out = {"sleap_infer": sleap_infer.__version__, "torch": torch.__version__}
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def system_info() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "torch_threads": torch.get_num_threads(),
+        "cuda_available": torch.cuda.is_available(),
+    }
+    if torch.cuda.is_available():
+        info["cuda_version"] = torch.version.cuda
+        info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    return info
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,135 @@
+"""Turn :class:`BatchPredictions` into sleap-io ``Labels`` and save them atomically.
+
+The file is written under a temporary name in the destination folder and
+renamed into place, so a crash or a full disk never leaves a half-written
+``.slp`` where a good one (or none) was expected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sleap_io as sio
+
+from sleap_infer.errors import OutputError
+from sleap_infer.io.video import VideoInfo
+from sleap_infer.model.config import ModelConfig
+from sleap_infer.predictions import BatchPredictions
+
+
+def make_skeleton(config: ModelConfig) -> sio.Skeleton:
+    """The skeleton the model was trained on, from its config."""
+    names = list(config.node_names)
+    skeleton = sio.Skeleton(
+        nodes=names,
+        edges=[(names[a], names[b]) for a, b in config.edges],
+        name=config.skeleton_name,
+    )
+    if config.symmetries:
+        skeleton.add_symmetries([(names[a], names[b]) for a, b in config.symmetries])
+    return skeleton
+
+
+def make_video(info: VideoInfo) -> sio.Video:
+    """A sleap-io video reference that does not reopen the file (we already know its shape)."""
+    channels = 1 if info.grayscale else 3
+    return sio.Video(
+        filename=str(info.path),
+        backend_metadata={
+            "shape": [info.n_frames, info.height, info.width, channels],
+            "fps": info.fps,
+            "grayscale": info.grayscale,
+        },
+        open_backend=False,
+    )
+
+
+def default_output_path(video_path: Path) -> Path:
+    """``video.mp4`` -> ``video.mp4.predictions.slp`` (SLEAP's convention; keeps the extension
+    so ``a.mp4`` and ``a.avi`` do not collide)."""
+    return video_path.with_name(video_path.name + ".predictions.slp")
+
+
+def _discard(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink(missing_ok=True)
+
+
+def atomic_save(labels: sio.Labels, path: Path) -> None:
+    """Save to a temporary sibling, fsync, then rename over ``path``."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp{path.suffix}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sio.save_slp(labels, str(tmp))
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        _discard(tmp)
+        reason = "disk full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
+        raise OutputError(f"{path}: cannot write predictions ({reason})") from exc
+    except Exception as exc:
+        _discard(tmp)
+        raise OutputError(
+            f"{path}: cannot write predictions ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
+class LabelsBuilder:
+    """Accumulates predicted frames for one video."""
+
+    def __init__(
+        self,
+        video: sio.Video,
+        skeleton: sio.Skeleton,
+        class_names: tuple[str, ...] = (),
+    ) -> None:
+        self.video = video
+        self.skeleton = skeleton
+        self.tracks = [sio.Track(name=name) for name in class_names]
+        self.frames: list[sio.LabeledFrame] = []
+
+    def add(self, preds: BatchPredictions) -> None:
+        if preds.frame_indices is None:
+            raise ValueError("BatchPredictions.frame_indices must be set before writing")
+        for b, frame_idx in enumerate(preds.frame_indices.tolist()):
+            instances = [self._instance(item) for item in preds.frame(b)]
+            if instances:
+                self.frames.append(
+                    sio.LabeledFrame(
+                        video=self.video, frame_idx=int(frame_idx), instances=instances
+                    )
+                )
+
+    def _instance(self, item: dict[str, Any]) -> sio.PredictedInstance:
+        kwargs: dict[str, Any] = {}
+        class_id = item.get("class_id", -1)
+        if self.tracks and 0 <= class_id < len(self.tracks):
+            kwargs["track"] = self.tracks[class_id]
+            if "class_score" in item:
+                kwargs["tracking_score"] = float(item["class_score"])
+        return sio.PredictedInstance.from_numpy(
+            points_data=np.asarray(item["points"], dtype=np.float64),
+            point_scores=np.asarray(item["point_scores"], dtype=np.float64),
+            score=float(item["score"]),
+            skeleton=self.skeleton,
+            **kwargs,
+        )
+
+    def labels(self, provenance: dict[str, Any]) -> sio.Labels:
+        return sio.Labels(
+            labeled_frames=list(self.frames),
+            videos=[self.video],
+            skeletons=[self.skeleton],
+            tracks=list(self.tracks),
+            provenance=dict(provenance),
+        )
+
+    @property
+    def n_instances(self) -> int:
+        return sum(len(lf.instances) for lf in self.frames)

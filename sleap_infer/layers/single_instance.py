@@ -1,0 +1,31 @@
+"""Single-instance models: one global peak per node, one animal per frame."""
+
+from __future__ import annotations
+
+import torch
+
+from sleap_infer.layers.base import InferenceLayer, PreprocInfo, grid_to_frame
+from sleap_infer.ops.peaks import find_global_peaks
+from sleap_infer.predictions import BatchPredictions
+
+
+class SingleInstanceLayer(InferenceLayer):
+    model_type = "single_instance"
+    head_name = "SingleInstanceConfmapsHead"
+
+    def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
+        cms = outputs[self.head_name]
+        opts = self.options
+        points, values = find_global_peaks(
+            cms, opts.peak_threshold, refine=opts.refine, patch_size=opts.integral_patch_size
+        )
+        stride = self.config.head(self.head_name).output_stride
+        points = grid_to_frame(points, stride, info.input_scale, info.eff_scale)
+        pts = points.cpu().numpy()[:, None]  # (B, 1, N, 2)
+        vals = values.cpu().numpy()[:, None]
+        valid = ~(pts != pts).all(axis=(2, 3))  # NaN != NaN: an all-NaN instance is dropped
+        # sleap-nn scores a single instance by the sum of its node confidences.
+        scores = vals.sum(axis=2)
+        preds = BatchPredictions(points=pts, point_scores=vals, instance_scores=scores, valid=valid)
+        self._maybe_keep(preds, "confmaps", cms)
+        return preds

@@ -1,0 +1,112 @@
+"""Resolve a user-given model path to a directory, and load its network.
+
+A model path may be the directory sleap-nn trained into, or its
+``best.ckpt`` / ``training_config.yaml``; all resolve to the directory.
+Legacy SLEAP 1.x directories (``training_config.json`` + ``best_model.h5``)
+are recognised and rejected with a clear message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from sleap_infer.errors import ModelError
+from sleap_infer.model.checkpoint import load_state_dict
+from sleap_infer.model.config import ModelConfig, load_config
+
+CONFIG_NAME = "training_config.yaml"
+CKPT_NAME = "best.ckpt"
+
+
+def resolve_model_dir(path: str | Path) -> Path:
+    """The model directory a path points at, or a :class:`ModelError` saying why not."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise ModelError(f"{p}: model path does not exist")
+    if p.is_file():
+        if p.suffix == ".ckpt" or p.name.startswith("training_config"):
+            p = p.parent
+        else:
+            raise ModelError(f"{p}: expected a model directory, best.ckpt or training_config.yaml")
+    if not (p / CONFIG_NAME).exists():
+        if (p / "training_config.json").exists():
+            raise ModelError(
+                f"{p}: legacy SLEAP 1.x model (training_config.json) is not supported; "
+                "convert it with sleap-nn first"
+            )
+        raise ModelError(f"{p}: no {CONFIG_NAME} in model directory")
+    if not (p / CKPT_NAME).exists():
+        raise ModelError(f"{p}: no {CKPT_NAME} in model directory")
+    return p
+
+
+@dataclass
+class LoadedModel:
+    """A model directory's parsed config and its network with weights loaded."""
+
+    path: Path
+    config: ModelConfig
+    network: torch.nn.Module
+    checkpoint_sha256: str
+
+    @property
+    def model_type(self) -> str:
+        return self.config.model_type
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _describe_mismatch(missing: list[str], unexpected: list[str]) -> str:
+    parts = []
+    if missing:
+        parts.append(f"{len(missing)} missing (e.g. {missing[0]})")
+    if unexpected:
+        parts.append(f"{len(unexpected)} unexpected (e.g. {unexpected[0]})")
+    return ", ".join(parts)
+
+
+def load_model(path: str | Path) -> LoadedModel:
+    """Parse the config, rebuild the network and load ``best.ckpt`` strictly."""
+    from sleap_infer.nets import build_network
+
+    model_dir = resolve_model_dir(path)
+    config = load_config(model_dir / CONFIG_NAME)
+    ckpt_path = model_dir / CKPT_NAME
+    state = load_state_dict(ckpt_path)
+    network = build_network(config)
+    expected = network.state_dict()
+    missing = [k for k in expected if k not in state]
+    unexpected = [k for k in state if k not in expected]
+    if missing or unexpected:
+        raise ModelError(
+            f"{ckpt_path}: weights do not match {CONFIG_NAME} "
+            f"({_describe_mismatch(missing, unexpected)})"
+        )
+    wrong = [k for k, v in expected.items() if tuple(v.shape) != tuple(state[k].shape)]
+    if wrong:
+        k = wrong[0]
+        raise ModelError(
+            f"{ckpt_path}: weights do not match {CONFIG_NAME} ({len(wrong)} tensors differ "
+            f"in shape, e.g. {k}: checkpoint {tuple(state[k].shape)} vs config "
+            f"{tuple(expected[k].shape)})"
+        )
+    network.load_state_dict(state, strict=True)
+    network.eval()
+    for param in network.parameters():
+        param.requires_grad_(False)
+    return LoadedModel(
+        path=model_dir,
+        config=config,
+        network=network,
+        checkpoint_sha256=file_sha256(ckpt_path),
+    )

@@ -1,0 +1,66 @@
+"""Backbone + heads as one module: uint8 frames in, ``{head name: tensor}`` out."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from sleap_infer.errors import ConfigError
+from sleap_infer.model.config import ModelConfig
+from sleap_infer.nets.heads import make_class_vectors_head, make_spatial_head
+
+
+def to_model_channels(x: torch.Tensor, in_channels: int) -> torch.Tensor:
+    """Repeat gray to RGB or average RGB to gray (ITU-R 601 weights) when channels differ."""
+    channels = x.shape[1]
+    if channels == in_channels:
+        return x
+    if channels == 1 and in_channels == 3:
+        return x.repeat(1, 3, 1, 1)
+    if channels == 3 and in_channels == 1:
+        r, g, b = x[:, 0:1], x[:, 1:2], x[:, 2:3]
+        return 0.2989 * r + 0.587 * g + 0.114 * b
+    raise ValueError(f"cannot feed {channels}-channel input to a {in_channels}-channel model")
+
+
+class PoseNetwork(nn.Module):
+    """The trainable part of a sleap-nn model, with normalisation folded in.
+
+    ``forward`` takes ``(B, C, H, W)`` uint8 (divided by 255 here, once, so every
+    backend and export sees the same contract) or float already in [0, 1].
+    """
+
+    def __init__(self, config: ModelConfig, backbone: nn.Module) -> None:
+        super().__init__()
+        self.backbone = backbone
+        self.head_names = [h.name for h in config.heads]
+        self.head_strides = [h.output_stride for h in config.heads]
+        self.in_channels = config.in_channels
+        layers = []
+        for head in config.heads:
+            if head.is_spatial:
+                if head.output_stride not in backbone.stride_to_filters:
+                    raise ConfigError(
+                        f"head {head.name} needs stride {head.output_stride}; backbone "
+                        f"produces {sorted(backbone.stride_to_filters)}"
+                    )
+                layers.append(
+                    make_spatial_head(head, backbone.stride_to_filters[head.output_stride])
+                )
+            else:
+                layers.append(make_class_vectors_head(head, backbone.middle_filters))
+        self.head_layers = nn.ModuleList(layers)
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        if not torch.is_floating_point(x):
+            x = x.float() / 255.0
+        x = to_model_channels(x, self.in_channels)
+        feats = self.backbone(x)
+        outputs: dict[str, torch.Tensor] = {}
+        for name, stride, layer in zip(self.head_names, self.head_strides, self.head_layers):
+            if name == "ClassVectorsHead" or not feats.levels or stride not in feats.strides:
+                source = feats.middle
+            else:
+                source = feats.levels[feats.strides.index(stride)]
+            outputs[name] = layer(source)
+        return outputs

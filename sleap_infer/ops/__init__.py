@@ -1,0 +1,1 @@
+"""Pure tensor functions: preprocessing, peak finding, refinement. No model state here."""

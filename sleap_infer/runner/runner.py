@@ -1,0 +1,134 @@
+"""The batched, pipelined prediction loop shared by ``infer predict`` and ``infer bench``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sleap_infer.layers.base import InferenceLayer
+from sleap_infer.predictions import BatchPredictions
+from sleap_infer.runner.prefetch import Prefetcher
+
+
+@dataclass
+class FrameBatch:
+    """``n`` real frames, zero-padded to the full batch size so shapes stay static."""
+
+    indices: np.ndarray  # (n,)
+    frames: np.ndarray  # (batch_size, H, W, C) uint8
+    n: int
+
+
+def make_batches(
+    frames: Iterable[tuple[int, np.ndarray]], batch_size: int, pad: bool = True
+) -> Iterator[FrameBatch]:
+    """Group ``(index, frame)`` pairs into batches; a shape change starts a new batch."""
+    buf: list[np.ndarray] = []
+    idx: list[int] = []
+
+    def flush() -> FrameBatch:
+        n = len(buf)
+        stack = np.stack(buf)
+        if pad and n < batch_size:
+            stack = np.concatenate(
+                [stack, np.zeros((batch_size - n, *stack.shape[1:]), stack.dtype)]
+            )
+        batch = FrameBatch(indices=np.asarray(idx, dtype=np.int64), frames=stack, n=n)
+        buf.clear()
+        idx.clear()
+        return batch
+
+    for i, frame in frames:
+        if buf and frame.shape != buf[0].shape:
+            yield flush()
+        buf.append(frame)
+        idx.append(i)
+        if len(buf) == batch_size:
+            yield flush()
+    if buf:
+        yield flush()
+
+
+@dataclass
+class RunStats:
+    """Where the time went for one run (seconds) and what came out."""
+
+    frames: int = 0
+    instances: int = 0
+    batches: int = 0
+    warmup_s: float = 0.0
+    wall_s: float = 0.0  # first timed batch to the end (excludes warmup)
+    wait_s: float = 0.0  # main thread waiting for decoded batches
+    predict_s: float = 0.0
+    sink_s: float = 0.0  # writer time
+    extra: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def fps(self) -> float:
+        return self.frames / self.wall_s if self.wall_s > 0 else 0.0
+
+
+class Runner:
+    """Decode -> batch -> (warm up once per input shape) -> predict -> hand to a sink."""
+
+    def __init__(
+        self, layer: InferenceLayer, batch_size: int = 4, prefetch: int = 4, warmup: bool = True
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self.layer = layer
+        self.batch_size = batch_size
+        self.prefetch = prefetch
+        self.do_warmup = warmup
+        self._warmed: set[tuple[int, ...]] = set()
+
+    def warmup(self, shape: tuple[int, ...]) -> float:
+        """Warm the layer for a ``(B, H, W, C)`` batch shape once; returns seconds spent."""
+        if not self.do_warmup or shape in self._warmed:
+            return 0.0
+        t0 = time.perf_counter()
+        self.layer.warmup(shape)  # type: ignore[arg-type]
+        self._warmed.add(shape)
+        return time.perf_counter() - t0
+
+    def run(
+        self,
+        frames: Iterable[tuple[int, np.ndarray]],
+        sink: Callable[[BatchPredictions], None] | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> RunStats:
+        stats = RunStats()
+        batches = Prefetcher(make_batches(frames, self.batch_size), maxsize=self.prefetch)
+        start: float | None = None
+        late_warmup = 0.0  # warmups for a new shape mid-run are not throughput time
+        t_wait = time.perf_counter()
+        for batch in batches:
+            now = time.perf_counter()
+            stats.wait_s += now - t_wait if start is not None else 0.0
+            warm = self.warmup(tuple(batch.frames.shape))
+            stats.warmup_s += warm
+            if start is None:
+                start = time.perf_counter()
+            else:
+                late_warmup += warm
+            t0 = time.perf_counter()
+            preds = self.layer.predict(batch.frames).take(batch.n)
+            preds.frame_indices = batch.indices
+            t1 = time.perf_counter()
+            if sink is not None:
+                sink(preds)
+            t2 = time.perf_counter()
+            stats.predict_s += t1 - t0
+            stats.sink_s += t2 - t1
+            stats.frames += batch.n
+            stats.instances += preds.n_instances
+            stats.batches += 1
+            if progress is not None:
+                progress(batch.n)
+            t_wait = time.perf_counter()
+        if start is not None:
+            stats.wall_s = time.perf_counter() - start - late_warmup
+        return stats

@@ -1,0 +1,80 @@
+"""Shared test fixtures.
+
+Real sleap-nn fixtures live in ``../shared/fixtures`` (override with
+``SLEAP_INFER_FIXTURES``); tests that need them skip with a reason when the
+folder is absent. Everything else is built here: random-weight models of
+every type in sleap-nn's layout, and small videos written with PyAV.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("SLEAP_INFER_FIXTURES", ROOT.parent / "shared" / "fixtures"))
+EXAMPLES = ROOT / "examples"
+SYNTHETIC_MODEL = EXAMPLES / "models" / "synthetic_single_instance"
+
+sys.path.insert(0, str(EXAMPLES / "synthetic"))
+
+FIXTURE_MODELS = {
+    "single_instance": "minimal_instance_single_instance",
+    "centroid": "minimal_instance_centroid",
+    "centered_instance": "minimal_instance_centered_instance",
+    "bottomup": "minimal_instance_bottomup",
+    "multi_class_bottomup": "minimal_instance_multiclass_bottomup",
+    "multi_class_topdown": "minimal_instance_multiclass_centered_instance",
+}
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    """The shared fixtures folder, or skip."""
+    if not (SHARED / "models").is_dir():
+        pytest.skip(f"shared fixtures not found at {SHARED}")
+    return SHARED
+
+
+def fixture_model(shared: Path, model_type: str) -> Path:
+    return shared / "models" / FIXTURE_MODELS[model_type]
+
+
+def write_video(
+    path: Path,
+    frames: np.ndarray,
+    fps: int = 30,
+    codec: str = "libx264",
+    options: dict[str, str] | None = None,
+) -> Path:
+    """Encode ``(n, H, W, 3)`` uint8 frames; lossless-ish by default."""
+    with av.open(str(path), mode="w") as container:
+        stream = container.add_stream(codec, rate=fps)
+        stream.height, stream.width = frames.shape[1:3]
+        stream.pix_fmt = "yuv420p"
+        stream.options = options if options is not None else {"crf": "0", "g": "30"}
+        for frame in frames:
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
+        container.mux(stream.encode())
+    return path
+
+
+def counter_frames(n: int, height: int = 64, width: int = 96, gray: bool = True) -> np.ndarray:
+    """Frames whose mean brightness encodes their index (so decoders can be checked)."""
+    frames = np.zeros((n, height, width, 3), np.uint8)
+    for i in range(n):
+        level = 16 + (i * 7) % 224
+        frames[i] = level
+        if not gray:
+            frames[i, ..., 1] = 255 - level
+    return frames
+
+
+@pytest.fixture()
+def counter_video(tmp_path: Path) -> Path:
+    return write_video(tmp_path / "counter.mp4", counter_frames(40))

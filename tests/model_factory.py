@@ -1,0 +1,105 @@
+"""Build sleap-nn-layout model directories with random weights, for every model type."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+
+from sleap_infer.model.checkpoint import save_checkpoint
+from sleap_infer.model.config import parse_config
+from sleap_infer.nets import build_network
+
+NODES = ["head", "thorax", "tail"]
+
+_HEADS: dict[str, dict[str, Any]] = {
+    "single_instance": {"confmaps": {"part_names": None, "sigma": 2.5, "output_stride": 2}},
+    "centroid": {"confmaps": {"anchor_part": "thorax", "sigma": 2.5, "output_stride": 2}},
+    "centered_instance": {
+        "confmaps": {"part_names": None, "anchor_part": "thorax", "sigma": 2.5, "output_stride": 2}
+    },
+    "bottomup": {
+        "confmaps": {"part_names": None, "sigma": 2.5, "output_stride": 2},
+        "pafs": {"edges": None, "sigma": 15.0, "output_stride": 4},
+    },
+    "multi_class_bottomup": {
+        "confmaps": {"part_names": None, "sigma": 2.5, "output_stride": 2},
+        "class_maps": {"classes": ["female", "male"], "sigma": 2.5, "output_stride": 2},
+    },
+    "multi_class_topdown": {
+        "confmaps": {"part_names": None, "anchor_part": "thorax", "sigma": 2.5, "output_stride": 2},
+        "class_vectors": {
+            "classes": ["female", "male"],
+            "num_fc_layers": 2,
+            "num_fc_units": 16,
+            "global_pool": True,
+            "output_stride": 8,
+        },
+    },
+}
+
+
+def config_dict(
+    model_type: str,
+    unet: dict[str, Any] | None = None,
+    preprocessing: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    heads: dict[str, Any] = {k: None for k in _HEADS}
+    heads[model_type] = copy.deepcopy(_HEADS[model_type])
+    backbone = {
+        "in_channels": 1,
+        "kernel_size": 3,
+        "filters": 4,
+        "filters_rate": 1.5,
+        "max_stride": 8,
+        "stem_stride": None,
+        "middle_block": True,
+        "up_interpolate": True,
+        "stacks": 1,
+        "convs_per_block": 2,
+        "output_stride": 2,
+    }
+    backbone.update(unet or {})
+    pre = {"ensure_rgb": False, "ensure_grayscale": False, "max_height": None, "max_width": None}
+    pre.update(
+        {
+            "scale": 1.0,
+            "crop_size": 32 if "centered" in model_type or "topdown" in model_type else None,
+        }
+    )
+    pre.update(preprocessing or {})
+    return {
+        "data_config": {
+            "preprocessing": pre,
+            "skeletons": [
+                {
+                    "name": "fly",
+                    "nodes": [{"name": n} for n in NODES],
+                    "edges": [
+                        {"source": {"name": "head"}, "destination": {"name": "thorax"}},
+                        {"source": {"name": "thorax"}, "destination": {"name": "tail"}},
+                    ],
+                    "symmetries": [],
+                }
+            ],
+        },
+        "model_config": {
+            "backbone_config": {"unet": backbone, "convnext": None, "swint": None},
+            "head_configs": heads,
+        },
+    }
+
+
+def write_model_dir(path: Path, raw: dict[str, Any], seed: int = 0) -> Path:
+    """Random-init the network described by ``raw`` and save it like sleap-nn would."""
+    torch.manual_seed(seed)
+    net = build_network(parse_config(raw))
+    raw = copy.deepcopy(raw)
+    raw["model_config"]["total_params"] = sum(p.numel() for p in net.parameters())
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "training_config.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    save_checkpoint(path / "best.ckpt", net.state_dict())
+    return path

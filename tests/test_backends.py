@@ -1,0 +1,78 @@
+"""Torch backend and device resolution."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from sleap_infer.backends import ModelBackend, TorchBackend, backend_factory, resolve_device
+from sleap_infer.backends.torch_backend import fuse_conv_bn
+from sleap_infer.errors import BackendError, UsageError
+from sleap_infer.model.config import parse_config
+from sleap_infer.nets import build_network
+
+from model_factory import config_dict
+
+
+def test_resolve_device() -> None:
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device("auto").type in {"cpu", "cuda", "mps"}
+    with pytest.raises(BackendError, match="unknown device"):
+        resolve_device("tpu:9")
+    if not torch.cuda.is_available():
+        with pytest.raises(BackendError, match="CUDA is not available"):
+            resolve_device("cuda:1")
+
+
+def test_unknown_backend_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="unknown backend 'tensorflow'"):
+        backend_factory("tensorflow")
+
+
+def test_torch_backend_matches_network_and_satisfies_protocol() -> None:
+    net = build_network(parse_config(config_dict("bottomup")))
+    backend = TorchBackend(net, "cpu")
+    assert isinstance(backend, ModelBackend)
+    x = torch.randint(0, 255, (2, 1, 32, 32), dtype=torch.uint8)
+    out = backend(x)
+    with torch.no_grad():
+        ref = net(x.float() / 255)
+    for k in ref:
+        assert torch.allclose(out[k], ref[k])
+        assert out[k].dtype == torch.float32
+    backend.warmup((1, 1, 32, 32))
+
+
+def test_fp16_needs_an_accelerator() -> None:
+    net = build_network(parse_config(config_dict("single_instance")))
+    with pytest.raises(BackendError, match="--fp16 needs a cuda or mps device"):
+        TorchBackend(net, "cpu", fp16=True)
+
+
+def test_conv_bn_fusion_inside_sequential_only() -> None:
+    torch.manual_seed(0)
+    seq = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU())
+    bn = seq[1]
+    bn.running_mean.uniform_(-1, 1)
+    bn.running_var.uniform_(0.5, 2)
+    bn.weight.data.uniform_(0.5, 2)
+    outer = nn.ModuleDict({"body": seq})
+    seq.eval()
+    x = torch.randn(1, 2, 8, 8)
+    ref = seq(x)
+    assert fuse_conv_bn(outer) == 1
+    assert isinstance(seq[1], nn.Identity)
+    assert torch.allclose(seq(x), ref, atol=1e-5)
+
+
+def test_compiled_backend_matches_eager() -> None:
+    pytest.importorskip("torch._dynamo")
+    net = build_network(parse_config(config_dict("single_instance")))
+    x = torch.randint(0, 255, (1, 1, 32, 32), dtype=torch.uint8)
+    eager = TorchBackend(net, "cpu")(x)["SingleInstanceConfmapsHead"]
+    try:
+        compiled = TorchBackend(net, "cpu", compile=True)(x)["SingleInstanceConfmapsHead"]
+    except Exception as exc:  # no C++ toolchain for inductor on this machine
+        pytest.skip(f"torch.compile unavailable here: {type(exc).__name__}")
+    assert torch.allclose(eager, compiled, atol=1e-5)
