@@ -59,6 +59,11 @@ class Predictor:
 
     @property
     def primary(self) -> LoadedModel:
+        """The model whose skeleton and classes the output uses (top-down: the instance model,
+        whichever order the models were given in)."""
+        for model in self.models:
+            if model.config is self.layer.config:
+                return model
         return self.models[-1]
 
     @property

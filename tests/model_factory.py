@@ -42,14 +42,47 @@ _HEADS: dict[str, dict[str, Any]] = {
 }
 
 
+# Tiny ConvNeXt / Swin-T layouts (custom ``arch``), small enough to run in tests.
+TINY_CONVNEXT: dict[str, Any] = {
+    "model_type": "custom",
+    "arch": {"depths": [1, 1, 2, 1], "channels": [8, 16, 24, 32]},
+    "stem_patch_kernel": 4,
+    "stem_patch_stride": 2,
+    "in_channels": 1,
+    "kernel_size": 3,
+    "filters_rate": 1.5,
+    "convs_per_block": 2,
+    "up_interpolate": True,
+    "output_stride": 2,
+    "max_stride": 32,
+}
+TINY_SWINT: dict[str, Any] = {
+    "model_type": "custom",
+    "arch": {"embed": 8, "depths": [2, 2, 2, 2], "num_heads": [1, 2, 2, 4]},
+    "patch_size": 4,
+    "window_size": 3,
+    "stem_patch_stride": 2,
+    "in_channels": 1,
+    "kernel_size": 3,
+    "filters_rate": 1.5,
+    "convs_per_block": 2,
+    "up_interpolate": True,
+    "output_stride": 2,
+    "max_stride": 32,
+}
+
+
 def config_dict(
     model_type: str,
     unet: dict[str, Any] | None = None,
     preprocessing: dict[str, Any] | None = None,
+    backbone: tuple[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """A sleap-nn ``training_config.yaml`` as a dict; ``backbone`` = (type, settings) replaces
+    the default small UNet."""
     heads: dict[str, Any] = {k: None for k in _HEADS}
     heads[model_type] = copy.deepcopy(_HEADS[model_type])
-    backbone = {
+    backbone_settings = {
         "in_channels": 1,
         "kernel_size": 3,
         "filters": 4,
@@ -62,7 +95,11 @@ def config_dict(
         "convs_per_block": 2,
         "output_stride": 2,
     }
-    backbone.update(unet or {})
+    backbone_settings.update(unet or {})
+    backbones: dict[str, Any] = {"unet": backbone_settings, "convnext": None, "swint": None}
+    if backbone is not None:
+        backbones = {"unet": None, "convnext": None, "swint": None}
+        backbones[backbone[0]] = copy.deepcopy(backbone[1])
     pre = {"ensure_rgb": False, "ensure_grayscale": False, "max_height": None, "max_width": None}
     pre.update(
         {
@@ -87,7 +124,7 @@ def config_dict(
             ],
         },
         "model_config": {
-            "backbone_config": {"unet": backbone, "convnext": None, "swint": None},
+            "backbone_config": backbones,
             "head_configs": heads,
         },
     }

@@ -102,3 +102,19 @@ def test_failed_save_leaves_previous_file_intact(
 
 def test_default_output_path_keeps_extension() -> None:
     assert default_output_path(Path("/d/a.mp4")) == Path("/d/a.mp4.predictions.slp")
+
+
+def test_unmatched_identity_gets_no_track(tmp_path: Path) -> None:
+    # Top-down multi-class: a third animal when there are two classes has class_id -1.
+    cfg = parse_config(config_dict("multi_class_topdown"))
+    batch = _batch()
+    batch.valid = np.array([[True], [True]])
+    batch.class_ids = np.array([[-1], [0]], np.int32)
+    batch.class_scores = np.array([[np.nan], [0.9]], np.float32)
+    builder = LabelsBuilder(make_video(_info(tmp_path)), make_skeleton(cfg), cfg.class_names)
+    builder.add(batch)
+    atomic_save(builder.labels({}), tmp_path / "t.slp")
+    labels = sio.load_slp(str(tmp_path / "t.slp"))
+    assert labels[0].instances[0].track is None
+    assert labels[1].instances[0].track.name == "female"
+    assert labels[1].instances[0].tracking_score == pytest.approx(0.9)

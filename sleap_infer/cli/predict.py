@@ -63,6 +63,35 @@ def predict(
         bool, typer.Option("--compile", help="torch.compile the network (slow first batch).")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    # --- model-type knobs (top-down stage 1, bottom-up PAF grouping); sleap-nn's defaults.
+    centroid_peak_threshold: Annotated[
+        float | None,
+        typer.Option(
+            help="Top-down: peak threshold for the centroid stage (default: --peak-threshold)."
+        ),
+    ] = None,
+    max_edge_length_ratio: Annotated[
+        float,
+        typer.Option(
+            help="Bottom-up: connections longer than this fraction of the image are penalised."
+        ),
+    ] = 0.25,
+    dist_penalty_weight: Annotated[
+        float, typer.Option(help="Bottom-up: weight of the long-connection penalty.")
+    ] = 1.0,
+    n_points: Annotated[
+        int, typer.Option(min=2, help="Bottom-up: samples along each PAF line integral.")
+    ] = 10,
+    min_instance_peaks: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            help="Bottom-up: drop animals with fewer peaks (below 1: a fraction of the nodes).",
+        ),
+    ] = 0,
+    min_line_scores: Annotated[
+        float, typer.Option(help="Bottom-up: minimum PAF score for a connection to count.")
+    ] = 0.25,
 ) -> None:
     """Predict poses on videos and save them as SLEAP .slp files."""
     from sleap_infer.predictor import Predictor
@@ -72,6 +101,12 @@ def predict(
         refine=not no_refine,
         integral_patch_size=integral_patch_size,
         max_instances=max_instances,
+        centroid_peak_threshold=centroid_peak_threshold,
+        max_edge_length_ratio=max_edge_length_ratio,
+        dist_penalty_weight=dist_penalty_weight,
+        n_points=n_points,
+        min_instance_peaks=min_instance_peaks,
+        min_line_scores=min_line_scores,
     )
     outputs = _output_paths(videos, output)
     with console.status("Loading model...", spinner="dots"):

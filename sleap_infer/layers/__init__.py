@@ -7,9 +7,16 @@ from collections.abc import Callable, Sequence
 from sleap_infer.backends.base import ModelBackend
 from sleap_infer.errors import UsageError
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo
+from sleap_infer.layers.bottomup import BottomUpLayer
+from sleap_infer.layers.bottomup_multiclass import BottomUpMultiClassLayer
+from sleap_infer.layers.centered_instance import (
+    CenteredInstanceLayer,
+    MultiClassCenteredInstanceLayer,
+)
 from sleap_infer.layers.centroid import CentroidLayer
 from sleap_infer.layers.options import PredictOptions
 from sleap_infer.layers.single_instance import SingleInstanceLayer
+from sleap_infer.layers.topdown import TopDownLayer, TopDownMultiClassLayer
 from sleap_infer.model.loader import LoadedModel
 
 BackendFactory = Callable[[LoadedModel], ModelBackend]
@@ -17,7 +24,15 @@ BackendFactory = Callable[[LoadedModel], ModelBackend]
 SINGLE_MODEL_LAYERS: dict[str, type[InferenceLayer]] = {
     "single_instance": SingleInstanceLayer,
     "centroid": CentroidLayer,
+    "bottomup": BottomUpLayer,
+    "multi_class_bottomup": BottomUpMultiClassLayer,
 }
+
+INSTANCE_LAYERS: dict[str, type[CenteredInstanceLayer]] = {
+    "centered_instance": CenteredInstanceLayer,
+    "multi_class_topdown": MultiClassCenteredInstanceLayer,
+}
+"""Top-down stage-2 model types (they need a centroid model to find the animals)."""
 
 
 def build_layer(
@@ -26,22 +41,43 @@ def build_layer(
     """One layer for the given model directories; two directories must form a top-down pair."""
     if len(models) == 1:
         model = models[0]
+        if model.model_type in INSTANCE_LAYERS:
+            raise UsageError(
+                f"{model.path}: a {model.model_type} model only poses animals in crops; "
+                "add a centroid model (--model CENTROID_DIR) to find them (top-down)"
+            )
         cls = SINGLE_MODEL_LAYERS.get(model.model_type)
         if cls is None:
-            raise UsageError(f"{model.path}: model type {model.model_type!r} is not supported yet")
+            raise UsageError(f"{model.path}: model type {model.model_type!r} is not supported")
         return cls(model.config, make_backend(model), options)
     types = sorted(m.model_type for m in models)
+    if len(models) == 2:
+        centroid = [m for m in models if m.model_type == "centroid"]
+        instance = [m for m in models if m.model_type in INSTANCE_LAYERS]
+        if len(centroid) == 1 and len(instance) == 1:
+            c, i = centroid[0], instance[0]
+            stage1 = CentroidLayer(c.config, make_backend(c), options)
+            stage2 = INSTANCE_LAYERS[i.model_type](i.config, make_backend(i), options)
+            if i.model_type == "multi_class_topdown":
+                return TopDownMultiClassLayer(stage1, stage2, options)
+            return TopDownLayer(stage1, stage2, options)
     raise UsageError(
         f"cannot combine models of types {', '.join(types)}: give one model, or a centroid "
-        "model plus a centered-instance model for top-down"
+        "model plus a centered-instance (or multi-class top-down) model for top-down"
     )
 
 
 __all__ = [
+    "BottomUpLayer",
+    "BottomUpMultiClassLayer",
+    "CenteredInstanceLayer",
     "CentroidLayer",
     "InferenceLayer",
+    "MultiClassCenteredInstanceLayer",
     "PredictOptions",
     "PreprocInfo",
     "SingleInstanceLayer",
+    "TopDownLayer",
+    "TopDownMultiClassLayer",
     "build_layer",
 ]

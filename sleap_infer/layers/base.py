@@ -36,6 +36,8 @@ class PreprocInfo:
     input_scale: float
     orig_hw: tuple[int, int]
     input_hw: tuple[int, int]  # network input size after scaling and stride padding
+    # Size-matched but unscaled uint8 frames, kept only for layers that crop from them.
+    source: torch.Tensor | None = None
 
 
 def grid_to_frame(
@@ -84,32 +86,51 @@ class InferenceLayer(ABC):
             return 1
         return self.config.in_channels
 
-    def preprocess(self, frames: np.ndarray | torch.Tensor) -> tuple[torch.Tensor, PreprocInfo]:
-        """Channels -> size matcher -> input scale -> pad to max stride, all on uint8."""
+    def size_frames(self, frames: np.ndarray | torch.Tensor) -> tuple[torch.Tensor, float]:
+        """Channels, then the size matcher, on uint8: the image top-down crops are cut from."""
         x = as_nchw(frames)
         if x.device != self.device and self.device.type != "cpu":
             x = x.to(self.device, non_blocking=True)
-        orig_hw = (int(x.shape[-2]), int(x.shape[-1]))
         pre = self.preprocessing
         x = coerce_channels(x, pre.ensure_rgb, pre.ensure_grayscale)
-        x, eff = size_match(x, pre.max_height, pre.max_width)
-        x = scale_image(x, pre.scale)
-        x = pad_to_stride(x, self.config.max_stride)
+        return size_match(x, pre.max_height, pre.max_width)
+
+    def network_input(self, sized: torch.Tensor) -> torch.Tensor:
+        """Input scale, then zero padding to the backbone's max stride (still uint8)."""
+        return pad_to_stride(scale_image(sized, self.preprocessing.scale), self.config.max_stride)
+
+    def preprocess(
+        self, frames: np.ndarray | torch.Tensor, keep_source: bool = False
+    ) -> tuple[torch.Tensor, PreprocInfo]:
+        """Channels -> size matcher -> input scale -> pad to max stride, all on uint8.
+
+        ``keep_source`` keeps the size-matched frames in ``info.source`` for cropping.
+        """
+        if isinstance(frames, torch.Tensor):  # (B, C, H, W)
+            orig_hw = (int(frames.shape[-2]), int(frames.shape[-1]))
+        else:  # (B, H, W, C)
+            orig_hw = (int(frames.shape[-3]), int(frames.shape[-2]))
+        sized, eff = self.size_frames(frames)
+        x = self.network_input(sized)
         info = PreprocInfo(
             eff_scale=np.full(x.shape[0], eff, dtype=np.float64),
-            input_scale=pre.scale,
+            input_scale=self.preprocessing.scale,
             orig_hw=orig_hw,
             input_hw=(int(x.shape[-2]), int(x.shape[-1])),
+            source=sized if keep_source else None,
         )
         return x, info
 
-    def info_for_input(self, x: torch.Tensor, eff_scale: float = 1.0) -> PreprocInfo:
+    def info_for_input(
+        self, x: torch.Tensor, eff_scale: float = 1.0, source: torch.Tensor | None = None
+    ) -> PreprocInfo:
         """Info for an input that is already preprocessed (parity fixtures, exports)."""
         return PreprocInfo(
             eff_scale=np.full(x.shape[0], eff_scale, dtype=np.float64),
             input_scale=self.preprocessing.scale,
             orig_hw=(int(x.shape[-2]), int(x.shape[-1])),
             input_hw=(int(x.shape[-2]), int(x.shape[-1])),
+            source=source,
         )
 
     # ----------------------------------------------------------------- running

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from sleap_infer.errors import ConfigError
+from sleap_infer.model.backbone_configs import parse_convnext, parse_swint
 
 MODEL_TYPES = (
     "single_instance",
@@ -251,8 +252,16 @@ def parse_config(raw: dict[str, Any], source: str = "training_config.yaml") -> M
             f"(supported: {', '.join(BACKBONE_TYPES)})"
         )
     backbone = dict(backbone_configs[backbone_type])
-    if backbone_type == "unet":
-        parse_unet(backbone)  # validate early, with a clear message
+    # Validate early, so a bad backbone is reported with the config's path.
+    try:
+        if backbone_type == "unet":
+            parse_unet(backbone)
+        elif backbone_type == "convnext":
+            parse_convnext(backbone)
+        else:
+            parse_swint(backbone)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from exc
 
     sk_name, node_names, edges, symmetries = _parse_skeleton(data.get("skeletons"))
     head_cfg = head_configs[model_type]

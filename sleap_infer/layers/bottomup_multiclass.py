@@ -1,0 +1,78 @@
+"""Multi-class bottom-up models: peaks grouped by identity class maps instead of PAFs.
+
+Instance slot ``i`` of every frame *is* class ``i`` (``BatchPredictions.class_ids``),
+so the writer can attach the class's track. Instance score = mean node peak value,
+class score = mean class probability over the instance's nodes (sleap-nn's choice).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from sleap_infer.layers.base import InferenceLayer, PreprocInfo
+from sleap_infer.ops.identity import group_peaks_by_class, nanmean_last, sample_class_maps
+from sleap_infer.ops.peaks import find_local_peaks
+from sleap_infer.predictions import BatchPredictions
+
+
+def keep_best_classes(valid: np.ndarray, scores: np.ndarray, max_instances: int) -> np.ndarray:
+    """Mask out the lowest-scoring present classes of frames with more than ``max_instances``.
+
+    Slots are not reordered, so each survivor keeps its class.
+    """
+    keep = valid.copy()
+    for b in np.flatnonzero(valid.sum(axis=1) > max_instances):
+        present = np.flatnonzero(valid[b])
+        ranked = present[np.argsort(scores[b, present], kind="stable")[::-1]]
+        keep[b, ranked[max_instances:]] = False
+    return keep
+
+
+class BottomUpMultiClassLayer(InferenceLayer):
+    model_type = "multi_class_bottomup"
+    head_name = "MultiInstanceConfmapsHead"
+    class_head = "ClassMapsHead"
+
+    def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
+        cms = outputs[self.head_name]
+        class_maps = outputs[self.class_head]
+        opts = self.options
+        points, values, sample, channel = find_local_peaks(
+            cms, opts.peak_threshold, refine=opts.refine, patch_size=opts.integral_patch_size
+        )
+        class_stride = self.config.head(self.class_head).output_stride
+        # Into class-map pixels (and back again below), in sleap-nn's order of operations.
+        points = points * self.config.head(self.head_name).output_stride / class_stride
+        probs = sample_class_maps(class_maps, points, sample)
+        groups = group_peaks_by_class(
+            probs.cpu().numpy(),
+            points.cpu().numpy(),
+            values.cpu().numpy(),
+            sample.cpu().numpy(),
+            channel.cpu().numpy(),
+            n_samples=cms.shape[0],
+            n_nodes=self.n_nodes,
+        )
+        eff = info.eff_scale.astype(np.float32)[:, None, None, None]
+        pts = groups.points * np.float32(class_stride) / np.float32(info.input_scale) / eff
+        valid = ~np.isnan(groups.values).all(axis=2)
+        inst_scores = nanmean_last(groups.values)
+        class_scores = nanmean_last(groups.class_probs)
+        if opts.max_instances is not None:
+            valid = keep_best_classes(valid, inst_scores, opts.max_instances)
+        n_classes = class_maps.shape[1]
+        class_ids = np.broadcast_to(np.arange(n_classes, dtype=np.int32), valid.shape).copy()
+        class_ids[~valid] = -1
+        preds = BatchPredictions(
+            points=np.where(valid[..., None, None], pts, np.nan).astype(np.float32),
+            point_scores=groups.values,
+            instance_scores=np.where(valid, inst_scores, 0).astype(np.float32),
+            valid=valid,
+            class_ids=class_ids,
+            class_scores=class_scores,
+        )
+        preds.extras["node_class_probs"] = groups.class_probs
+        self._maybe_keep(preds, "confmaps", cms)
+        self._maybe_keep(preds, "class_maps", class_maps)
+        return preds

@@ -1,0 +1,157 @@
+"""Top-down: a centroid model finds the animals, a centered-instance model poses each crop.
+
+Stage 1 runs the centroid layer on the frames. Stage 2 cuts one
+``crop_size`` square per centroid out of the size-matched (unscaled) frames,
+all crops in one gather, and runs the centered-instance layer on them as a
+single batch. Crop-local keypoints are shifted by the box's float top-left
+and mapped to original pixels. With a multi-class centered-instance model,
+each frame's crops are also matched to identity classes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from sleap_infer.layers.base import InferenceLayer, PreprocInfo
+from sleap_infer.layers.centered_instance import CenteredInstanceLayer
+from sleap_infer.layers.centroid import CentroidLayer, Centroids
+from sleap_infer.layers.options import PredictOptions
+from sleap_infer.ops.crops import (
+    centered_boxes,
+    crop_origin,
+    first_box_extent,
+    gather_crops,
+    zero_beyond_extent,
+)
+from sleap_infer.ops.identity import assign_crop_classes
+from sleap_infer.predictions import BatchPredictions
+
+
+@dataclass
+class Crops:
+    """Stage-2 inputs: one crop per valid centroid, frame-major."""
+
+    images: torch.Tensor  # (n, C, crop, crop) uint8
+    top_left: torch.Tensor  # (n, 2) float offset of each crop in size-matched pixels
+    frame: torch.Tensor  # (n,) frame index
+    slot: torch.Tensor  # (n,) centroid slot within the frame
+
+
+class TopDownLayer(InferenceLayer):
+    model_type = "topdown"
+
+    def __init__(
+        self,
+        centroid: CentroidLayer,
+        instance: CenteredInstanceLayer,
+        options: PredictOptions | None = None,
+    ) -> None:
+        # Frames are preprocessed like the centroid model's input; the output skeleton (and
+        # classes) are the instance model's.
+        super().__init__(
+            instance.config, centroid.backend, options, preprocessing=centroid.preprocessing
+        )
+        self.centroid = centroid
+        self.instance = instance
+        self.crop_size = instance.crop_size
+
+    @property
+    def input_channels(self) -> int:
+        return self.centroid.input_channels
+
+    def preprocess(
+        self, frames: np.ndarray | torch.Tensor, keep_source: bool = True
+    ) -> tuple[torch.Tensor, PreprocInfo]:
+        """The centroid model's input, keeping the size-matched frames to crop from."""
+        return self.centroid.preprocess(frames, keep_source=True)
+
+    def info_for_input(
+        self, x: torch.Tensor, eff_scale: float = 1.0, source: torch.Tensor | None = None
+    ) -> PreprocInfo:
+        return self.centroid.info_for_input(x, eff_scale, source)
+
+    def make_crops(self, source: torch.Tensor, cents: Centroids) -> Crops:
+        """Cut a box around every valid centroid of ``source`` (size-matched uint8 frames)."""
+        frame, slot = torch.nonzero(cents.valid, as_tuple=True)
+        size = self.crop_size
+        top_left, extent = centered_boxes(cents.points[frame, slot], size, size)
+        frame = frame.to(source.device)
+        top_left, extent = top_left.to(source.device), extent.to(source.device)
+        # sleap-nn sizes a frame's crops from its first box; deliberate, see ops.crops.
+        extent = first_box_extent(extent, frame)
+        images = gather_crops(source, frame, crop_origin(top_left, extent), size, size)
+        return Crops(zero_beyond_extent(images, extent), top_left, frame, slot.to(source.device))
+
+    def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
+        if info.source is None:
+            raise ValueError("top-down postprocessing needs PreprocInfo.source (the frames)")
+        cents = self.centroid.find_centroids(outputs, info)
+        crops = self.make_crops(info.source, cents)
+        batch, width = cents.valid.shape
+        n = crops.images.shape[0]
+        # Pad the crop batch to a multiple of the frame batch: fewer distinct shapes for
+        # compiled / TensorRT backends. Padded crops are dropped right after.
+        padded = -(-n // batch) * batch if n else 0
+        images = F.pad(crops.images, (0, 0, 0, 0, 0, 0, 0, padded - n))
+        peaks = self.instance.run_crops(images) if n else None
+
+        n_nodes = self.n_nodes
+        points = np.full((batch, width, n_nodes, 2), np.nan, np.float32)
+        scores = np.full((batch, width, n_nodes), np.nan, np.float32)
+        frame = crops.frame.cpu().numpy()
+        slot = crops.slot.cpu().numpy()
+        eff = info.eff_scale.astype(np.float32)
+        if peaks is not None:
+            local = peaks.points[:n].cpu()
+            pts = (local + crops.top_left.cpu()[:, None, :]).numpy() / eff[frame, None, None]
+            points[frame, slot] = pts
+            scores[frame, slot] = peaks.values[:n].cpu().numpy()
+        found = ~np.isnan(points).all(axis=(2, 3))
+        preds = BatchPredictions(
+            points=points,
+            point_scores=scores,
+            instance_scores=cents.values.cpu().numpy().astype(np.float32),
+            valid=cents.valid.cpu().numpy() & found,
+        )
+        if peaks is not None and peaks.class_probs is not None:
+            self._add_classes(preds, peaks.class_probs[:n].cpu().numpy(), frame, slot)
+        elif self.instance.model_type == "multi_class_topdown":
+            preds.class_ids = np.full((batch, width), -1, np.int32)
+            preds.class_scores = np.full((batch, width), np.nan, np.float32)
+        centroids = cents.points.cpu().numpy() / eff[:, None, None]
+        preds.extras["centroids"] = centroids.astype(np.float32)
+        return preds
+
+    @staticmethod
+    def _add_classes(
+        preds: BatchPredictions, probs: np.ndarray, frame: np.ndarray, slot: np.ndarray
+    ) -> None:
+        """Match each frame's crops to classes (Hungarian), store ids and matched probs."""
+        ids, probs_matched = assign_crop_classes(probs, frame)
+        preds.class_ids = np.full(preds.valid.shape, -1, np.int32)
+        preds.class_scores = np.full(preds.valid.shape, np.nan, np.float32)
+        preds.class_ids[frame, slot] = ids
+        preds.class_scores[frame, slot] = probs_matched
+
+    def warmup(self, frame_shape: tuple[int, int, int, int], iterations: int = 1) -> None:
+        """Warm both stages: zero frames have no centroids, so stage 2 is warmed on its own."""
+        super().warmup(frame_shape, iterations)
+        crop = self.crop_size
+        crops = torch.zeros(
+            (frame_shape[0], self.instance.input_channels, crop, crop), dtype=torch.uint8
+        )
+        x = self.instance.crop_input(crops)
+        for _ in range(iterations):
+            self.instance.backend(x)
+        if self.instance.device.type == "cuda":
+            torch.cuda.synchronize(self.instance.device)
+
+
+class TopDownMultiClassLayer(TopDownLayer):
+    """Top-down with a multi-class centered-instance model: identities from class vectors."""
+
+    model_type = "multi_class_topdown"
