@@ -233,3 +233,17 @@ def test_multiclass_bottomup_slots_are_classes(swap: bool) -> None:
     preds = layer.predict(np.zeros((1, 64, 64, 1), np.uint8))
     assert preds.valid[0].tolist() == [a == 0, a == 1]
     assert preds.class_ids[0, a] == a and preds.class_ids[0, b] == -1
+
+
+def test_paf_scoring_in_chunks_gives_the_same_scores(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sleap_infer.ops import paf
+
+    gen = torch.Generator().manual_seed(0)
+    pafs = torch.randn(2, 4, 16, 16, generator=gen)
+    points = torch.rand(60, 2, generator=gen) * 60
+    sample = torch.arange(60) // 30
+    cands = connection_candidates(sample, torch.arange(60) % 3, [(0, 1), (1, 2)])
+    whole = score_candidates(pafs, points, sample, cands, paf_stride=4)
+    monkeypatch.setattr(paf, "CHUNK", 7)
+    assert len(cands) == 2 * 2 * 10 * 10 and len(cands) % 7
+    assert torch.equal(score_candidates(pafs, points, sample, cands, paf_stride=4), whole)

@@ -220,3 +220,13 @@ def test_predictor_takes_skeleton_and_classes_from_the_instance_model(
         predictor = Predictor([model_dirs[k] for k in order], device="cpu")
         assert predictor.primary.model_type == "multi_class_topdown"
         assert predictor.primary.config.class_names == ("female", "male")
+
+
+def test_dispatcher_names_the_model_without_crop_size(
+    model_dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    raw = config_dict("centered_instance", preprocessing={"crop_size": None})
+    bad = write_model_dir(tmp_path / "no_crop", raw)
+    models = [load_model(model_dirs["centroid"]), load_model(bad)]
+    with pytest.raises(ConfigError, match=r"no_crop: training_config.yaml has no .*crop_size"):
+        build_layer(models, lambda m: TorchBackend(m.network, "cpu"), PredictOptions())

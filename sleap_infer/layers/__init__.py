@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from sleap_infer.backends.base import ModelBackend
-from sleap_infer.errors import UsageError
+from sleap_infer.errors import ConfigError, UsageError
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo
 from sleap_infer.layers.bottomup import BottomUpLayer
 from sleap_infer.layers.bottomup_multiclass import BottomUpMultiClassLayer
@@ -56,6 +56,12 @@ def build_layer(
         instance = [m for m in models if m.model_type in INSTANCE_LAYERS]
         if len(centroid) == 1 and len(instance) == 1:
             c, i = centroid[0], instance[0]
+            crop = i.config.preprocessing.crop_size
+            if crop is None or crop < 1:
+                raise ConfigError(
+                    f"{i.path}: training_config.yaml has no preprocessing.crop_size "
+                    "(the top-down crop side)"
+                )
             stage1 = CentroidLayer(c.config, make_backend(c), options)
             stage2 = INSTANCE_LAYERS[i.model_type](i.config, make_backend(i), options)
             if i.model_type == "multi_class_topdown":

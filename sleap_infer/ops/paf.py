@@ -58,6 +58,10 @@ def max_edge_length(pafs: torch.Tensor, paf_stride: int, ratio: float) -> float:
     return ratio * max(channels, height, width) * paf_stride
 
 
+CHUNK = 1 << 18
+"""Candidates scored per pass: bounds memory when an untrained model emits many peaks."""
+
+
 def score_candidates(
     pafs: torch.Tensor,
     points: torch.Tensor,
@@ -75,8 +79,37 @@ def score_candidates(
         points: ``(P, 2)`` peaks as ``(x, y)`` in network-input pixels.
         sample: ``(P,)`` frame of each peak.
     """
-    if len(cands) == 0:
+    limit = max_edge_length(pafs, paf_stride, max_edge_length_ratio)
+    parts = [
+        _score(
+            pafs,
+            points,
+            sample,
+            Candidates(
+                cands.edge[i : i + CHUNK], cands.src[i : i + CHUNK], cands.dst[i : i + CHUNK]
+            ),
+            paf_stride,
+            n_points,
+            limit,
+            dist_penalty_weight,
+        )
+        for i in range(0, len(cands), CHUNK)
+    ]
+    if not parts:
         return torch.zeros(0, dtype=pafs.dtype, device=pafs.device)
+    return torch.cat(parts)
+
+
+def _score(
+    pafs: torch.Tensor,
+    points: torch.Tensor,
+    sample: torch.Tensor,
+    cands: Candidates,
+    paf_stride: int,
+    n_points: int,
+    limit: float,
+    dist_penalty_weight: float,
+) -> torch.Tensor:
     height, width = pafs.shape[-2:]
     src = points[cands.src].to(torch.float32)
     dst = points[cands.dst].to(torch.float32)
@@ -96,6 +129,5 @@ def score_candidates(
     length = torch.linalg.vector_norm(vec, dim=1)
     unit = vec / length[:, None]
     dots = paf_x * unit[:, None, 0] + paf_y * unit[:, None, 1]  # (M, n_points)
-    limit = max_edge_length(pafs, paf_stride, max_edge_length_ratio)
     penalty = torch.clamp(limit / length - 1, max=0) * dist_penalty_weight
     return dots.mean(dim=1) + penalty

@@ -41,11 +41,9 @@ def refine_integral(
     cols = (xi[:, None] + grid[None, :])[:, None, :]  # (P, 1, k)
     patches = padded[map_index.long()[:, None, None], rows, cols]  # (P, k, k)
     weights = grid.to(maps.dtype) - (k - 1) / 2
-    # Weight every pixel, then reduce the whole patch at once: sleap-nn's summation order,
-    # so refined peaks (and top-down crop boxes derived from them) match it bit for bit.
     total = patches.sum(dim=(1, 2))
-    dx = (weights[None, None, :] * patches).sum(dim=(1, 2)) / total
-    dy = (weights[None, :, None] * patches).sum(dim=(1, 2)) / total
+    dx = (patches.sum(dim=1) * weights).sum(dim=1) / total
+    dy = (patches.sum(dim=2) * weights).sum(dim=1) / total
     return torch.stack([dx, dy], dim=1)
 
 
