@@ -26,10 +26,15 @@ def build_layer(
     """One layer for the given model directories; two directories must form a top-down pair."""
     if len(models) == 1:
         model = models[0]
+        backend = make_backend(model)
+        if backend.does_baked_postproc:  # exported graph: peaks come out decoded
+            from sleap_infer.layers.exported import exported_layer_class
+
+            return exported_layer_class(model.model_type)(model.config, backend, options)
         cls = SINGLE_MODEL_LAYERS.get(model.model_type)
         if cls is None:
             raise UsageError(f"{model.path}: model type {model.model_type!r} is not supported yet")
-        return cls(model.config, make_backend(model), options)
+        return cls(model.config, backend, options)
     types = sorted(m.model_type for m in models)
     raise UsageError(
         f"cannot combine models of types {', '.join(types)}: give one model, or a centroid "
