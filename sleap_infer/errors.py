@@ -39,3 +39,7 @@ class UsageError(SleapInferError):
     """Inconsistent command-line arguments."""
 
     exit_code = 2
+
+
+class ExportError(SleapInferError):
+    """A model cannot be exported, or an export on disk is missing, corrupt or incompatible."""

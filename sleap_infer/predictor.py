@@ -87,6 +87,7 @@ class Predictor:
             "source_video": str(info.path.resolve()),
             "frame_selection": "all" if frames is None else f"{len(frames)} frames",
             "versions": package_versions(),
+            **_export_provenance(self.layer.backend),
             "system": system_info(),
         }
 
@@ -139,3 +140,9 @@ class Predictor:
         result.fps = stats.fps
         result.stats = stats
         return result
+
+
+def _export_provenance(backend: object) -> dict[str, Any]:
+    """Which export directories an onnx/trt run used (absent for torch)."""
+    describe = getattr(backend, "provenance", None)
+    return {"export": describe()} if callable(describe) else {}

@@ -33,6 +33,16 @@ FIXTURE_MODELS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _export_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Exports made on first use go to a per-session temp cache, never ``~/.cache``."""
+    root = tmp_path_factory.getbasetemp() / "export-cache"
+    monkeypatch.setenv("SLEAP_INFER_CACHE", str(root))
+    return root
+
+
 @pytest.fixture(scope="session")
 def shared() -> Path:
     """The shared fixtures folder, or skip."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -116,6 +117,19 @@ def test_default_output_name_next_to_video(tmp_path: Path) -> None:
         ),
         (["predict", "{video}", "-m", "{model}", "--device", "cuda:3"], 1, "cuda:3"),
         (["predict", "{video}", "-m", "{model}", "--frames", "x"], 2, "--frames"),
+        (
+            ["predict", "{video}", "-m", "{model}", "--backend", "onnx", "--compile"],
+            2,
+            "--compile applies to --backend torch only",
+        ),
+        (["export", "{tmp}/nope"], 1, "nope: model path does not exist"),
+        (["export", "{model}", "--opset", "17"], 2, "--opset 17 is not supported"),
+        (["export", "{model}", "--opset", "999"], 2, "--opset 999 is not supported"),
+        (["export", "{model}", "{model}"], 2, "two models (top-down) is not supported yet"),
+        (["export", "{model}", "--batch", "2", "--dynamic-batch"], 2, "exclude each other"),
+        (["export", "{model}", "--input-size", "big"], 2, "--input-size 'big'"),
+        (["export", "{model}", "--format", "tflite"], 2, "--format 'tflite'"),
+        (["export", "{model}", "-o", "{video}"], 1, "exists and is not an export directory"),
     ],
 )
 def test_bad_input_is_one_clear_line(
@@ -132,7 +146,90 @@ def test_bad_input_is_one_clear_line(
 
 
 def test_unimplemented_commands_exit_2() -> None:
-    for cmd in ("export", "bench"):
-        res = infer(cmd, str(SYNTHETIC_MODEL))
-        assert res.returncode == 2
-        assert "not yet implemented" in res.stderr
+    res = infer("bench", str(SYNTHETIC_MODEL))
+    assert res.returncode == 2
+    assert "not yet implemented" in res.stderr
+
+
+def _instances(path: Path) -> tuple[list[int], np.ndarray, np.ndarray]:
+    labels = sio.load_slp(str(path))
+    frames = [lf.frame_idx for lf in labels]
+    points = np.stack([np.stack([i.numpy() for i in lf.instances]) for lf in labels])
+    scores = np.array([[i.score for i in lf.instances] for lf in labels])
+    return frames, points, scores
+
+
+def _same_instances(a: Path, b: Path, atol: float = 0.05) -> None:
+    frames_a, points_a, scores_a = _instances(a)
+    frames_b, points_b, scores_b = _instances(b)
+    assert frames_a == frames_b
+    assert points_a.shape == points_b.shape
+    assert np.array_equal(np.isnan(points_a), np.isnan(points_b))
+    np.testing.assert_allclose(points_a, points_b, atol=atol)
+    np.testing.assert_allclose(scores_a, scores_b, atol=1e-4)
+
+
+def test_export_command_writes_onnx_and_metadata(tmp_path: Path) -> None:
+    out = tmp_path / "exp"
+    res = infer("export", str(SYNTHETIC_MODEL), "-o", str(out), "--batch", "2")
+    assert res.returncode == 0, res.stderr
+    assert (out / "model.onnx").is_file() and (out / "export_metadata.json").is_file()
+    assert "single_instance exported" in res.stderr and "model.onnx:" in res.stderr
+    meta = json.loads((out / "export_metadata.json").read_text())
+    assert meta["input"]["shape"][0] == 2 and meta["settings"]["batch_size"] == 2
+
+
+def test_predict_onnx_writes_the_same_instances_as_torch(tmp_path: Path) -> None:
+    video = tmp_path / "synthetic.mp4"
+    scene.write_video(video, n_frames=12, seed=3)
+    common = ["-m", str(SYNTHETIC_MODEL), "--device", "cpu", "-b", "4", "-q"]
+    res = infer("predict", str(video), *common, "-o", str(tmp_path / "torch.slp"))
+    assert res.returncode == 0, res.stderr
+    res = infer(
+        "predict", str(video), *common, "--backend", "onnx", "-o", str(tmp_path / "onnx.slp")
+    )
+    assert res.returncode == 0, res.stderr
+    assert "export: Exporting synthetic_single_instance to onnx" in res.stderr
+    _same_instances(tmp_path / "torch.slp", tmp_path / "onnx.slp")
+    prov = sio.load_slp(str(tmp_path / "onnx.slp")).provenance
+    assert prov["backend"] == "onnx" and prov["export"]["runtime"] == "onnx"
+    # Second run: the cached export is reused, nothing is exported again.
+    res = infer("predict", str(video), *common, "--backend", "onnx", "-o", str(tmp_path / "2.slp"))
+    assert res.returncode == 0, res.stderr
+    assert "Exporting" not in res.stderr
+
+
+def test_predict_onnx_centroids_match_torch(shared: Path, tmp_path: Path) -> None:
+    video = shared / "videos" / "centered_pair_small.mp4"
+    common = ["-m", str(fixture_model(shared, "centroid")), "--device", "cpu", "--frames", "0-7"]
+    res = infer("predict", str(video), *common, "-q", "-o", str(tmp_path / "torch.slp"))
+    assert res.returncode == 0, res.stderr
+    res = infer(
+        "predict", str(video), *common, "-q", "--backend", "onnx", "-o", str(tmp_path / "onnx.slp")
+    )
+    assert res.returncode == 0, res.stderr
+    _same_instances(tmp_path / "torch.slp", tmp_path / "onnx.slp")
+    assert _instances(tmp_path / "onnx.slp")[1].shape[1] >= 1
+
+
+def _has_tensorrt() -> bool:
+    try:
+        import tensorrt  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(_has_tensorrt(), reason="tensorrt is installed here")
+def test_trt_without_tensorrt_names_the_extra(tmp_path: Path) -> None:
+    video = tmp_path / "v.mp4"
+    scene.write_video(video, n_frames=2)
+    for args in (
+        ["predict", str(video), "-m", str(SYNTHETIC_MODEL), "--backend", "trt"],
+        ["export", str(SYNTHETIC_MODEL), "--format", "trt", "-o", str(tmp_path / "e")],
+    ):
+        res = infer(*args)
+        assert res.returncode == 1, res.stderr
+        lines = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+        assert len(lines) == 1 and "sleap-infer[tensorrt]" in res.stderr, res.stderr
+    assert not (tmp_path / "e").exists()

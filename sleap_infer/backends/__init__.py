@@ -1,13 +1,15 @@
-"""Runtime backends: how a network is executed (torch now; ONNX Runtime, TensorRT later)."""
+"""Runtime backends: how a network is executed (torch, ONNX Runtime, TensorRT)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
 from sleap_infer.backends.base import ModelBackend, resolve_device
 from sleap_infer.backends.torch_backend import TorchBackend
-from sleap_infer.errors import BackendError, UsageError
+from sleap_infer.errors import UsageError
 from sleap_infer.model.loader import LoadedModel
 
 BACKENDS = ("torch", "onnx", "trt")
@@ -27,7 +29,33 @@ def backend_factory(
             return TorchBackend(model.network, resolved, **options)
 
         return make
-    raise BackendError(f"backend {key!r} is not implemented yet")
+    return _exported_factory(key, device, **options)
+
+
+def _exported_factory(
+    runtime: str, device: str, **options: Any
+) -> Callable[[LoadedModel], ModelBackend]:
+    """onnx/trt: backends that export on first use (see ``sleap_infer.export.auto``).
+
+    Device and runtime availability are checked now, so a machine without
+    CUDA or TensorRT fails before any model is exported.
+    """
+    from sleap_infer.export.auto import AutoExportBackend
+
+    if runtime == "onnx":
+        from sleap_infer.backends.onnx_backend import resolve_onnx_device
+
+        resolved: str | torch.device = resolve_onnx_device(device)
+    else:
+        from sleap_infer.backends.tensorrt_backend import require_cuda, require_tensorrt
+
+        require_tensorrt()
+        resolved = require_cuda(device)
+
+    def make(model: LoadedModel) -> ModelBackend:
+        return AutoExportBackend(model, runtime, resolved, **options)
+
+    return make
 
 
 __all__ = ["BACKENDS", "ModelBackend", "TorchBackend", "backend_factory", "resolve_device"]

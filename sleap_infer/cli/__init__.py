@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from sleap_infer import __version__
+from sleap_infer.cli.export import export
 from sleap_infer.cli.predict import predict
 from sleap_infer.cli.progress import console
 from sleap_infer.errors import SleapInferError
@@ -38,15 +40,7 @@ def _root(
 
 
 app.command(no_args_is_help=True)(predict)
-
-
-@app.command(no_args_is_help=True)
-def export(
-    model: Annotated[list[Path], typer.Argument(help="Model directory (two for top-down).")],
-) -> None:
-    """Export a model to ONNX / TensorRT (not yet implemented)."""
-    console.print("[red]error:[/] infer export is not yet implemented")
-    raise typer.Exit(2)
+app.command(no_args_is_help=True)(export)
 
 
 @app.command(no_args_is_help=True)
@@ -67,5 +61,6 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app(args=argv)
     except SleapInferError as exc:
-        console.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        # escape: messages may hold brackets (e.g. "sleap-infer[tensorrt]") that rich would eat.
+        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from sleap_infer.cli.progress import VideoBar, console, frame_progress
 from sleap_infer.errors import UsageError
@@ -57,7 +58,11 @@ def predict(
         ),
     ] = None,
     fp16: Annotated[
-        bool, typer.Option("--fp16", help="Half-precision autocast (torch backend, cuda/mps only).")
+        bool,
+        typer.Option(
+            "--fp16",
+            help="Half precision: torch autocast (cuda/mps), or an fp16 export (onnx/trt).",
+        ),
     ] = False,
     compile: Annotated[
         bool, typer.Option("--compile", help="torch.compile the network (slow first batch).")
@@ -116,7 +121,7 @@ def predict(
             device=device,
             batch_size=batch_size,
             options=options,
-            backend_options={"fp16": fp16, "compile": compile} if backend == "torch" else {},
+            backend_options=_backend_options(backend, fp16, compile),
         )
     console.print(
         f"Model: [bold]{type(predictor.layer).__name__}[/] "
@@ -158,3 +163,12 @@ def _output_paths(videos: list[Path], output: Path | None) -> list[Path | None]:
     if output.suffix == ".slp":
         raise UsageError("-o/--output must be a folder when predicting several videos")
     return [output / (v.name + ".predictions.slp") for v in videos]
+
+
+def _backend_options(backend: str, fp16: bool, compile: bool) -> dict[str, object]:
+    if backend.strip().lower() == "torch":
+        return {"fp16": fp16, "compile": compile}
+    if compile:
+        raise UsageError("--compile applies to --backend torch only")
+    # onnx/trt export on first use; say so, since it takes a few seconds.
+    return {"fp16": fp16, "notify": lambda msg: console.print(f"[cyan]export:[/] {escape(msg)}")}

@@ -35,6 +35,21 @@ INSTANCE_LAYERS: dict[str, type[CenteredInstanceLayer]] = {
 """Top-down stage-2 model types (they need a centroid model to find the animals)."""
 
 
+def _make_layer(
+    model: LoadedModel,
+    cls: type[InferenceLayer],
+    make_backend: BackendFactory,
+    options: PredictOptions,
+) -> InferenceLayer:
+    """``cls`` on a torch backend, or its export adapter when the backend decodes in-graph."""
+    backend = make_backend(model)
+    if backend.does_baked_postproc:
+        from sleap_infer.layers.exported import exported_layer_class
+
+        cls = exported_layer_class(model.model_type)
+    return cls(model.config, backend, options)
+
+
 def build_layer(
     models: Sequence[LoadedModel], make_backend: BackendFactory, options: PredictOptions
 ) -> InferenceLayer:
@@ -49,7 +64,7 @@ def build_layer(
         cls = SINGLE_MODEL_LAYERS.get(model.model_type)
         if cls is None:
             raise UsageError(f"{model.path}: model type {model.model_type!r} is not supported")
-        return cls(model.config, make_backend(model), options)
+        return _make_layer(model, cls, make_backend, options)
     types = sorted(m.model_type for m in models)
     if len(models) == 2:
         centroid = [m for m in models if m.model_type == "centroid"]
@@ -62,8 +77,8 @@ def build_layer(
                     f"{i.path}: training_config.yaml has no preprocessing.crop_size "
                     "(the top-down crop side)"
                 )
-            stage1 = CentroidLayer(c.config, make_backend(c), options)
-            stage2 = INSTANCE_LAYERS[i.model_type](i.config, make_backend(i), options)
+            stage1 = _make_layer(c, CentroidLayer, make_backend, options)
+            stage2 = _make_layer(i, INSTANCE_LAYERS[i.model_type], make_backend, options)
             if i.model_type == "multi_class_topdown":
                 return TopDownMultiClassLayer(stage1, stage2, options)
             return TopDownLayer(stage1, stage2, options)

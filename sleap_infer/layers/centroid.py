@@ -99,5 +99,6 @@ class CentroidLayer(InferenceLayer):
             points=points, point_scores=scores, instance_scores=vals, valid=valid
         )
         preds.extras["centroids"] = pts
-        self._maybe_keep(preds, "confmaps", outputs[self.head_name])
+        if self.head_name in outputs:
+            self._maybe_keep(preds, "confmaps", outputs[self.head_name])
         return preds

@@ -13,19 +13,29 @@ class SingleInstanceLayer(InferenceLayer):
     model_type = "single_instance"
     head_name = "SingleInstanceConfmapsHead"
 
-    def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
+    def find_peaks(
+        self, outputs: dict[str, torch.Tensor], info: PreprocInfo
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(B, N, 2)`` points in original frame pixels (NaN below threshold), ``(B, N)`` values.
+
+        The decode step alone, so exported graphs (which decode in-graph) can replace it.
+        """
         cms = outputs[self.head_name]
         opts = self.options
         points, values = find_global_peaks(
             cms, opts.peak_threshold, refine=opts.refine, patch_size=opts.integral_patch_size
         )
         stride = self.config.head(self.head_name).output_stride
-        points = grid_to_frame(points, stride, info.input_scale, info.eff_scale)
+        return grid_to_frame(points, stride, info.input_scale, info.eff_scale), values
+
+    def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
+        points, values = self.find_peaks(outputs, info)
         pts = points.cpu().numpy()[:, None]  # (B, 1, N, 2)
         vals = values.cpu().numpy()[:, None]
         valid = ~(pts != pts).all(axis=(2, 3))  # NaN != NaN: an all-NaN instance is dropped
         # sleap-nn scores a single instance by the sum of its node confidences.
         scores = vals.sum(axis=2)
         preds = BatchPredictions(points=pts, point_scores=vals, instance_scores=scores, valid=valid)
-        self._maybe_keep(preds, "confmaps", cms)
+        if self.head_name in outputs:
+            self._maybe_keep(preds, "confmaps", outputs[self.head_name])
         return preds

@@ -1,0 +1,169 @@
+"""ONNX Runtime execution of an exported graph (CPU, or CUDA with IO binding).
+
+On CUDA the input tensor and preallocated output tensors are bound by device
+pointer, so frames already on the GPU never make a host round trip. ONNX
+Runtime silently falls back to the CPU when its CUDA provider cannot load
+(a known pain point), so the session's providers are checked after creation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import torch
+
+from sleap_infer.backends.base import resolve_device
+from sleap_infer.errors import BackendError, ExportError
+from sleap_infer.export.metadata import ExportInfo, decode_misfit
+from sleap_infer.export.settings import DecodeSettings
+
+GRAPH_LEVELS = {
+    "disable": "ORT_DISABLE_ALL",
+    "basic": "ORT_ENABLE_BASIC",
+    "extended": "ORT_ENABLE_EXTENDED",
+    "all": "ORT_ENABLE_ALL",
+}
+
+
+def require_onnxruntime() -> ModuleType:
+    try:
+        import onnxruntime
+    except ImportError as exc:
+        raise BackendError(
+            "the onnx backend needs onnxruntime: pip install 'sleap-infer[onnx]' "
+            "(or onnxruntime-gpu for CUDA)"
+        ) from exc
+    return onnxruntime
+
+
+def resolve_onnx_device(spec: str | torch.device = "auto") -> torch.device:
+    """ONNX Runtime here runs on the CPU or CUDA; ``auto`` picks CUDA only if ORT can use it."""
+    ort = require_onnxruntime()
+    has_cuda_ep = "CUDAExecutionProvider" in ort.get_available_providers()
+    text = str(spec).strip().lower()
+    if text == "auto":
+        use_cuda = torch.cuda.is_available() and has_cuda_ep
+        return torch.device("cuda", 0) if use_cuda else torch.device("cpu")
+    if text.startswith("mps"):
+        raise BackendError("the onnx backend runs on cpu or cuda, not mps (use --backend torch)")
+    device = resolve_device(text)
+    if device.type == "cuda" and not has_cuda_ep:
+        raise BackendError(
+            f"device {text!r}: this onnxruntime has no CUDA provider "
+            "(pip uninstall onnxruntime && pip install onnxruntime-gpu)"
+        )
+    return device
+
+
+class ONNXBackend:
+    """Runs ``model.onnx`` of an export directory; outputs are torch tensors on ``device``."""
+
+    does_baked_postproc = True
+
+    def __init__(
+        self,
+        export: ExportInfo,
+        device: str | torch.device = "auto",
+        intra_op_threads: int = 0,
+        graph_optimization: str = "all",
+    ) -> None:
+        ort = require_onnxruntime()
+        self.device = resolve_onnx_device(device)
+        self.export = export
+        if graph_optimization not in GRAPH_LEVELS:
+            raise BackendError(
+                f"unknown graph optimisation level {graph_optimization!r} "
+                f"(choose {', '.join(GRAPH_LEVELS)})"
+            )
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = intra_op_threads  # 0: ONNX Runtime's default
+        options.graph_optimization_level = getattr(
+            ort.GraphOptimizationLevel, GRAPH_LEVELS[graph_optimization]
+        )
+        providers: list[str | tuple[str, dict[str, object]]] = ["CPUExecutionProvider"]
+        if self.device.type == "cuda":
+            providers.insert(0, ("CUDAExecutionProvider", {"device_id": self.device.index or 0}))
+        try:
+            self.session = ort.InferenceSession(
+                str(export.onnx_path), sess_options=options, providers=providers
+            )
+        except Exception as exc:  # ORT raises its own exception types
+            raise ExportError(f"{export.onnx_path}: ONNX Runtime cannot load it ({exc})") from exc
+        if (
+            self.device.type == "cuda"
+            and self.session.get_providers()[0] != "CUDAExecutionProvider"
+        ):
+            raise BackendError(
+                f"onnxruntime could not start its CUDA provider on {self.device} "
+                "(check the CUDA/cuDNN versions onnxruntime-gpu needs)"
+            )
+        self.input_name = self.session.get_inputs()[0].name
+        self.output_names = [o.name for o in self.session.get_outputs()]
+
+    def bind_decode(self, decode: DecodeSettings) -> None:
+        """Called by exported layers: refuse an export whose baked decoding differs."""
+        why = decode_misfit(self.export.decode, decode, self.export.decode_fields)
+        if why is not None:
+            raise BackendError(
+                f"{self.export.path}: cannot serve these predict options: {why} "
+                "(export again with matching options, or use --backend onnx without an export dir)"
+            )
+
+    def check_input(self, x: torch.Tensor) -> None:
+        """One clear line when a batch does not fit the traced shape."""
+        if x.dtype != torch.uint8:
+            raise BackendError(f"exported graphs take uint8 input, got {x.dtype}")
+        why = self.export.misfit(tuple(x.shape))
+        if why is not None:
+            raise BackendError(
+                f"{self.export.path}: cannot run this export: {why}; export again with "
+                "infer export --input-size HxW (or let --backend onnx export on first use)"
+            )
+
+    def __call__(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        self.check_input(x)
+        if self.device.type == "cuda":
+            return self._run_bound(x)
+        feed = {self.input_name: x.cpu().contiguous().numpy()}
+        outs = self.session.run(self.output_names, feed)
+        return {name: torch.from_numpy(np.asarray(v)) for name, v in zip(self.output_names, outs)}
+
+    def _run_bound(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        """CUDA path: bind device pointers in and out, no host copies."""
+        x = x.to(self.device, non_blocking=True).contiguous()
+        index = self.device.index or 0
+        binding = self.session.io_binding()
+        binding.bind_input(self.input_name, "cuda", index, np.uint8, tuple(x.shape), x.data_ptr())
+        outputs: dict[str, torch.Tensor] = {}
+        for spec in self.export.data["outputs"]:
+            name = spec["name"]
+            shape = self.export.output_shape(name, int(x.shape[0]))
+            dtype = np.dtype(spec["dtype"])
+            out = torch.empty(shape, dtype=_TORCH_DTYPES[dtype.name], device=self.device)
+            binding.bind_output(name, "cuda", index, dtype, shape, out.data_ptr())
+            outputs[name] = out
+        # The input may still be in flight on torch's stream; ORT uses its own.
+        torch.cuda.current_stream(self.device).synchronize()
+        self.session.run_with_iobinding(binding)
+        return outputs
+
+    def warmup(self, shape: tuple[int, ...]) -> None:
+        self(torch.zeros(shape, dtype=torch.uint8, device=self.device))
+
+
+_TORCH_DTYPES = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bool": torch.bool,
+    "int32": torch.int32,
+    "int64": torch.int64,
+}
+
+
+def onnx_backend_for_dir(path: str | Path, device: str = "auto", **options: object) -> ONNXBackend:
+    """An ONNXBackend for an export directory (as written by ``infer export``)."""
+    from sleap_infer.export.metadata import read_export
+
+    return ONNXBackend(read_export(Path(path)), device, **options)  # type: ignore[arg-type]

@@ -1,0 +1,170 @@
+"""Find an export that fits a model and an input shape, or make one on first use.
+
+Lookup order: ``<model>/exported`` (and its subfolders), as written by
+``infer export``; then the cache, ``$SLEAP_INFER_CACHE`` or
+``~/.cache/sleap_infer/exports``, one folder per key. The key hashes all
+that changes the graph or engine: checkpoint bytes, model type, baked
+decoding, input shape, batch mode, opset, precision, runtime (and for
+TensorRT its version and the GPU architecture), plus sleap_infer's version.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sleap_infer
+from sleap_infer.errors import ExportError
+from sleap_infer.export.metadata import METADATA_NAME, ExportInfo, decode_misfit, read_export
+from sleap_infer.export.settings import (
+    DEFAULT_OPSET,
+    EXPORT_LAYOUT_VERSION,
+    DecodeSettings,
+    ExportSettings,
+    stable_key,
+)
+from sleap_infer.export.wrappers import wrapper_for
+from sleap_infer.model.loader import LoadedModel
+
+CACHE_ENV = "SLEAP_INFER_CACHE"
+NEXT_TO_MODEL = "exported"
+
+
+def cache_root() -> Path:
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env).expanduser()
+    return Path("~/.cache/sleap_infer/exports").expanduser()
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    """What a running layer needs from an export."""
+
+    runtime: str  # "onnx" or "trt"
+    input_shape: tuple[int, int, int, int]  # the batch a backend is about to run
+    decode: DecodeSettings
+    fp16: bool = False
+    opset: int = DEFAULT_OPSET
+    trt_version: str | None = None
+    gpu: Any = None  # GpuInfo for trt
+
+    @property
+    def static_batch(self) -> bool:
+        return self.runtime == "trt"  # engines are fastest built for the exact batch
+
+
+def misfit(info: ExportInfo, model: LoadedModel, request: ExportRequest) -> str | None:
+    """Why ``info`` cannot serve ``request`` for ``model``, or None if it can."""
+    if info.checkpoint_sha256 != model.checkpoint_sha256:
+        return "it was exported from a different best.ckpt"
+    if info.model_type != model.model_type:
+        return f"it is a {info.model_type} export"
+    if (info.data.get("precision") == "fp16") != request.fp16:
+        return f"it is {info.data.get('precision')}"
+    why = info.misfit(request.input_shape) or decode_misfit(
+        info.decode, request.decode, info.decode_fields
+    )
+    if why is not None:
+        return why
+    if request.runtime == "trt":
+        return _engine_misfit(info, request)
+    return None
+
+
+def _engine_misfit(info: ExportInfo, request: ExportRequest) -> str | None:
+    meta = info.data.get("tensorrt")
+    if info.engine_path is None or not info.engine_path.is_file() or not meta:
+        return "it has no TensorRT engine"
+    if meta.get("tensorrt_version") != request.trt_version:
+        return f"its engine is for TensorRT {meta.get('tensorrt_version')}"
+    gpu = request.gpu
+    if gpu is not None and meta.get("compute_capability") != gpu.compute_capability:
+        return f"its engine is for {meta.get('gpu_name')}"
+    low, high = meta["profile"]["min"][0], meta["profile"]["max"][0]
+    if not low <= request.input_shape[0] <= high:
+        return f"its engine takes batches of {low}-{high}"
+    return None
+
+
+def candidates_next_to(model_dir: Path) -> list[Path]:
+    root = model_dir / NEXT_TO_MODEL
+    found = [root] if (root / METADATA_NAME).is_file() else []
+    if root.is_dir():
+        found += sorted(p for p in root.iterdir() if (p / METADATA_NAME).is_file())
+    return found
+
+
+def cache_key(model: LoadedModel, request: ExportRequest) -> str:
+    decode = wrapper_for(model.model_type).normalise(request.decode)
+    payload: dict[str, Any] = {
+        "layout": EXPORT_LAYOUT_VERSION,
+        "sleap_infer": sleap_infer.__version__,
+        "checkpoint": model.checkpoint_sha256,
+        "model_type": model.model_type,
+        "decode": {k: v for k, v in vars(decode).items() if k != "peak_threshold"},
+        "shape": list(request.input_shape[1:]),
+        "batch": request.input_shape[0] if request.static_batch else "dynamic",
+        "opset": request.opset,
+        "fp16": request.fp16,
+        "runtime": request.runtime,
+    }
+    if request.runtime == "trt":
+        payload["trt"] = request.trt_version
+        payload["gpu"] = None if request.gpu is None else vars(request.gpu)
+    return stable_key(payload)
+
+
+def ensure_export(
+    model: LoadedModel,
+    request: ExportRequest,
+    device: str = "auto",
+    notify: Callable[[str], None] | None = None,
+) -> ExportInfo:
+    """An export serving ``request``: next to the model, in the cache, or freshly made."""
+    from sleap_infer.export.exporter import export_model
+
+    say = notify or (lambda _msg: None)
+    skipped: list[str] = []
+    for candidate in candidates_next_to(model.path):
+        try:
+            info = read_export(candidate)
+        except ExportError as exc:
+            skipped.append(str(exc))
+            continue
+        why = misfit(info, model, request)
+        if why is None:
+            return info
+        skipped.append(f"{candidate}: {why}")
+    target = cache_root() / cache_key(model, request)
+    if (target / METADATA_NAME).is_file():
+        try:
+            info = read_export(target)
+            if misfit(info, model, request) is None:
+                return info
+        except ExportError:
+            pass  # damaged cache entry: rebuild it below
+    for line in skipped:
+        say(f"not using {line}")
+    shape = "x".join(str(d) for d in request.input_shape)
+    say(
+        f"Exporting {model.path.name} to {request.runtime} for {shape} input "
+        f"(first use; cached in {target})"
+    )
+    settings = ExportSettings(
+        formats=("onnx", "trt") if request.runtime == "trt" else ("onnx",),
+        opset=request.opset,
+        fp16=request.fp16,
+        batch_size=request.input_shape[0] if request.static_batch else None,
+        decode=request.decode,
+    )
+    info = export_model(
+        model, target, settings, device=device, notify=say, network_shape=request.input_shape[1:]
+    )
+    why = misfit(info, model, request)
+    if why is not None:  # a bug, not a user error: say so plainly
+        raise ExportError(f"{target}: fresh export does not fit its own request ({why})")
+    return info

@@ -1,0 +1,92 @@
+"""Peak finding and integral refinement written for tracing into a static ONNX graph.
+
+The host versions in :mod:`sleap_infer.ops.peaks` use ``nonzero`` and
+boolean indexing, whose output sizes depend on the data; ONNX and TensorRT
+want every shape known from the input shape alone. So here:
+
+* global peaks are two ``argmax`` reductions (x from the column maxima, y from
+  the row maxima, as sleap-nn and the host path do);
+* local peaks keep the strict 8-neighbour test, then ``topk`` to a fixed ``K``
+  per channel; empty slots carry value ``-inf``;
+* refinement gathers a fixed ``k x k`` patch around every candidate with one
+  ``GatherElements`` on the zero-padded, flattened map, then takes the
+  confidence-weighted mean offset, exactly the host formula.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from sleap_infer.ops.peaks import neighbour_max
+
+
+def global_peak_indices(cms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(B, C, H, W)`` maps -> integer ``x``, ``y`` and the max value, each ``(B, C)``."""
+    col_max = cms.amax(dim=2)  # (B, C, W)
+    row_max = cms.amax(dim=3)  # (B, C, H)
+    return col_max.argmax(dim=2), row_max.argmax(dim=2), col_max.amax(dim=2)
+
+
+def local_peak_candidates(
+    cms: torch.Tensor, k: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The ``k`` strongest strict local maxima per channel, in raster order.
+
+    Returns integer ``x``, ``y`` and values, each ``(B, C, k)``. Slots beyond
+    the number of maxima have value ``-inf`` and sort last. Raster order
+    (row-major position) is what the host path emits, so the host can apply
+    sleap-nn's "raster order unless a frame overflows" rule unchanged.
+    """
+    batch, channels, height, width = cms.shape
+    k = min(k, height * width)
+    is_peak = cms > neighbour_max(cms)
+    masked = torch.where(is_peak, cms, torch.full_like(cms, float("-inf")))
+    flat = masked.reshape(batch, channels, height * width)
+    values, index = torch.topk(flat, k, dim=2)
+    # Re-sort the k winners by position; empty slots get keys past the map.
+    empty = torch.isinf(values)
+    key = torch.where(empty, index + height * width, index)
+    _, order = torch.topk(key, k, dim=2, largest=False)
+    index = torch.gather(index, 2, order)
+    values = torch.gather(values, 2, order)
+    return index % width, torch.div(index, width, rounding_mode="floor"), values
+
+
+def gather_patches(cms: torch.Tensor, x: torch.Tensor, y: torch.Tensor, size: int) -> torch.Tensor:
+    """``size x size`` patches around integer points ``(B, C, P)``; outside the map is 0.
+
+    The patch starts at ``p - size // 2`` (as on the host). Returns ``(B, C, P, size, size)``.
+    """
+    batch, channels, _, width = cms.shape
+    padded = F.pad(cms, (size, size, size, size))
+    padded_width = width + 2 * size
+    flat = padded.reshape(batch, channels, -1)
+    steps = torch.arange(size, device=cms.device)
+    start = size - size // 2
+    rows = (y + start).unsqueeze(-1) + steps  # (B, C, P, size)
+    cols = (x + start).unsqueeze(-1) + steps
+    index = rows.unsqueeze(-1) * padded_width + cols.unsqueeze(-2)  # (B, C, P, size, size)
+    points = x.shape[-1]
+    patches = torch.gather(flat, 2, index.reshape(batch, channels, points * size * size))
+    return patches.reshape(batch, channels, points, size, size)
+
+
+def integral_offsets(patches: torch.Tensor) -> torch.Tensor:
+    """Confidence-weighted mean ``(dx, dy)`` of ``(..., k, k)`` patches, from their centre."""
+    size = patches.shape[-1]
+    weights = torch.arange(size, dtype=patches.dtype, device=patches.device) - (size - 1) / 2
+    total = patches.sum(dim=(-2, -1))
+    dx = (patches.sum(dim=-2) * weights).sum(dim=-1) / total
+    dy = (patches.sum(dim=-1) * weights).sum(dim=-1) / total
+    return torch.stack([dx, dy], dim=-1)
+
+
+def refined_points(
+    cms: torch.Tensor, x: torch.Tensor, y: torch.Tensor, refine: bool, patch_size: int
+) -> torch.Tensor:
+    """Integer ``x``/``y`` ``(B, C, P)`` -> float ``(B, C, P, 2)`` points, refined if asked."""
+    points = torch.stack([x, y], dim=-1).to(cms.dtype)
+    if not refine:
+        return points
+    return points + integral_offsets(gather_patches(cms, x, y, patch_size))

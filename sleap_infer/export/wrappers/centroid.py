@@ -1,0 +1,41 @@
+"""Centroid export: up to ``max_peaks`` local maxima of the one-channel map."""
+
+from __future__ import annotations
+
+import torch
+
+from sleap_infer.export.graph_ops import local_peak_candidates, refined_points
+from sleap_infer.export.wrappers.base import ExportWrapper, OutputSpec
+
+
+class CentroidWrapper(ExportWrapper):
+    """Outputs ``centroids`` (B, K, 2), ``centroid_vals`` (B, K), ``instance_valid`` (B, K).
+
+    The K slots hold the strongest local maxima in raster order; empty slots
+    have value ``-inf``. ``instance_valid`` marks values above the baked threshold.
+    """
+
+    model_type = "centroid"
+    head_name = "CentroidConfmapsHead"
+    output_names = ("centroids", "centroid_vals", "instance_valid")
+    decode_fields = ("refine", "integral_patch_size", "max_peaks")
+
+    def forward(self, image: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        cms = self.confmaps(image)
+        x, y, values = local_peak_candidates(cms, self.decode.max_peaks)
+        points = refined_points(cms, x, y, self.decode.refine, self.decode.integral_patch_size)
+        points, values = points[:, 0], values[:, 0]  # one channel
+        return points * self.coordinate_scale, values, values > self.decode.peak_threshold
+
+    def slots(self, input_shape: tuple[int, int, int, int]) -> int:
+        stride = self.config.head(self.head_name).output_stride
+        height, width = input_shape[2] // stride, input_shape[3] // stride
+        return min(self.decode.max_peaks, height * width)
+
+    def output_specs(self, input_shape: tuple[int, int, int, int]) -> list[OutputSpec]:
+        k = self.slots(input_shape)
+        return [
+            OutputSpec("centroids", "float32", ("batch", k, 2)),
+            OutputSpec("centroid_vals", "float32", ("batch", k)),
+            OutputSpec("instance_valid", "bool", ("batch", k)),
+        ]

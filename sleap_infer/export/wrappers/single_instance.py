@@ -1,0 +1,36 @@
+"""Single-instance export: one global peak per node."""
+
+from __future__ import annotations
+
+import torch
+
+from sleap_infer.export.graph_ops import global_peak_indices, refined_points
+from sleap_infer.export.wrappers.base import ExportWrapper, OutputSpec
+
+
+class SingleInstanceWrapper(ExportWrapper):
+    """Outputs ``peaks`` (B, N, 2) ``(x, y)``, ``peak_vals`` (B, N), ``peak_valid`` (B, N).
+
+    Points are never NaN'd in the graph: the host applies its own threshold to
+    ``peak_vals``; ``peak_valid`` (value >= the baked threshold) is for other consumers.
+    """
+
+    model_type = "single_instance"
+    head_name = "SingleInstanceConfmapsHead"
+    output_names = ("peaks", "peak_vals", "peak_valid")
+
+    def forward(self, image: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        cms = self.confmaps(image)
+        x, y, values = global_peak_indices(cms)
+        points = refined_points(
+            cms, x[..., None], y[..., None], self.decode.refine, self.decode.integral_patch_size
+        )[:, :, 0]
+        return points * self.coordinate_scale, values, values >= self.decode.peak_threshold
+
+    def output_specs(self, input_shape: tuple[int, int, int, int]) -> list[OutputSpec]:
+        nodes = self.config.head(self.head_name).channels
+        return [
+            OutputSpec("peaks", "float32", ("batch", nodes, 2)),
+            OutputSpec("peak_vals", "float32", ("batch", nodes)),
+            OutputSpec("peak_valid", "bool", ("batch", nodes)),
+        ]
