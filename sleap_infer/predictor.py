@@ -1,40 +1,101 @@
-"""Load models once, then predict video after video: the engine behind ``infer predict``."""
+"""Load models once, then predict video after video: the engine behind ``infer predict``.
+
+Each video streams its predictions into a journal next to the output
+(:mod:`sleap_infer.io.journal`) batch by batch; the output file is built from
+the journal when the video is done, then the journal is removed. An
+interrupted video therefore leaves ``<output>.partial``, which
+``predict_video(..., resume=True)`` continues from its last whole batch.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import platform
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sleap_infer.backends import backend_factory
+from sleap_infer.errors import ResumeError
 from sleap_infer.io.frames import parse_frames
-from sleap_infer.io.provenance import now_iso, package_versions, system_info
-from sleap_infer.io.video import FrameError, VideoInfo, VideoReader
-from sleap_infer.io.writer import (
-    LabelsBuilder,
-    atomic_save,
-    default_output_path,
-    make_skeleton,
-    make_video,
+from sleap_infer.io.journal import (
+    Journal,
+    JournalWriter,
+    check_compatible,
+    in_use,
+    journal_path,
+    read_journal,
 )
+from sleap_infer.io.outputs import (
+    OutputFormat,
+    default_output_path,
+    get_format,
+    write_from_journal,
+)
+from sleap_infer.io.provenance import now_iso, package_versions, system_info
+from sleap_infer.io.video import MISSING_AT_END, FrameError, VideoInfo, VideoReader, runs
+from sleap_infer.io.writer import make_skeleton, make_video
 from sleap_infer.layers import PredictOptions, build_layer
 from sleap_infer.model.loader import LoadedModel, load_model
+from sleap_infer.predictions import BatchPredictions
 from sleap_infer.runner import Runner, RunStats
 
 
 @dataclass
 class VideoResult:
-    """Outcome of predicting one video."""
+    """Outcome of predicting one video (counts cover every run that fed its journal)."""
 
     video: Path
     output: Path
-    frames: int = 0
+    frames: int = 0  # frames predicted, including those of resumed runs
     instances: int = 0
-    fps: float = 0.0
+    fps: float = 0.0  # this run's throughput
     stats: RunStats | None = None
     bad_frames: list[FrameError] = field(default_factory=list)
+    resumed_frames: int = 0  # frames already in the journal when this run started
+    metadata_frames: int = 0  # what the container claims
+    decoded_frames: int = 0  # one past the highest frame index that decoded
+
+    @property
+    def truncated(self) -> bool:
+        """The stream ended before the frames the container (or --frames) promised."""
+        return any(e.kind == MISSING_AT_END for e in self.bad_frames)
+
+    @property
+    def n_bad_frames(self) -> int:
+        return sum(e.count for e in self.bad_frames)
+
+
+class _BadFrameLog:
+    """Collects decode errors from the decode thread; the writer drains them per batch."""
+
+    def __init__(self, known: Sequence[FrameError] = ()) -> None:
+        self._lock = threading.Lock()
+        self._new: list[FrameError] = []
+        self.all: list[FrameError] = list(known)
+
+    def add(self, error: FrameError) -> None:
+        with self._lock:
+            self._new.append(error)
+            self.all.append(error)
+
+    def drain(self) -> list[FrameError]:
+        with self._lock:
+            new, self._new = self._new, []
+        return new
+
+
+def selection_text(indices: Sequence[int] | None) -> str:
+    """``None`` -> ``"all"``; else compact inclusive ranges like ``0-9,40-59``."""
+    if indices is None:
+        return "all"
+    return ",".join(str(a) if n == 1 else f"{a}-{a + n - 1}" for a, n in runs(indices))
 
 
 class Predictor:
@@ -68,6 +129,22 @@ class Predictor:
     def open(self, video: str | Path) -> VideoReader:
         return VideoReader(video)
 
+    def _options_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self.options).items() if v is not None}
+
+    def fingerprint(self, info: VideoInfo, frames: Sequence[int] | None) -> dict[str, Any]:
+        """What the predictions depend on; a journal resumes only if all of it matches."""
+        return {
+            "video_name": info.path.name,
+            "video_bytes": info.path.stat().st_size,
+            "video_frames": info.n_frames,
+            "checkpoint_sha256": [m.checkpoint_sha256 for m in self.models],
+            "model_types": [m.model_type for m in self.models],
+            "layer": type(self.layer).__name__,
+            "options": self._options_dict(),
+            "frames": selection_text(frames),
+        }
+
     def provenance(self, info: VideoInfo, frames: list[int] | None) -> dict[str, Any]:
         return {
             "sleap_infer": "predict",
@@ -78,12 +155,31 @@ class Predictor:
             "backend": self.backend_name,
             "device": self.device,
             "batch_size": self.batch_size,
-            "options": {k: v for k, v in vars(self.options).items() if v is not None},
+            "options": self._options_dict(),
             "source_video": str(info.path.resolve()),
             "frame_selection": "all" if frames is None else f"{len(frames)} frames",
             "versions": package_versions(),
             "system": system_info(),
         }
+
+    def _open_journal(
+        self, path: Path, fingerprint: dict[str, Any], resume: bool, overwrite: bool
+    ) -> Journal | None:
+        if not path.exists():
+            return None
+        if in_use(path):
+            raise ResumeError(f"{path}: another infer process is predicting this video right now")
+        if overwrite:
+            path.unlink()
+            return None
+        if not resume:
+            raise ResumeError(
+                f"{path}: partial predictions of an interrupted run exist; "
+                "pass --resume to continue them or --overwrite to start over"
+            )
+        journal = read_journal(path)
+        check_compatible(journal, fingerprint)
+        return journal
 
     def predict_video(
         self,
@@ -93,44 +189,135 @@ class Predictor:
         on_start: Callable[[VideoInfo, int], None] | None = None,
         on_progress: Callable[[int], None] | None = None,
         extra_provenance: dict[str, Any] | None = None,
+        output_format: str | OutputFormat = "slp",
+        resume: bool = False,
+        overwrite: bool = False,
     ) -> VideoResult:
-        """Predict one video and write its ``.slp``; returns counts and timings."""
+        """Predict one video and write its output file; returns counts and timings.
+
+        ``on_start(info, n)`` gets the number of frames this run will predict
+        (fewer than the selection when resuming). With ``resume`` an existing
+        journal for the same video, model and options is continued; without it
+        (or ``overwrite``) an existing journal is an error, so that a forgotten
+        flag never silently throws predictions away.
+        """
+        fmt = (
+            output_format if isinstance(output_format, OutputFormat) else get_format(output_format)
+        )
         reader = self.open(video)
         info = reader.info
         indices = parse_frames(frames, info.n_frames)
-        out_path = Path(output) if output is not None else default_output_path(info.path)
-        result = VideoResult(video=info.path, output=out_path)
+        out_path = Path(output) if output is not None else default_output_path(info.path, fmt)
+        jpath = journal_path(out_path)
+        fingerprint = self.fingerprint(info, indices)
+        journal = self._open_journal(jpath, fingerprint, resume, overwrite)
+        result = VideoResult(video=info.path, output=out_path, metadata_frames=info.n_frames)
+        bad = _BadFrameLog(journal.bad_frames if journal else ())
+        if journal is not None:
+            result.resumed_frames = journal.n_predicted
+        stream, total = self._remaining(reader, indices, journal, bad)
         if on_start is not None:
-            on_start(info, info.n_frames if indices is None else len(indices))
-        builder = LabelsBuilder(
-            video=make_video(info),
-            skeleton=make_skeleton(self.primary.config),
-            class_names=self.primary.config.class_names,
-        )
+            on_start(info, total)
         started = now_iso()
         t0 = time.perf_counter()
-        stream = reader.iter_frames(
-            indices,
-            channels=reader.channels_for(self.layer.input_channels),
-            on_error=result.bad_frames.append,
-        )
-        stats = self.runner.run(stream, sink=builder.add, progress=on_progress)
+        highest = [int(journal.predicted.max(initial=-1)) if journal else -1]
+
+        if journal is None:
+            header = {
+                "fingerprint": fingerprint,
+                "video": str(info.path),
+                "output": str(out_path),
+                "created": started,
+            }
+            writer = JournalWriter(jpath, header=header)
+        else:
+            writer = JournalWriter(jpath, existing=journal)
+
+        def sink(preds: BatchPredictions) -> None:
+            writer.write_batch(preds, bad.drain())
+            if preds.frame_indices is not None and len(preds.frame_indices):
+                highest[0] = max(highest[0], int(preds.frame_indices.max()))
+
+        with writer:
+            writer.write_session(
+                {
+                    "started": started,
+                    "host": platform.node(),
+                    "pid": os.getpid(),
+                    "backend": self.backend_name,
+                    "device": self.device,
+                    "resumed_from_frames": result.resumed_frames,
+                }
+            )
+            stats = self.runner.run(stream, sink=sink, progress=on_progress)
+            writer.write_bad_frames(bad.drain())
+
+        finished = read_journal(jpath)
+        result.bad_frames = finished.bad_frames
+        result.decoded_frames = highest[0] + 1
         provenance = self.provenance(info, indices)
         provenance.update(
             {
-                "inference_start_timestamp": started,
+                "inference_start_timestamp": finished.header.get("created", started),
                 "inference_end_timestamp": now_iso(),
                 "inference_runtime_seconds": round(time.perf_counter() - t0, 3),
-                "frames_processed": stats.frames,
+                "frames_processed": finished.n_predicted,
+                "frames_in_metadata": info.n_frames,
                 "bad_frames": [
-                    {"frame_idx": e.index, "reason": e.reason} for e in result.bad_frames
+                    {"frame_idx": e.index, "count": e.count, "kind": e.kind, "reason": e.reason}
+                    for e in finished.bad_frames
+                ],
+                "sessions": [
+                    {k: v for k, v in sess.items() if k != "type"} for sess in finished.sessions
                 ],
             }
         )
         provenance.update(extra_provenance or {})
-        atomic_save(builder.labels(provenance), out_path)
-        result.frames = stats.frames
-        result.instances = stats.instances
+        shape_frames = max(info.n_frames, result.decoded_frames)
+        write_from_journal(
+            finished,
+            out_path,
+            fmt,
+            make_video(info, n_frames=shape_frames),
+            make_skeleton(self.primary.config),
+            self.primary.config.class_names,
+            provenance,
+        )
+        with contextlib.suppress(FileNotFoundError):
+            jpath.unlink()
+        result.frames = finished.n_predicted
+        result.instances = finished.n_instances
         result.fps = stats.fps
         result.stats = stats
         return result
+
+    def _remaining(
+        self,
+        reader: VideoReader,
+        indices: list[int] | None,
+        journal: Journal | None,
+        bad: _BadFrameLog,
+    ) -> tuple[Iterator[tuple[int, np.ndarray]], int]:
+        """The frames still to predict (all of the selection unless resuming) and their count."""
+        channels = reader.channels_for(self.layer.input_channels)
+        n = reader.info.n_frames
+        if journal is None or (journal.n_predicted == 0 and not journal.bad_frames):
+            stream = reader.iter_frames(indices, channels=channels, on_error=bad.add)
+            return stream, n if indices is None else len(indices)
+        size = max(
+            n,
+            int(journal.predicted.max(initial=-1)) + 1,
+            max((e.last + 1 for e in journal.bad_frames), default=0),
+        )
+        done = journal.done_mask(size)
+        if indices is not None:
+            wanted = [i for i in indices if i >= size or not done[i]]
+            return reader.iter_frames(wanted, channels=channels, on_error=bad.add), len(wanted)
+        start = int(np.argmin(done)) if not done.all() else size
+
+        def not_done() -> Iterator[tuple[int, np.ndarray]]:
+            for i, frame in reader.iter_frames(channels=channels, on_error=bad.add, start=start):
+                if i >= size or not done[i]:
+                    yield i, frame
+
+        return not_done(), max(0, n - int(done[:n].sum()))

@@ -69,3 +69,6 @@ def main(argv: list[str] | None = None) -> None:
     except SleapInferError as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
+    except KeyboardInterrupt:  # outside a batch (e.g. while loading the model)
+        console.print("[yellow]interrupted[/]")
+        sys.exit(130)
