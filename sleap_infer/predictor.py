@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from sleap_infer.backends import backend_factory
-from sleap_infer.errors import ResumeError
+from sleap_infer.errors import OutputError, ResumeError
 from sleap_infer.io.frames import parse_frames
 from sleap_infer.io.journal import (
     Journal,
@@ -75,15 +75,13 @@ class VideoResult:
 class _BadFrameLog:
     """Collects decode errors from the decode thread; the writer drains them per batch."""
 
-    def __init__(self, known: Sequence[FrameError] = ()) -> None:
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._new: list[FrameError] = []
-        self.all: list[FrameError] = list(known)
 
     def add(self, error: FrameError) -> None:
         with self._lock:
             self._new.append(error)
-            self.all.append(error)
 
     def drain(self) -> list[FrameError]:
         with self._lock:
@@ -211,33 +209,23 @@ class Predictor:
         jpath = journal_path(out_path)
         fingerprint = self.fingerprint(info, indices)
         journal = self._open_journal(jpath, fingerprint, resume, overwrite)
-        result = VideoResult(video=info.path, output=out_path, metadata_frames=info.n_frames)
-        bad = _BadFrameLog(journal.bad_frames if journal else ())
-        if journal is not None:
-            result.resumed_frames = journal.n_predicted
-        stream, total = self._remaining(reader, indices, journal, bad)
+        result = VideoResult(
+            video=info.path,
+            output=out_path,
+            metadata_frames=info.n_frames,
+            resumed_frames=journal.n_predicted if journal else 0,
+        )
+        bad = _BadFrameLog()
+        stream, total = self._remaining(reader, indices, journal, bad.add)
         if on_start is not None:
             on_start(info, total)
         started = now_iso()
         t0 = time.perf_counter()
-        highest = [int(journal.predicted.max(initial=-1)) if journal else -1]
-
         if journal is None:
-            header = {
-                "fingerprint": fingerprint,
-                "video": str(info.path),
-                "output": str(out_path),
-                "created": started,
-            }
+            header = {"fingerprint": fingerprint, "video": str(info.path), "created": started}
             writer = JournalWriter(jpath, header=header)
         else:
             writer = JournalWriter(jpath, existing=journal)
-
-        def sink(preds: BatchPredictions) -> None:
-            writer.write_batch(preds, bad.drain())
-            if preds.frame_indices is not None and len(preds.frame_indices):
-                highest[0] = max(highest[0], int(preds.frame_indices.max()))
-
         with writer:
             writer.write_session(
                 {
@@ -249,61 +237,91 @@ class Predictor:
                     "resumed_from_frames": result.resumed_frames,
                 }
             )
-            stats = self.runner.run(stream, sink=sink, progress=on_progress)
-            writer.write_bad_frames(bad.drain())
-
+            result.stats = self._run_into(writer, stream, bad, on_progress)
         finished = read_journal(jpath)
-        result.bad_frames = finished.bad_frames
-        result.decoded_frames = highest[0] + 1
+        self._write_output(finished, info, indices, out_path, fmt, time.perf_counter() - t0,
+                           extra_provenance, result)  # fmt: skip
+        with contextlib.suppress(FileNotFoundError):
+            jpath.unlink()  # only once the output is safely in place
+        return result
+
+    def _run_into(
+        self,
+        writer: JournalWriter,
+        stream: Iterator[tuple[int, np.ndarray]],
+        bad: _BadFrameLog,
+        on_progress: Callable[[int], None] | None,
+    ) -> RunStats:
+        """Predict ``stream``, appending each batch (and new bad frames) to the journal."""
+
+        def sink(preds: BatchPredictions) -> None:
+            writer.write_batch(preds, bad.drain())
+
+        try:
+            return self.runner.run(stream, sink=sink, progress=on_progress)
+        finally:
+            with contextlib.suppress(OutputError):  # keep the original error, if any
+                writer.write_bad_frames(bad.drain())
+
+    def _write_output(
+        self,
+        journal: Journal,
+        info: VideoInfo,
+        indices: list[int] | None,
+        out_path: Path,
+        fmt: OutputFormat,
+        runtime_s: float,
+        extra_provenance: dict[str, Any] | None,
+        result: VideoResult,
+    ) -> None:
+        """Build the output from the finished journal; fill in ``result``'s totals."""
+        highest = int(journal.predicted.max(initial=-1))
+        result.bad_frames = journal.bad_frames
+        result.decoded_frames = highest + 1
+        result.frames = journal.n_predicted
+        result.instances = journal.n_instances
+        result.fps = result.stats.fps if result.stats else 0.0
         provenance = self.provenance(info, indices)
         provenance.update(
             {
-                "inference_start_timestamp": finished.header.get("created", started),
+                "inference_start_timestamp": journal.header.get("created"),
                 "inference_end_timestamp": now_iso(),
-                "inference_runtime_seconds": round(time.perf_counter() - t0, 3),
-                "frames_processed": finished.n_predicted,
+                "inference_runtime_seconds": round(runtime_s, 3),
+                "frames_processed": journal.n_predicted,
                 "frames_in_metadata": info.n_frames,
                 "bad_frames": [
                     {"frame_idx": e.index, "count": e.count, "kind": e.kind, "reason": e.reason}
-                    for e in finished.bad_frames
+                    for e in journal.bad_frames
                 ],
                 "sessions": [
-                    {k: v for k, v in sess.items() if k != "type"} for sess in finished.sessions
+                    {k: v for k, v in sess.items() if k != "type"} for sess in journal.sessions
                 ],
             }
         )
         provenance.update(extra_provenance or {})
-        shape_frames = max(info.n_frames, result.decoded_frames)
         write_from_journal(
-            finished,
+            journal,
             out_path,
             fmt,
-            make_video(info, n_frames=shape_frames),
+            make_video(info, n_frames=max(info.n_frames, highest + 1)),
             make_skeleton(self.primary.config),
             self.primary.config.class_names,
             provenance,
         )
-        with contextlib.suppress(FileNotFoundError):
-            jpath.unlink()
-        result.frames = finished.n_predicted
-        result.instances = finished.n_instances
-        result.fps = stats.fps
-        result.stats = stats
-        return result
 
     def _remaining(
         self,
         reader: VideoReader,
         indices: list[int] | None,
         journal: Journal | None,
-        bad: _BadFrameLog,
+        on_error: Callable[[FrameError], None],
     ) -> tuple[Iterator[tuple[int, np.ndarray]], int]:
         """The frames still to predict (all of the selection unless resuming) and their count."""
         channels = reader.channels_for(self.layer.input_channels)
         n = reader.info.n_frames
         if journal is None or (journal.n_predicted == 0 and not journal.bad_frames):
-            stream = reader.iter_frames(indices, channels=channels, on_error=bad.add)
-            return stream, n if indices is None else len(indices)
+            total = n if indices is None else len(indices)
+            return reader.iter_frames(indices, channels, on_error), total
         size = max(
             n,
             int(journal.predicted.max(initial=-1)) + 1,
@@ -312,11 +330,11 @@ class Predictor:
         done = journal.done_mask(size)
         if indices is not None:
             wanted = [i for i in indices if i >= size or not done[i]]
-            return reader.iter_frames(wanted, channels=channels, on_error=bad.add), len(wanted)
+            return reader.iter_frames(wanted, channels, on_error), len(wanted)
         start = int(np.argmin(done)) if not done.all() else size
 
         def not_done() -> Iterator[tuple[int, np.ndarray]]:
-            for i, frame in reader.iter_frames(channels=channels, on_error=bad.add, start=start):
+            for i, frame in reader.iter_frames(None, channels, on_error, start=start):
                 if i >= size or not done[i]:
                     yield i, frame
 

@@ -4,9 +4,11 @@ shards, skip-existing, formats, and several worker processes."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -332,6 +334,43 @@ def test_two_cpu_workers_match_a_single_process_run(tmp_path: Path, clips: Path)
         assert_same_predictions(tmp_path / "s" / name, tmp_path / "w" / name, rtol=1e-6)
         sessions = sio.load_slp(str(tmp_path / "w" / name)).provenance["sessions"]
         assert sessions[0]["pid"] != proc.pid  # predicted in a worker, not the parent
+
+
+def test_ctrl_c_with_workers_keeps_every_partial(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    videos = tmp_path / "videos"
+    for i in range(2):
+        scene.write_video(videos / f"long{i}.mp4", n_frames=80, seed=i)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "sleap_infer", "predict", str(videos), "-m", MODEL]
+    proc = subprocess.Popen(
+        [*cmd, "--devices", "cpu,cpu", "-b", "1", "-o", str(out), "-q"],
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, like a shell job
+    )
+    deadline = time.monotonic() + 240
+    while len(list(out.glob("*.partial"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)  # until both workers are midway through a video
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert stderr.count(": interrupted; predictions so far are kept in") == 2, stderr
+    journals = list(out.glob("*.partial"))
+    assert journals and all(read_journal(j).n_predicted > 0 for j in journals)
+    code, err = run_cli(capsys, "predict", videos, "-m", MODEL, "--device", "cpu", "-o", out,
+                        "-q", "--resume")  # fmt: skip
+    assert code == 0, err
+    code, err = run_cli(capsys, "predict", videos, "-m", MODEL, "--device", "cpu", "-o",
+                        tmp_path / "clean", "-q")  # fmt: skip
+    assert code == 0, err
+    for i in range(2):
+        name = f"long{i}.mp4.predictions.slp"
+        assert_same_predictions(tmp_path / "clean" / name, out / name, rtol=1e-6)
+    assert not list(out.glob("*.partial"))
 
 
 class _Recorder:

@@ -93,6 +93,8 @@ def test_output_paths_keep_folder_layout_and_refuse_collisions(tree: Path) -> No
     assert default[0].output == tree / "b.mp4.predictions.analysis.h5"
     single = plan_tasks(expand_inputs([tree / "b.mp4"]), tree / "x.slp", FORMATS["slp"])
     assert single[0].output == tree / "x.slp"
+    with pytest.raises(UsageError, match=r"a --format csv file should end in \.csv"):
+        plan_tasks(expand_inputs([tree / "b.mp4"]), tree / "x.slp", FORMATS["csv"])
     with pytest.raises(UsageError, match="must be a folder when predicting 2 videos"):
         plan_tasks(expand_inputs([tree / "b.mp4", tree / "a.avi"]), tree / "x.slp", FORMATS["slp"])
     _touch(tree / "other" / "b.mp4")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import os
-import pickle
 import signal
 import time
 from collections.abc import Callable, Sequence
@@ -86,7 +85,8 @@ def _worker_main(
     threads: int | None,
 ) -> None:
     """Build a predictor, then ask for videos until told to stop (``None``)."""
-    signal.signal(signal.SIGTERM, _raise_interrupt)  # preemption: stop like Ctrl-C
+    signal.signal(signal.SIGINT, _stop_once)
+    signal.signal(signal.SIGTERM, _stop_once)  # preemption: stop like Ctrl-C
     try:
         if threads:
             import torch
@@ -110,7 +110,11 @@ def _worker_main(
         conn.close()
 
 
-def _raise_interrupt(signum: int, frame: object) -> None:
+def _stop_once(signum: int, frame: object) -> None:
+    """Ctrl-C from the terminal and the parent's forwarded one arrive together: act on
+    the first, ignore the rest, so the journal closes undisturbed."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 
@@ -220,8 +224,13 @@ class _Pool:
         for conn in wait(list(by_conn), timeout=timeout):
             rank = by_conn[conn]
             try:
-                self._handle(rank, conn.recv())
-            except (EOFError, OSError, pickle.UnpicklingError):
+                msg = conn.recv()
+            except Exception:  # EOF, or a message cut off by the worker's death
+                self._closed(rank)
+                continue
+            try:
+                self._handle(rank, msg)
+            except OSError:  # could not answer: the worker is gone
                 self._closed(rank)
 
     def run(self) -> bool:

@@ -69,6 +69,11 @@ def plan_tasks(
             raise UsageError(
                 f"-o/--output {output}: must be a folder when predicting {len(inputs)} videos"
             )
+        allowed = (fmt.suffix, ".h5") if fmt.name == "analysis-h5" else (fmt.suffix,)
+        if not output.name.endswith(allowed):
+            raise UsageError(
+                f"-o/--output {output}: a --format {fmt.name} file should end in {fmt.suffix}"
+            )
         item = inputs[0]
         return [VideoTask(0, item.path, output, item.problem)]
     tasks: list[VideoTask] = []
