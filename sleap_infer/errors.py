@@ -35,6 +35,10 @@ class OutputError(SleapInferError):
     """A prediction file cannot be written (permissions, full disk...)."""
 
 
+class ResumeError(OutputError):
+    """A partial-predictions journal exists but cannot (or may not) be continued."""
+
+
 class UsageError(SleapInferError):
     """Inconsistent command-line arguments."""
 

@@ -1,40 +1,99 @@
-"""Load models once, then predict video after video: the engine behind ``infer predict``."""
+"""Load models once, then predict video after video: the engine behind ``infer predict``.
+
+Each video streams its predictions into a journal next to the output
+(:mod:`sleap_infer.io.journal`) batch by batch; the output file is built from
+the journal when the video is done, then the journal is removed. An
+interrupted video therefore leaves ``<output>.partial``, which
+``predict_video(..., resume=True)`` continues from its last whole batch.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import platform
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sleap_infer.backends import backend_factory
+from sleap_infer.errors import OutputError, ResumeError
 from sleap_infer.io.frames import parse_frames
-from sleap_infer.io.provenance import now_iso, package_versions, system_info
-from sleap_infer.io.video import FrameError, VideoInfo, VideoReader
-from sleap_infer.io.writer import (
-    LabelsBuilder,
-    atomic_save,
-    default_output_path,
-    make_skeleton,
-    make_video,
+from sleap_infer.io.journal import (
+    Journal,
+    JournalWriter,
+    check_compatible,
+    in_use,
+    journal_path,
+    read_journal,
 )
+from sleap_infer.io.outputs import (
+    OutputFormat,
+    default_output_path,
+    get_format,
+    write_from_journal,
+)
+from sleap_infer.io.provenance import now_iso, package_versions, system_info
+from sleap_infer.io.video import MISSING_AT_END, FrameError, VideoInfo, VideoReader, runs
+from sleap_infer.io.writer import make_skeleton, make_video
 from sleap_infer.layers import PredictOptions, build_layer
 from sleap_infer.model.loader import LoadedModel, load_model
+from sleap_infer.predictions import BatchPredictions
 from sleap_infer.runner import Runner, RunStats
 
 
 @dataclass
 class VideoResult:
-    """Outcome of predicting one video."""
+    """Outcome of predicting one video (counts cover every run that fed its journal)."""
 
     video: Path
     output: Path
-    frames: int = 0
+    frames: int = 0  # frames predicted, including those of resumed runs
     instances: int = 0
-    fps: float = 0.0
+    fps: float = 0.0  # this run's throughput
     stats: RunStats | None = None
     bad_frames: list[FrameError] = field(default_factory=list)
+    resumed_frames: int = 0  # frames already in the journal when this run started
+    metadata_frames: int = 0  # what the container claims
+    decoded_frames: int = 0  # one past the highest frame index that decoded
+
+    @property
+    def truncated(self) -> bool:
+        """The stream ended before the frames the container (or --frames) promised."""
+        return any(e.kind == MISSING_AT_END for e in self.bad_frames)
+
+    @property
+    def n_bad_frames(self) -> int:
+        return sum(e.count for e in self.bad_frames)
+
+
+class _BadFrameLog:
+    """Collects decode errors from the decode thread; the writer drains them per batch."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._new: list[FrameError] = []
+
+    def add(self, error: FrameError) -> None:
+        with self._lock:
+            self._new.append(error)
+
+    def drain(self) -> list[FrameError]:
+        with self._lock:
+            new, self._new = self._new, []
+        return new
+
+
+def selection_text(indices: Sequence[int] | None) -> str:
+    """``None`` -> ``"all"``; else compact inclusive ranges like ``0-9,40-59``."""
+    if indices is None:
+        return "all"
+    return ",".join(str(a) if n == 1 else f"{a}-{a + n - 1}" for a, n in runs(indices))
 
 
 class Predictor:
@@ -73,6 +132,22 @@ class Predictor:
     def open(self, video: str | Path) -> VideoReader:
         return VideoReader(video)
 
+    def _options_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self.options).items() if v is not None}
+
+    def fingerprint(self, info: VideoInfo, frames: Sequence[int] | None) -> dict[str, Any]:
+        """What the predictions depend on; a journal resumes only if all of it matches."""
+        return {
+            "video_name": info.path.name,
+            "video_bytes": info.path.stat().st_size,
+            "video_frames": info.n_frames,
+            "checkpoint_sha256": [m.checkpoint_sha256 for m in self.models],
+            "model_types": [m.model_type for m in self.models],
+            "layer": type(self.layer).__name__,
+            "options": self._options_dict(),
+            "frames": selection_text(frames),
+        }
+
     def provenance(self, info: VideoInfo, frames: list[int] | None) -> dict[str, Any]:
         return {
             "sleap_infer": "predict",
@@ -83,13 +158,32 @@ class Predictor:
             "backend": self.backend_name,
             "device": self.device,
             "batch_size": self.batch_size,
-            "options": {k: v for k, v in vars(self.options).items() if v is not None},
+            "options": self._options_dict(),
             "source_video": str(info.path.resolve()),
             "frame_selection": "all" if frames is None else f"{len(frames)} frames",
             "versions": package_versions(),
             **_export_provenance(self.layer.backend),
             "system": system_info(),
         }
+
+    def _open_journal(
+        self, path: Path, fingerprint: dict[str, Any], resume: bool, overwrite: bool
+    ) -> Journal | None:
+        if not path.exists():
+            return None
+        if in_use(path):
+            raise ResumeError(f"{path}: another infer process is predicting this video right now")
+        if overwrite:
+            path.unlink()
+            return None
+        if not resume:
+            raise ResumeError(
+                f"{path}: partial predictions of an interrupted run exist; "
+                "pass --resume to continue them or --overwrite to start over"
+            )
+        journal = read_journal(path)
+        check_compatible(journal, fingerprint)
+        return journal
 
     def predict_video(
         self,
@@ -99,47 +193,158 @@ class Predictor:
         on_start: Callable[[VideoInfo, int], None] | None = None,
         on_progress: Callable[[int], None] | None = None,
         extra_provenance: dict[str, Any] | None = None,
+        output_format: str | OutputFormat = "slp",
+        resume: bool = False,
+        overwrite: bool = False,
     ) -> VideoResult:
-        """Predict one video and write its ``.slp``; returns counts and timings."""
+        """Predict one video and write its output file; returns counts and timings.
+
+        ``on_start(info, n)`` gets the number of frames this run will predict
+        (fewer than the selection when resuming). With ``resume`` an existing
+        journal for the same video, model and options is continued; without it
+        (or ``overwrite``) an existing journal is an error, so that a forgotten
+        flag never silently throws predictions away.
+        """
+        fmt = (
+            output_format if isinstance(output_format, OutputFormat) else get_format(output_format)
+        )
         reader = self.open(video)
         info = reader.info
         indices = parse_frames(frames, info.n_frames)
-        out_path = Path(output) if output is not None else default_output_path(info.path)
-        result = VideoResult(video=info.path, output=out_path)
-        if on_start is not None:
-            on_start(info, info.n_frames if indices is None else len(indices))
-        builder = LabelsBuilder(
-            video=make_video(info),
-            skeleton=make_skeleton(self.primary.config),
-            class_names=self.primary.config.class_names,
+        out_path = Path(output) if output is not None else default_output_path(info.path, fmt)
+        jpath = journal_path(out_path)
+        fingerprint = self.fingerprint(info, indices)
+        journal = self._open_journal(jpath, fingerprint, resume, overwrite)
+        result = VideoResult(
+            video=info.path,
+            output=out_path,
+            metadata_frames=info.n_frames,
+            resumed_frames=journal.n_predicted if journal else 0,
         )
+        bad = _BadFrameLog()
+        stream, total = self._remaining(reader, indices, journal, bad.add)
+        if on_start is not None:
+            on_start(info, total)
         started = now_iso()
         t0 = time.perf_counter()
-        stream = reader.iter_frames(
-            indices,
-            channels=reader.channels_for(self.layer.input_channels),
-            on_error=result.bad_frames.append,
-        )
-        stats = self.runner.run(stream, sink=builder.add, progress=on_progress)
+        if journal is None:
+            header = {"fingerprint": fingerprint, "video": str(info.path), "created": started}
+            writer = JournalWriter(jpath, header=header)
+        else:
+            writer = JournalWriter(jpath, existing=journal)
+        with writer:
+            writer.write_session(
+                {
+                    "started": started,
+                    "host": platform.node(),
+                    "pid": os.getpid(),
+                    "backend": self.backend_name,
+                    "device": self.device,
+                    "resumed_from_frames": result.resumed_frames,
+                }
+            )
+            result.stats = self._run_into(writer, stream, bad, on_progress)
+        finished = read_journal(jpath)
+        self._write_output(finished, info, indices, out_path, fmt, time.perf_counter() - t0,
+                           extra_provenance, result)  # fmt: skip
+        with contextlib.suppress(FileNotFoundError):
+            jpath.unlink()  # only once the output is safely in place
+        return result
+
+    def _run_into(
+        self,
+        writer: JournalWriter,
+        stream: Iterator[tuple[int, np.ndarray]],
+        bad: _BadFrameLog,
+        on_progress: Callable[[int], None] | None,
+    ) -> RunStats:
+        """Predict ``stream``, appending each batch (and new bad frames) to the journal."""
+
+        def sink(preds: BatchPredictions) -> None:
+            writer.write_batch(preds, bad.drain())
+
+        try:
+            return self.runner.run(stream, sink=sink, progress=on_progress)
+        finally:
+            with contextlib.suppress(OutputError):  # keep the original error, if any
+                writer.write_bad_frames(bad.drain())
+
+    def _write_output(
+        self,
+        journal: Journal,
+        info: VideoInfo,
+        indices: list[int] | None,
+        out_path: Path,
+        fmt: OutputFormat,
+        runtime_s: float,
+        extra_provenance: dict[str, Any] | None,
+        result: VideoResult,
+    ) -> None:
+        """Build the output from the finished journal; fill in ``result``'s totals."""
+        highest = int(journal.predicted.max(initial=-1))
+        result.bad_frames = journal.bad_frames
+        result.decoded_frames = highest + 1
+        result.frames = journal.n_predicted
+        result.instances = journal.n_instances
+        result.fps = result.stats.fps if result.stats else 0.0
         provenance = self.provenance(info, indices)
         provenance.update(
             {
-                "inference_start_timestamp": started,
+                "inference_start_timestamp": journal.header.get("created"),
                 "inference_end_timestamp": now_iso(),
-                "inference_runtime_seconds": round(time.perf_counter() - t0, 3),
-                "frames_processed": stats.frames,
+                "inference_runtime_seconds": round(runtime_s, 3),
+                "frames_processed": journal.n_predicted,
+                "frames_in_metadata": info.n_frames,
                 "bad_frames": [
-                    {"frame_idx": e.index, "reason": e.reason} for e in result.bad_frames
+                    {"frame_idx": e.index, "count": e.count, "kind": e.kind, "reason": e.reason}
+                    for e in journal.bad_frames
+                ],
+                "sessions": [
+                    {k: v for k, v in sess.items() if k != "type"} for sess in journal.sessions
                 ],
             }
         )
         provenance.update(extra_provenance or {})
-        atomic_save(builder.labels(provenance), out_path)
-        result.frames = stats.frames
-        result.instances = stats.instances
-        result.fps = stats.fps
-        result.stats = stats
-        return result
+        write_from_journal(
+            journal,
+            out_path,
+            fmt,
+            make_video(info, n_frames=max(info.n_frames, highest + 1)),
+            make_skeleton(self.primary.config),
+            self.primary.config.class_names,
+            provenance,
+        )
+
+    def _remaining(
+        self,
+        reader: VideoReader,
+        indices: list[int] | None,
+        journal: Journal | None,
+        on_error: Callable[[FrameError], None],
+    ) -> tuple[Iterator[tuple[int, np.ndarray]], int]:
+        """The frames still to predict (all of the selection unless resuming) and their count."""
+        channels = reader.channels_for(self.layer.input_channels)
+        n = reader.info.n_frames
+        if journal is None or (journal.n_predicted == 0 and not journal.bad_frames):
+            total = n if indices is None else len(indices)
+            return reader.iter_frames(indices, channels, on_error), total
+        size = max(
+            n,
+            int(journal.predicted.max(initial=-1)) + 1,
+            max((e.last + 1 for e in journal.bad_frames), default=0),
+        )
+        done = journal.done_mask(size)
+        if indices is not None:
+            wanted = [i for i in indices if i >= size or not done[i]]
+            return reader.iter_frames(wanted, channels, on_error), len(wanted)
+        start = int(np.argmin(done)) if not done.all() else size
+
+        def not_done() -> Iterator[tuple[int, np.ndarray]]:
+            for i, frame in reader.iter_frames(None, channels, on_error, start=start):
+                if i >= size or not done[i]:
+                    yield i, frame
+
+        return not_done(), max(0, n - int(done[:n].sum()))
 
 
 def _export_provenance(backend: object) -> dict[str, Any]:

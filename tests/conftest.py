@@ -15,6 +15,7 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
+import sleap_io as sio
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SLEAP_INFER_FIXTURES", ROOT.parent / "shared" / "fixtures"))
@@ -88,3 +89,21 @@ def counter_frames(n: int, height: int = 64, width: int = 96, gray: bool = True)
 @pytest.fixture()
 def counter_video(tmp_path: Path) -> Path:
     return write_video(tmp_path / "counter.mp4", counter_frames(40))
+
+
+def predicted_poses(path: Path) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """Frame indices, ``(frames, instances, nodes, 2)`` points and instance scores of a .slp."""
+    labels = sio.load_slp(str(path))
+    frames = [lf.frame_idx for lf in labels]
+    points = np.stack([np.stack([i.numpy() for i in lf.instances]) for lf in labels])
+    scores = np.array([[i.score for i in lf.instances] for lf in labels])
+    return frames, points, scores
+
+
+def assert_same_predictions(a: Path, b: Path, rtol: float = 0.0) -> None:
+    """Same frames, and points and scores bit-identical (or within ``rtol``)."""
+    fa, pa, sa = predicted_poses(a)
+    fb, pb, sb = predicted_poses(b)
+    assert fa == fb
+    np.testing.assert_allclose(pa, pb, rtol=rtol, atol=0)
+    np.testing.assert_allclose(sa, sb, rtol=rtol, atol=0)

@@ -1,10 +1,17 @@
-"""Test doubles: a backend that returns confidence maps we choose."""
+"""Test doubles: a backend that returns confidence maps we choose; a worker that crashes."""
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 import torch
+
+from sleap_infer.batch.pool import PredictorSpec
+from sleap_infer.errors import BackendError
 
 
 class FakeBackend:
@@ -37,3 +44,35 @@ def gaussian_maps(
         for c, (x, y) in enumerate(row):
             out[b, c] = torch.exp(-((xx - x) ** 2 + (yy - y) ** 2) / (2 * sigma**2))
     return out
+
+
+class CrashingPredictor:
+    """Predictor stand-in for pool tests: videos named ``crash*`` kill the worker process."""
+
+    def predict_video(self, video, output=None, on_start=None, on_progress=None, **kwargs):
+        from sleap_infer.predictor import VideoResult
+
+        if Path(video).name.startswith("crash"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        on_start(None, 3)
+        on_progress(3)
+        Path(output).write_text(f"predicted by {os.getpid()}")
+        return VideoResult(
+            video=Path(video),
+            output=Path(output),
+            frames=3,
+            instances=3,
+            fps=1.0,
+            metadata_frames=3,
+            decoded_frames=3,
+        )
+
+
+@dataclass(frozen=True)
+class CrashingSpec(PredictorSpec):
+    """Builds :class:`CrashingPredictor`; the device ``broken`` fails like a missing GPU."""
+
+    def build(self, device: str) -> CrashingPredictor:
+        if device == "broken":
+            raise BackendError("device 'broken' requested but it is not available here")
+        return CrashingPredictor()

@@ -41,6 +41,13 @@ def test_help_lists_every_command() -> None:
         "--no-refine",
         "--frames",
         "--output",
+        "--format",
+        "--recursive",
+        "--skip-existing",
+        "--resume",
+        "--overwrite",
+        "--shard",
+        "--devices",
     ):
         assert flag in res.stdout, flag
 

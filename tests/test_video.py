@@ -9,8 +9,23 @@ import pytest
 
 from sleap_infer.errors import UsageError, VideoError
 from sleap_infer.io.frames import parse_frames
-from sleap_infer.io.video import SEEK_GAP_FRAMES, VideoReader
+from sleap_infer.io.video import (
+    DECODE_ERROR,
+    MISSING_AT_END,
+    SEEK_GAP_FRAMES,
+    FrameError,
+    VideoReader,
+    runs,
+)
 
+from broken_videos import (
+    avi_claiming,
+    faststart_mp4,
+    noisy_frames,
+    truncated_copy,
+    zero_frame_mp4,
+    zeroed_copy,
+)
 from conftest import counter_frames, write_video
 
 
@@ -82,3 +97,93 @@ def test_shared_videos_metadata(shared: Path) -> None:
     assert (pair.n_frames, pair.height, pair.width, pair.grayscale) == (1100, 384, 384, True)
     robot = VideoReader(shared / "videos" / "small_robot.mp4").info
     assert (robot.n_frames, robot.height, robot.width, robot.grayscale) == (166, 320, 560, False)
+
+
+def _decode_all(path: Path, **kwargs: object) -> tuple[list[int], list[FrameError]]:
+    errors: list[FrameError] = []
+    got = [i for i, _ in VideoReader(path).iter_frames(on_error=errors.append, **kwargs)]
+    return got, errors
+
+
+def test_runs_groups_consecutive_indices() -> None:
+    assert list(runs([1, 2, 3, 7, 9, 10])) == [(1, 3), (7, 1), (9, 2)]
+    assert list(runs([])) == []
+
+
+def test_truncated_stream_reports_the_missing_tail(tmp_path: Path) -> None:
+    full = faststart_mp4(tmp_path / "full.mp4", noisy_frames(100))
+    cut = truncated_copy(full, tmp_path / "cut.mp4", 0.5)
+    reader = VideoReader(cut)
+    assert reader.info.n_frames == 100  # the index still promises every frame
+    got, errors = _decode_all(cut)
+    k = len(got)
+    assert 10 < k < 90 and got == list(range(k))
+    assert errors == [
+        FrameError(
+            k,
+            f"stream ended after frame {k - 1}; metadata says 100 frames",
+            MISSING_AT_END,
+            100 - k,
+        )
+    ]
+    # A selection only hears about the requested frames it could not get.
+    got, errors = _decode_all(cut, indices=[1, 2, k + 3, 99])
+    assert got == [1, 2]
+    assert [(e.index, e.count, e.kind) for e in errors] == [
+        (k + 3, 1, MISSING_AT_END),
+        (99, 1, MISSING_AT_END),
+    ]
+
+
+def test_corrupt_bytes_mid_file_cost_only_the_frames_they_hit(tmp_path: Path) -> None:
+    full = faststart_mp4(tmp_path / "full.mp4", noisy_frames(100))
+    bad = zeroed_copy(full, tmp_path / "bad.mp4", at=0.7)
+    got, errors = _decode_all(bad)
+    lost = sorted(set(range(100)) - set(got))
+    assert 1 <= len(lost) < 10, lost
+    assert got == sorted(got) and got[-1] == 99  # decoding went on after the damage
+    reported = [i for e in errors for i in range(e.index, e.last + 1)]
+    assert reported == lost  # each lost frame reported once, with its index
+    assert all(e.kind == DECODE_ERROR and e.reason.startswith("decode error") for e in errors)
+
+
+def test_more_frames_than_metadata_are_all_decoded(tmp_path: Path) -> None:
+    avi = avi_claiming(tmp_path / "long.avi", counter_frames(60), claimed=25)
+    assert VideoReader(avi).info.n_frames == 25
+    got, errors = _decode_all(avi)
+    assert got == list(range(60)) and errors == []
+
+
+def test_start_skips_earlier_frames_by_seeking(tmp_path: Path) -> None:
+    n = SEEK_GAP_FRAMES + 60
+    path = write_video(tmp_path / "long.mp4", counter_frames(n, 32, 32))
+    got, errors = _decode_all(path, start=SEEK_GAP_FRAMES + 10)
+    assert got == list(range(SEEK_GAP_FRAMES + 10, n)) and errors == []
+
+
+def test_broken_files_are_one_clear_error(tmp_path: Path) -> None:
+    moov_last = write_video(tmp_path / "rec.mp4", noisy_frames(30))
+    cut = truncated_copy(moov_last, tmp_path / "cut.mp4", 0.5)
+    with pytest.raises(VideoError, match=r"cut\.mp4: not a readable video \(no 'moov' index atom"):
+        VideoReader(cut)
+    with pytest.raises(VideoError, match=r"zero\.mp4: contains no video stream"):
+        VideoReader(zero_frame_mp4(tmp_path / "zero.mp4"))
+    (tmp_path / "empty.mp4").write_bytes(b"")
+    with pytest.raises(VideoError, match=r"empty\.mp4: not a readable video \(empty file\)"):
+        VideoReader(tmp_path / "empty.mp4")
+    (tmp_path / "notes.mp4").write_text("these are my lab notes, not a video\n")
+    with pytest.raises(VideoError, match=r"notes\.mp4: not a readable video"):
+        VideoReader(tmp_path / "notes.mp4")
+
+
+def test_permission_denied_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import av
+
+    path = write_video(tmp_path / "v.mp4", counter_frames(3))
+
+    def denied(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(av, "open", denied)  # root ignores chmod, so simulate it
+    with pytest.raises(VideoError, match=r"v\.mp4: permission denied"):
+        VideoReader(path)

@@ -64,3 +64,6 @@ def main(argv: list[str] | None = None) -> None:
         # escape: messages may hold brackets (e.g. "sleap-infer[tensorrt]") that rich would eat.
         console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
+    except KeyboardInterrupt:  # outside a batch (e.g. while loading the model)
+        console.print("[yellow]interrupted[/]")
+        sys.exit(130)

@@ -1,20 +1,45 @@
-"""``infer predict``: run a model over one or more videos and write ``.slp`` files."""
+"""``infer predict``: run a model over many videos and write one prediction file each.
+
+Order of work, so that mistakes surface before any time is spent: check the
+options, expand the inputs (names only), plan every output path, load and
+build the model (a bad model directory fails here, before any video is
+opened), then predict video by video. A video that fails is reported in one
+line and the batch goes on; the exit code is non-zero if any video failed
+(1) or the run was interrupted (130).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
-from sleap_infer.cli.progress import VideoBar, console, frame_progress
+from sleap_infer.cli.progress import BatchProgress, console, print_summary
 from sleap_infer.errors import UsageError
 from sleap_infer.layers import PredictOptions
 
+if TYPE_CHECKING:
+    from sleap_infer.batch.pool import PredictorSpec
+    from sleap_infer.predictor import Predictor
+
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+
 
 def predict(
-    videos: Annotated[list[Path], typer.Argument(help="Video file(s) to predict on.")],
+    videos: Annotated[
+        list[str],
+        typer.Argument(
+            help="Videos: files, folders, globs ('data/*.mp4'), or .txt files listing them.",
+            show_default=False,
+        ),
+    ],
     model: Annotated[
         list[Path],
         typer.Option(
@@ -28,6 +53,13 @@ def predict(
     device: Annotated[
         str, typer.Option(help="auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps.")
     ] = "auto",
+    devices: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated devices, one worker process each, e.g. cuda:0,cuda:1. "
+            "Videos go to whichever worker is free."
+        ),
+    ] = None,
     batch_size: Annotated[
         int, typer.Option("--batch-size", "-b", min=1, help="Frames per batch.")
     ] = 4,
@@ -53,8 +85,38 @@ def predict(
         typer.Option(
             "--output",
             "-o",
-            help="Output .slp (one video) or folder (several videos). "
-            "Default: <video>.predictions.slp next to each video.",
+            help="Output file (one video) or folder (several; folder inputs keep their "
+            "layout). Default: <video>.predictions.<ext> next to each video.",
+        ),
+    ] = None,
+    output_format: Annotated[
+        str,
+        typer.Option("--format", help="Output format: slp, nwb, analysis-h5 or csv."),
+    ] = "slp",
+    recursive: Annotated[
+        bool, typer.Option("--recursive", "-r", help="Search folders' subfolders too.")
+    ] = False,
+    skip_existing: Annotated[
+        bool,
+        typer.Option("--skip-existing", help="Skip videos whose output already exists."),
+    ] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Continue interrupted videos from their .partial journal (implies "
+            "--skip-existing).",
+        ),
+    ] = False,
+    overwrite: Annotated[
+        bool,
+        typer.Option("--overwrite", help="Discard partial journals of interrupted runs."),
+    ] = False,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            help="Predict only share i of n of the inputs (0-based 'i/n', e.g. "
+            "$SLURM_ARRAY_TASK_ID/8)."
         ),
     ] = None,
     fp16: Annotated[
@@ -98,9 +160,20 @@ def predict(
         float, typer.Option(help="Bottom-up: minimum PAF score for a connection to count.")
     ] = 0.25,
 ) -> None:
-    """Predict poses on videos and save them as SLEAP .slp files."""
-    from sleap_infer.predictor import Predictor
+    """Predict poses on videos and save them as SLEAP .slp (or NWB, analysis HDF5, CSV)."""
+    from sleap_infer.batch.execute import JobSettings, run_sequential
+    from sleap_infer.batch.pool import PredictorSpec, run_on_devices
+    from sleap_infer.batch.tasks import SKIPPED, VideoOutcome, already_done, plan_tasks
+    from sleap_infer.io.frames import check_frames
+    from sleap_infer.io.inputs import expand_inputs, parse_shard, take_shard
+    from sleap_infer.io.outputs import get_format
 
+    if resume and overwrite:
+        raise UsageError("--resume and --overwrite contradict each other: pick one")
+    check_frames(frames)
+    fmt = get_format(output_format)
+    shard_spec = parse_shard(shard)
+    device_list = _device_list(devices, device)
     options = PredictOptions(
         peak_threshold=peak_threshold,
         refine=not no_refine,
@@ -113,56 +186,74 @@ def predict(
         min_instance_peaks=min_instance_peaks,
         min_line_scores=min_line_scores,
     )
-    outputs = _output_paths(videos, output)
-    with console.status("Loading model...", spinner="dots"):
-        predictor = Predictor(
-            model,
-            backend=backend,
-            device=device,
-            batch_size=batch_size,
-            options=options,
-            backend_options=_backend_options(backend, fp16, compile),
-        )
-    console.print(
-        f"Model: [bold]{type(predictor.layer).__name__}[/] "
-        f"({', '.join(m.model_type for m in predictor.models)}) on "
-        f"[bold]{predictor.backend_name}[/]/{predictor.device}, batch size {batch_size}"
+    tasks = take_shard(plan_tasks(expand_inputs(videos, recursive), output, fmt), shard_spec)
+    if not tasks:
+        console.print(f"nothing to predict: shard {shard} of these inputs is empty")  # n > inputs
+        return
+    finished: list[VideoOutcome] = []
+    todo = []
+    for task in tasks:
+        if (skip_existing or resume) and already_done(task, fmt):
+            finished.append(VideoOutcome(task, SKIPPED, message=f"{task.output} is complete"))
+        else:
+            todo.append(task)
+
+    spec = PredictorSpec(
+        model_paths=tuple(str(m) for m in model),
+        backend=backend,
+        batch_size=batch_size,
+        options=options,
+        backend_options=_backend_options(backend, fp16, compile),
     )
-    cli_args = {
-        "videos": [str(v) for v in videos],
-        "model": [str(m) for m in model],
-        "backend": backend,
-        "device": device,
-        "batch_size": batch_size,
-        "frames": frames,
-    }
-    for video, out in zip(videos, outputs):
-        with frame_progress(disable=quiet) as progress:
-            bar = VideoBar(progress)
-            result = predictor.predict_video(
-                video,
-                output=out,
-                frames=frames,
-                on_start=bar.start,
-                on_progress=bar.advance,
-                extra_provenance={"cli_args": cli_args},
+    settings = JobSettings(
+        frames=frames,
+        output_format=fmt.name,
+        resume=resume,
+        overwrite=overwrite,
+        extra_provenance={
+            "cli_args": {
+                "videos": list(videos),
+                "model": [str(m) for m in model],
+                "backend": backend,
+                "device": device,
+                "devices": devices,
+                "batch_size": batch_size,
+                "frames": frames,
+                "format": fmt.name,
+                "shard": shard,
+            }
+        },
+    )
+    predictor = None
+    if todo:
+        with console.status("Loading model...", spinner="dots"):
+            # Every model problem surfaces here, before any video is opened.
+            predictor = spec.build(device_list[0]) if len(device_list) == 1 else None
+            if predictor is None:
+                _check_devices(spec, device_list)
+        _describe(spec, predictor, device_list)
+
+    with BatchProgress(len(tasks), disable=quiet) as progress, sigterm_as_interrupt():
+        for outcome in finished:
+            progress.video_finished(outcome)
+        if predictor is not None:
+            outcomes, interrupted = run_sequential(predictor, todo, settings, progress)
+        elif todo:
+            outcomes, interrupted = run_on_devices(
+                device_list, spec, todo, settings, progress, progress.note
             )
-        for err in result.bad_frames:
-            console.print(f"[yellow]warning:[/] {video}: frame {err.index}: {err.reason}")
+        else:
+            outcomes, interrupted = [], False
+    everything = sorted(finished + outcomes, key=lambda o: o.task.index)
+    print_summary(everything)
+    if interrupted:
         console.print(
-            f"[green]✓[/] {video}: {result.frames} frames, {result.instances} instances, "
-            f"{result.fps:.1f} FPS -> {result.output}"
+            "[yellow]interrupted:[/] rerun the same command with --resume to continue "
+            "(finished videos are skipped)"
         )
-
-
-def _output_paths(videos: list[Path], output: Path | None) -> list[Path | None]:
-    if output is None:
-        return [None] * len(videos)
-    if len(videos) == 1 and output.suffix == ".slp":
-        return [output]
-    if output.suffix == ".slp":
-        raise UsageError("-o/--output must be a folder when predicting several videos")
-    return [output / (v.name + ".predictions.slp") for v in videos]
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if any(not o.ok for o in everything):
+        raise typer.Exit(EXIT_FAILED)
 
 
 def _backend_options(backend: str, fp16: bool, compile: bool) -> dict[str, object]:
@@ -171,4 +262,63 @@ def _backend_options(backend: str, fp16: bool, compile: bool) -> dict[str, objec
     if compile:
         raise UsageError("--compile applies to --backend torch only")
     # onnx/trt export on first use; say so, since it takes a few seconds.
-    return {"fp16": fp16, "notify": lambda msg: console.print(f"[cyan]export:[/] {escape(msg)}")}
+    return {"fp16": fp16, "notify": print_export_notice}
+
+
+def print_export_notice(message: str) -> None:
+    """Module-level (not a lambda) so ``--devices`` workers can unpickle it."""
+    console.print(f"[cyan]export:[/] {escape(message)}")
+
+
+def _device_list(devices: str | None, device: str) -> list[str]:
+    if devices is None:
+        return [device]
+    if device != "auto":
+        raise UsageError("give either --device or --devices, not both")
+    out = [d.strip() for d in devices.split(",") if d.strip()]
+    if not out:
+        raise UsageError(f"--devices {devices!r}: expected e.g. cuda:0,cuda:1")
+    return out
+
+
+def _check_devices(spec: PredictorSpec, devices: list[str]) -> None:
+    """Before spawning workers: the models load and combine, and every device exists."""
+    from sleap_infer.backends import backend_factory
+    from sleap_infer.layers import build_layer
+    from sleap_infer.model.loader import load_model
+
+    models = [load_model(p) for p in spec.model_paths]
+    for d in devices:
+        backend_factory(spec.backend, d, **spec.backend_options)
+    build_layer(models, backend_factory("torch", "cpu"), spec.options)
+
+
+def _describe(spec: PredictorSpec, predictor: Predictor | None, devices: list[str]) -> None:
+    if predictor is not None:
+        where = f"{predictor.backend_name}/{predictor.device}"
+        types = ", ".join(m.model_type for m in predictor.models)
+        what = f"{type(predictor.layer).__name__} ({types})"
+    else:
+        where = f"{spec.backend}, {len(devices)} workers ({', '.join(devices)})"
+        what = ", ".join(spec.model_paths)
+    console.print(
+        f"Model: [bold]{what}[/] on [bold]{where}[/], batch size {spec.batch_size}",
+        soft_wrap=True,
+    )
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM (SLURM preemption, ``kill``) like Ctrl-C: stop cleanly, keep journals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

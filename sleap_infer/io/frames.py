@@ -5,6 +5,36 @@ from __future__ import annotations
 from sleap_infer.errors import UsageError
 
 
+def _parts(spec: str) -> list[tuple[int, int | None]]:
+    """``(lo, hi)`` inclusive ranges; ``hi`` is None for an open range ``a-``."""
+    out: list[tuple[int, int | None]] = []
+    for raw in spec.split(","):
+        part = raw.strip()
+        if not part:
+            continue
+        try:
+            if "-" in part:
+                lo_s, hi_s = part.split("-", 1)
+                lo, hi = int(lo_s), (None if hi_s.strip() == "" else int(hi_s))
+            else:
+                lo = int(part)
+                hi = lo
+        except ValueError as exc:
+            raise UsageError(
+                f"--frames: cannot parse {part!r} (use e.g. 0-99,200 or 500-)"
+            ) from exc
+        if lo < 0 or (hi is not None and hi < lo):
+            raise UsageError(f"--frames: bad range {part!r}")
+        out.append((lo, hi))
+    return out
+
+
+def check_frames(spec: str | None) -> None:
+    """Raise :class:`UsageError` for a malformed selection (before any video is opened)."""
+    if spec is not None:
+        _parts(spec)
+
+
 def parse_frames(spec: str | None, n_frames: int | None = None) -> list[int] | None:
     """Sorted unique frame indices from a comma list of ``i``, ``a-b`` (inclusive) or ``a-``.
 
@@ -14,28 +44,11 @@ def parse_frames(spec: str | None, n_frames: int | None = None) -> list[int] | N
     if spec is None or not spec.strip():
         return None
     out: set[int] = set()
-    for raw in spec.split(","):
-        part = raw.strip()
-        if not part:
-            continue
-        try:
-            if "-" in part:
-                lo_s, hi_s = part.split("-", 1)
-                lo = int(lo_s)
-                if hi_s.strip() == "":
-                    if n_frames is None:
-                        raise UsageError(f"--frames {part!r}: open range needs a known frame count")
-                    hi = n_frames - 1
-                else:
-                    hi = int(hi_s)
-            else:
-                lo = hi = int(part)
-        except ValueError as exc:
-            raise UsageError(
-                f"--frames: cannot parse {part!r} (use e.g. 0-99,200 or 500-)"
-            ) from exc
-        if lo < 0 or hi < lo:
-            raise UsageError(f"--frames: bad range {part!r}")
+    for lo, hi in _parts(spec):
+        if hi is None:
+            if n_frames is None:
+                raise UsageError(f"--frames '{lo}-': open range needs a known frame count")
+            hi = n_frames - 1
         if n_frames is not None:
             hi = min(hi, n_frames - 1)
         out.update(range(lo, hi + 1))

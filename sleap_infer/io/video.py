@@ -1,16 +1,18 @@
 """Stream frames from a video file with PyAV, never loading the whole video.
 
 Frames are decoded packet by packet so one corrupt packet costs one frame,
-not the run: the frames it would have produced are reported through
-``on_error`` (with their indices, recovered from timestamps) and skipped.
-Gray-content videos are returned with one channel equal to the red channel of
-the RGB decode, which is exactly what sleap-io returns, so pixels match what
-sleap-nn's predictor sees.
+not the run: frames that never come out of the decoder are reported through
+``on_error`` (indices recovered from timestamps) and skipped. That includes
+frames missing at the end of a truncated stream (fewer frames than the
+container's metadata promises) and frames after a demuxer error, which end
+the stream early instead of aborting it. Gray-content videos are returned
+with one channel equal to the red channel of the RGB decode, which is exactly
+what sleap-io returns, so pixels match what sleap-nn's predictor sees.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -37,15 +39,50 @@ class VideoInfo:
     codec: str
 
 
+# FrameError.kind values.
+DECODE_ERROR = "decode"  # the decoder rejected the frame's data
+MISSING_AT_END = "end"  # the stream ended before this frame (truncated video)
+
+
 @dataclass(frozen=True)
 class FrameError:
-    """A frame that could not be decoded."""
+    """``count`` consecutive frames from ``index`` that could not be decoded.
 
-    index: int | None
+    Runs instead of single frames so that a truncated million-frame video is
+    one record, not a million.
+    """
+
+    index: int
     reason: str
+    kind: str = DECODE_ERROR
+    count: int = 1
+
+    @property
+    def last(self) -> int:
+        return self.index + self.count - 1
+
+    def describe(self) -> str:
+        where = f"frame {self.index}" if self.count == 1 else f"frames {self.index}-{self.last}"
+        return f"{where}: {self.reason}"
+
+
+def runs(indices: Iterable[int]) -> Iterator[tuple[int, int]]:
+    """``(first, count)`` for each run of consecutive integers in sorted ``indices``."""
+    first = prev = None
+    for i in indices:
+        if prev is not None and i == prev + 1:
+            prev = i
+            continue
+        if first is not None:
+            yield first, prev - first + 1
+        first = prev = i
+    if first is not None:
+        yield first, prev - first + 1
 
 
 ErrorCallback = Callable[[FrameError], None]
+
+MP4_FAMILY = {".mp4", ".m4v", ".mov", ".3gp"}
 
 
 def _open(path: Path) -> av.container.InputContainer:
@@ -56,16 +93,52 @@ def _open(path: Path) -> av.container.InputContainer:
     except PermissionError as exc:
         raise VideoError(f"{path}: permission denied") from exc
     except (av.error.FFmpegError, OSError, UnicodeDecodeError) as exc:
-        raise VideoError(f"{path}: not a readable video ({_reason(exc)})") from exc
+        raise VideoError(f"{path}: not a readable video ({_diagnose(path, exc)})") from exc
     if not container.streams.video:
         container.close()
-        raise VideoError(f"{path}: contains no video stream")
+        raise VideoError(f"{path}: contains no video stream (zero frames or not a video)")
     return container
 
 
 def _reason(exc: BaseException) -> str:
     text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
     return str(text).splitlines()[0]
+
+
+def _diagnose(path: Path, exc: BaseException) -> str:
+    """A more useful reason than FFmpeg's "Invalid data" for the common broken files."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            head = fh.read(12)
+    except OSError:
+        return _reason(exc)
+    if size == 0:
+        return "empty file"
+    if head[4:8] == b"ftyp" and not _has_mp4_box(path, b"moov"):
+        return "no 'moov' index atom: the file is truncated or its recording was never finalised"
+    return _reason(exc)
+
+
+def _has_mp4_box(path: Path, box: bytes) -> bool:
+    """Whether a top-level ISO-BMFF box of this type exists (walks box headers only)."""
+    size = path.stat().st_size
+    offset = 0
+    with path.open("rb") as fh:
+        while offset + 8 <= size:
+            fh.seek(offset)
+            header = fh.read(16)
+            length = int.from_bytes(header[:4], "big")
+            if header[4:8] == box:
+                return True
+            if length == 1 and len(header) == 16:
+                length = int.from_bytes(header[8:16], "big")
+            elif length == 0:
+                return False  # box runs to the end of the file
+            if length < 8:
+                return False
+            offset += length
+    return False
 
 
 class VideoReader:
@@ -143,45 +216,64 @@ class VideoReader:
         indices: Sequence[int] | None = None,
         channels: int = 3,
         on_error: ErrorCallback | None = None,
+        start: int = 0,
     ) -> Iterator[tuple[int, np.ndarray]]:
         """Yield ``(frame_index, HxWxC uint8)`` for the requested (sorted) indices or all frames.
 
-        Frames that fail to decode are reported to ``on_error`` and skipped.
+        ``start`` skips (by seeking) the frames before it when ``indices`` is None.
+        Frames that never decode are reported to ``on_error`` and skipped; a
+        demuxer error ends the stream early (the rest is reported missing)
+        instead of raising, so what was decoded so far is never lost.
         """
         wanted = None if indices is None else sorted(set(indices))
-        wanted_set = None if wanted is None else set(wanted)
+        if wanted is not None and not wanted:
+            return
+        losses = _LossReporter(on_error, wanted, start)
         pos = 0  # next position in ``wanted``
+        first = start if wanted is None else wanted[0]
+        seek_to: int | None = first if first > SEEK_GAP_FRAMES else None
+        last = -1  # index of the last decoded frame; -1 = none since (re)start
+        furthest = -1  # furthest frame decoded in this call, across seeks
+        from_origin = True  # no seek yet: a gap before the first decoded frame is a loss
+        pending: str | None = None  # latest decoder error not yet tied to lost frames
+        ended_early: str | None = None
         container = _open(self.path)
         try:
             stream = container.streams.video[0]
             stream.thread_type = "AUTO"
             stream.thread_count = self.threads
-            last = -1
-            seek_to: int | None = None
-            if wanted and wanted[0] > SEEK_GAP_FRAMES:
-                seek_to = wanted[0]
             while True:
                 if seek_to is not None:
-                    container.seek(self._seek_target(seek_to), stream=stream, backward=True)
-                    last = -1
-                    seek_to = None
+                    try:
+                        container.seek(self._seek_target(seek_to), stream=stream, backward=True)
+                    except av.error.FFmpegError as exc:
+                        ended_early = f"cannot seek to frame {seek_to} ({_reason(exc)})"
+                        break
+                    last, from_origin, seek_to = -1, False, None
                 restart = False
-                for packet in container.demux(stream):
+                packets = container.demux(stream)
+                while True:
+                    try:
+                        packet = next(packets)
+                    except StopIteration:
+                        break
+                    except av.error.FFmpegError as exc:
+                        ended_early = f"stream ended early ({_reason(exc)})"
+                        break
                     try:
                         decoded = packet.decode()
                     except av.error.FFmpegError as exc:
-                        if on_error is not None:
-                            on_error(FrameError(last + 1, f"decode error: {_reason(exc)}"))
+                        pending = f"decode error: {_reason(exc)}"
                         continue
                     for frame in decoded:
                         index = self._index_of(frame, last + 1)
                         if index <= last:
                             index = last + 1
-                        if on_error is not None and last >= 0:
-                            for lost in range(last + 1, index):
-                                if wanted_set is None or lost in wanted_set:
-                                    on_error(FrameError(lost, "frame missing from stream"))
+                        if last >= 0 or from_origin:
+                            losses.gap(last + 1, index, pending or "frame missing from stream")
+                        pending = None
                         last = index
+                        furthest = max(furthest, index)
                         if wanted is not None:
                             while pos < len(wanted) and wanted[pos] < index:
                                 pos += 1
@@ -194,13 +286,54 @@ class VideoReader:
                                     break
                                 continue
                             pos += 1
+                        elif index < start:
+                            continue
                         rgb = frame.to_ndarray(format="rgb24")
                         yield index, (np.ascontiguousarray(rgb[..., :1]) if channels == 1 else rgb)
-                    if restart:
+                    if restart or ended_early:
                         break
-                if not restart:
-                    return
-        except av.error.FFmpegError as exc:
-            raise VideoError(f"{self.path}: decoding failed ({_reason(exc)})") from exc
+                if not restart or ended_early:
+                    break
+            reason = ended_early or pending
+            if reason is None:
+                after = "before any frame" if furthest < 0 else f"after frame {furthest}"
+                reason = f"stream ended {after}; metadata says {self.info.n_frames} frames"
+            tail = (
+                wanted[pos:]
+                if wanted is not None
+                else range(max(last + 1, start), self.info.n_frames)
+            )
+            losses.tail(tail, reason)
         finally:
             container.close()
+
+
+class _LossReporter:
+    """Turns decode gaps and a short stream into :class:`FrameError` runs for ``on_error``."""
+
+    def __init__(
+        self, on_error: ErrorCallback | None, wanted: list[int] | None, start: int
+    ) -> None:
+        self.on_error = on_error
+        self.wanted = None if wanted is None else set(wanted)
+        self.start = start
+
+    def _emit(self, indices: Iterable[int], reason: str, kind: str) -> None:
+        if self.on_error is None:
+            return
+        for first, count in runs(indices):
+            self.on_error(FrameError(first, reason, kind, count))
+
+    def gap(self, lo: int, hi: int, reason: str) -> None:
+        """Frames ``lo..hi-1`` were skipped by the decoder."""
+        if hi <= lo:
+            return
+        if self.wanted is None:
+            lo = max(lo, self.start)
+            self._emit(range(lo, hi), reason, DECODE_ERROR)
+        else:
+            self._emit((i for i in range(lo, hi) if i in self.wanted), reason, DECODE_ERROR)
+
+    def tail(self, indices: Iterable[int], reason: str) -> None:
+        """Frames the stream never reached."""
+        self._emit(indices, reason, MISSING_AT_END)

@@ -1,22 +1,17 @@
-"""Turn :class:`BatchPredictions` into sleap-io ``Labels`` and save them atomically.
+"""Turn :class:`BatchPredictions` into sleap-io ``Labels`` (whole video in memory).
 
-The file is written under a temporary name in the destination folder and
-renamed into place, so a crash or a full disk never leaves a half-written
-``.slp`` where a good one (or none) was expected.
+``infer predict`` streams ``.slp`` files instead (:mod:`sleap_infer.io.slp_stream`);
+this builder serves the other formats and API users who want a ``Labels``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import sleap_io as sio
 
-from sleap_infer.errors import OutputError
 from sleap_infer.io.video import VideoInfo
 from sleap_infer.model.config import ModelConfig
 from sleap_infer.predictions import BatchPredictions
@@ -35,13 +30,16 @@ def make_skeleton(config: ModelConfig) -> sio.Skeleton:
     return skeleton
 
 
-def make_video(info: VideoInfo) -> sio.Video:
-    """A sleap-io video reference that does not reopen the file (we already know its shape)."""
+def make_video(info: VideoInfo, n_frames: int | None = None) -> sio.Video:
+    """A sleap-io video reference that does not reopen the file (we already know its shape).
+
+    ``n_frames`` overrides the container's count when decoding found more frames.
+    """
     channels = 1 if info.grayscale else 3
     return sio.Video(
         filename=str(info.path),
         backend_metadata={
-            "shape": [info.n_frames, info.height, info.width, channels],
+            "shape": [n_frames or info.n_frames, info.height, info.width, channels],
             "fps": info.fps,
             "grayscale": info.grayscale,
         },
@@ -50,34 +48,17 @@ def make_video(info: VideoInfo) -> sio.Video:
 
 
 def default_output_path(video_path: Path) -> Path:
-    """``video.mp4`` -> ``video.mp4.predictions.slp`` (SLEAP's convention; keeps the extension
-    so ``a.mp4`` and ``a.avi`` do not collide)."""
-    return video_path.with_name(video_path.name + ".predictions.slp")
+    """``video.mp4`` -> ``video.mp4.predictions.slp`` (see :mod:`sleap_infer.io.outputs`)."""
+    from sleap_infer.io.outputs import default_output_path as for_format  # (imports us)
 
-
-def _discard(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        path.unlink(missing_ok=True)
+    return for_format(video_path)
 
 
 def atomic_save(labels: sio.Labels, path: Path) -> None:
-    """Save to a temporary sibling, fsync, then rename over ``path``."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp{path.suffix}")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        sio.save_slp(labels, str(tmp))
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        _discard(tmp)
-        reason = "disk full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
-        raise OutputError(f"{path}: cannot write predictions ({reason})") from exc
-    except Exception as exc:
-        _discard(tmp)
-        raise OutputError(
-            f"{path}: cannot write predictions ({type(exc).__name__}: {exc})"
-        ) from exc
+    """Save a whole ``Labels`` as ``.slp`` via a temporary sibling, fsync and rename."""
+    from sleap_infer.io.outputs import atomic_write
+
+    atomic_write(path, lambda tmp: sio.save_slp(labels, str(tmp)))
 
 
 class LabelsBuilder:

@@ -1,0 +1,137 @@
+"""Predict one video of a batch without letting its failure stop the others."""
+
+from __future__ import annotations
+
+import os
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sleap_infer.batch.tasks import (
+    DONE,
+    FAILED,
+    TRUNCATED,
+    VideoOutcome,
+    VideoTask,
+    interrupted_outcome,
+)
+from sleap_infer.errors import SleapInferError
+from sleap_infer.io.video import MISSING_AT_END
+from sleap_infer.predictor import Predictor, VideoResult
+
+DEBUG_ENV = "SLEAP_INFER_DEBUG"  # set to print tracebacks of unexpected errors
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    """Per-video options shared by every task of a run (picklable for workers)."""
+
+    frames: str | None = None
+    output_format: str = "slp"
+    resume: bool = False
+    overwrite: bool = False
+    extra_provenance: dict[str, Any] = field(default_factory=dict)
+
+
+class BatchEvents(Protocol):
+    """What a batch reports as it goes (the progress display, or a worker's queue)."""
+
+    def video_started(self, task: VideoTask, total_frames: int) -> None: ...
+
+    def frames_done(self, task: VideoTask, n: int) -> None: ...
+
+    def video_finished(self, outcome: VideoOutcome) -> None: ...
+
+
+def outcome_from_result(task: VideoTask, result: VideoResult) -> VideoOutcome:
+    warnings = []
+    missing = 0
+    for err in result.bad_frames:
+        if err.kind == MISSING_AT_END:
+            missing += err.count
+        else:
+            warnings.append(f"{task.video}: {err.describe()}")
+    if result.decoded_frames > result.metadata_frames:
+        warnings.append(
+            f"{task.video}: decoded {result.decoded_frames} frames but its metadata says "
+            f"{result.metadata_frames}; all decoded frames were predicted"
+        )
+    outcome = VideoOutcome(
+        task=task,
+        status=TRUNCATED if result.truncated else DONE,
+        frames=result.frames,
+        instances=result.instances,
+        fps=result.fps,
+        bad_frames=result.n_bad_frames,
+        resumed_frames=result.resumed_frames,
+        warnings=warnings,
+    )
+    if result.truncated:
+        first = min(e.index for e in result.bad_frames if e.kind == MISSING_AT_END)
+        reason = next(e.reason for e in result.bad_frames if e.kind == MISSING_AT_END)
+        outcome.message = (
+            f"{task.video}: truncated: {missing} frames from frame {first} on are unreadable "
+            f"({reason}); {result.frames} predicted frames saved to {task.output}"
+        )
+    return outcome
+
+
+def run_task(
+    predictor: Predictor, task: VideoTask, settings: JobSettings, events: BatchEvents
+) -> VideoOutcome:
+    """Predict ``task``; every failure becomes a ``failed`` outcome with a one-line message.
+
+    ``KeyboardInterrupt`` propagates (the video's journal is already closed and
+    resumable). Unexpected exceptions are caught too, so one video hitting a
+    bug does not cost the rest of the night's videos.
+    """
+    if task.problem is not None:
+        outcome = VideoOutcome(task, FAILED, message=f"{task.video}: {task.problem}")
+        events.video_finished(outcome)
+        return outcome
+
+    def on_start(info: object, total: int) -> None:
+        events.video_started(task, total)
+
+    try:
+        result = predictor.predict_video(
+            task.video,
+            output=task.output,
+            frames=settings.frames,
+            on_start=on_start,
+            on_progress=lambda n: events.frames_done(task, n),
+            extra_provenance=settings.extra_provenance,
+            output_format=settings.output_format,
+            resume=settings.resume,
+            overwrite=settings.overwrite,
+        )
+        outcome = outcome_from_result(task, result)
+    except SleapInferError as exc:
+        outcome = VideoOutcome(task, FAILED, message=str(exc))
+    except Exception as exc:
+        if os.environ.get(DEBUG_ENV):
+            traceback.print_exc()
+        outcome = VideoOutcome(
+            task,
+            FAILED,
+            message=f"{task.video}: unexpected error ({type(exc).__name__}: {exc}); "
+            f"set {DEBUG_ENV}=1 for the traceback",
+        )
+    events.video_finished(outcome)
+    return outcome
+
+
+def run_sequential(
+    predictor: Predictor, tasks: list[VideoTask], settings: JobSettings, events: BatchEvents
+) -> tuple[list[VideoOutcome], bool]:
+    """Outcomes of ``tasks`` in order, and whether Ctrl-C stopped the run."""
+    outcomes: list[VideoOutcome] = []
+    for task in tasks:
+        try:
+            outcomes.append(run_task(predictor, task, settings, events))
+        except KeyboardInterrupt:
+            outcome = interrupted_outcome(task)
+            events.video_finished(outcome)
+            outcomes.append(outcome)
+            return outcomes, True
+    return outcomes, False

@@ -1,0 +1,108 @@
+"""What to predict and where it goes: one :class:`VideoTask` per video, one
+:class:`VideoOutcome` back (both plain and picklable, for worker processes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sleap_infer.errors import UsageError
+from sleap_infer.io.inputs import VideoInput
+from sleap_infer.io.journal import journal_path
+from sleap_infer.io.outputs import FORMATS, OutputFormat, default_output_path, is_complete
+
+# VideoOutcome.status values.
+DONE = "done"
+TRUNCATED = "truncated"  # output written, but the video ended before its promised frames
+SKIPPED = "skipped"
+FAILED = "failed"
+INTERRUPTED = "interrupted"
+NOT_OK = frozenset({TRUNCATED, FAILED, INTERRUPTED})
+
+_FILE_SUFFIXES = (*(f.suffix for f in FORMATS.values()), ".h5")
+
+
+@dataclass(frozen=True)
+class VideoTask:
+    index: int  # position in the (sharded) input list; orders the summary
+    video: Path
+    output: Path
+    problem: str | None = None  # set when the input cannot even be attempted
+
+
+@dataclass
+class VideoOutcome:
+    task: VideoTask
+    status: str
+    frames: int = 0
+    instances: int = 0
+    fps: float = 0.0
+    bad_frames: int = 0
+    resumed_frames: int = 0
+    message: str = ""  # the error line for failures
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status not in NOT_OK
+
+
+def _output_for(item: VideoInput, output: Path | None, fmt: OutputFormat) -> Path:
+    if output is None:
+        return default_output_path(item.path, fmt)
+    sub = Path()
+    if item.root is not None:
+        sub = item.path.parent.relative_to(item.root)
+    return output / sub / default_output_path(Path(item.path.name), fmt).name
+
+
+def plan_tasks(
+    inputs: Sequence[VideoInput], output: Path | None, fmt: OutputFormat
+) -> list[VideoTask]:
+    """Output paths for every input; ``-o`` is a file for one video, else a folder.
+
+    Raises :class:`UsageError` when two videos would write the same file.
+    """
+    if output is not None and output.name.endswith(_FILE_SUFFIXES) and not output.is_dir():
+        if len(inputs) != 1:
+            raise UsageError(
+                f"-o/--output {output}: must be a folder when predicting {len(inputs)} videos"
+            )
+        allowed = (fmt.suffix, ".h5") if fmt.name == "analysis-h5" else (fmt.suffix,)
+        if not output.name.endswith(allowed):
+            raise UsageError(
+                f"-o/--output {output}: a --format {fmt.name} file should end in {fmt.suffix}"
+            )
+        item = inputs[0]
+        return [VideoTask(0, item.path, output, item.problem)]
+    tasks: list[VideoTask] = []
+    owners: dict[Path, Path] = {}
+    for i, item in enumerate(inputs):
+        out = _output_for(item, output, fmt)
+        key = out.resolve()
+        if key in owners and item.problem is None:
+            raise UsageError(
+                f"{item.path} and {owners[key]} would both write {out}; "
+                "rename one or predict them into different -o folders"
+            )
+        owners[key] = item.path
+        tasks.append(VideoTask(i, item.path, out, item.problem))
+    return tasks
+
+
+def already_done(task: VideoTask, fmt: OutputFormat) -> bool:
+    """A complete output exists and no journal says a newer run is in progress."""
+    return is_complete(task.output, fmt) and not journal_path(task.output).exists()
+
+
+def kept_hint(task: VideoTask) -> str:
+    """What became of an unfinished video's predictions."""
+    journal = journal_path(task.output)
+    if journal.exists():
+        return f"predictions so far are kept in {journal}: rerun with --resume to continue"
+    return "nothing was saved for it yet"
+
+
+def interrupted_outcome(task: VideoTask) -> VideoOutcome:
+    return VideoOutcome(task, INTERRUPTED, message=f"{task.video}: interrupted; {kept_hint(task)}")

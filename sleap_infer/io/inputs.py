@@ -1,0 +1,118 @@
+"""Turn ``infer predict``'s positional arguments into an ordered list of videos.
+
+An argument may be a video file, a folder (its videos; all levels with
+``recursive``), a glob (``'data/*.mp4'``, ``'data/**/*.avi'``), or a ``.txt``
+file listing any of these, one per line (``#`` comments; relative entries
+are relative to the list's folder). Expansion only lists names: nothing is
+opened, so it is cheap and happens before the model loads. Folder and glob
+matches are sorted, so every SLURM array task sees the same list and
+``--shard`` splits it the same way.
+"""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from sleap_infer.errors import UsageError
+
+T = TypeVar("T")
+
+VIDEO_SUFFIXES = frozenset(
+    {".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm", ".mpg", ".mpeg", ".h264", ".mj2", ".wmv"}
+)
+LIST_SUFFIX = ".txt"
+_GLOB_CHARS = frozenset("*?[")
+
+
+@dataclass(frozen=True)
+class VideoInput:
+    """One video to predict; ``root`` is the folder it was found in (keeps the layout
+    under ``-o DIR``), ``problem`` a reason it cannot even be attempted."""
+
+    path: Path
+    root: Path | None = None
+    problem: str | None = None
+
+
+def _is_video(path: Path) -> bool:
+    return path.suffix.lower() in VIDEO_SUFFIXES and not path.name.startswith(".")
+
+
+def _folder_videos(folder: Path, recursive: bool) -> list[Path]:
+    pattern = "**/*" if recursive else "*"
+    return sorted(p for p in folder.glob(pattern) if p.is_file() and _is_video(p))
+
+
+def _expand_one(arg: str, recursive: bool, base: Path | None, in_list: bool) -> list[VideoInput]:
+    path = Path(arg).expanduser()
+    if base is not None and not path.is_absolute():
+        path = base / path
+    if path.is_dir():
+        videos = _folder_videos(path, recursive)
+        if not videos:
+            hint = "" if recursive else " (use --recursive to search subfolders)"
+            return [VideoInput(path, problem=f"no videos in folder{hint}")]
+        return [VideoInput(p, root=path) for p in videos]
+    if path.is_file() and path.suffix.lower() == LIST_SUFFIX and not in_list:
+        return _expand_list(path, recursive)
+    if not path.exists() and _GLOB_CHARS & set(arg):
+        matches = sorted(Path(m) for m in glob.glob(str(path), recursive=True))
+        files = [m for m in matches if m.is_file()]
+        if not files:
+            return [VideoInput(path, problem="no files match this pattern")]
+        return [VideoInput(m) for m in files]
+    return [VideoInput(path)]  # a file (or a missing path: the reader reports it)
+
+
+def _expand_list(list_file: Path, recursive: bool) -> list[VideoInput]:
+    try:
+        lines = list_file.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        return [VideoInput(list_file, problem=f"cannot read list of videos ({exc})")]
+    out: list[VideoInput] = []
+    for raw in lines:
+        entry = raw.split("#", 1)[0].strip()
+        if entry:
+            out.extend(_expand_one(entry, recursive, list_file.parent, in_list=True))
+    if not out:
+        return [VideoInput(list_file, problem="list of videos is empty")]
+    return out
+
+
+def expand_inputs(args: Iterable[str | Path], recursive: bool = False) -> list[VideoInput]:
+    """Every video named by ``args``, in order, each once (by resolved path)."""
+    seen: set[Path] = set()
+    out: list[VideoInput] = []
+    for arg in args:
+        for item in _expand_one(str(arg), recursive, None, in_list=False):
+            key = item.path.resolve()
+            if key not in seen:
+                seen.add(key)
+                out.append(item)
+    return out
+
+
+def parse_shard(spec: str | None) -> tuple[int, int] | None:
+    """``"i/n"`` (0 <= i < n) -> ``(i, n)``."""
+    if spec is None:
+        return None
+    try:
+        i_text, n_text = spec.split("/")
+        i, n = int(i_text), int(n_text)
+    except ValueError as exc:
+        raise UsageError(f"--shard {spec!r}: expected i/n, e.g. 0/4") from exc
+    if n < 1 or not 0 <= i < n:
+        raise UsageError(f"--shard {spec!r}: need 0 <= i < n")
+    return i, n
+
+
+def take_shard(items: Sequence[T], shard: tuple[int, int] | None) -> list[T]:
+    """Every n-th item starting at i: deterministic, and balanced to within one video."""
+    if shard is None:
+        return list(items)
+    i, n = shard
+    return list(items[i::n])

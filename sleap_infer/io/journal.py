@@ -1,0 +1,345 @@
+"""Append-only, crash-safe journal of the predictions made so far for one video.
+
+Predictions go here batch by batch while a video runs (so memory stays flat
+and a crash loses at most the batch in flight); the final output file is
+built from the journal once the video is done, and the journal is deleted.
+
+Layout: ``MAGIC``, then records. A record is ``<u32 length><u32 crc32><payload>``
+with payload ``<u32 meta length><meta JSON><raw array bytes>``. Each record is
+one ``write`` on an unbuffered file, so a killed process leaves whole records
+(the OS keeps what was written) and a power cut leaves at most a torn last
+record, which :func:`read_journal` detects (short read or bad CRC) and drops;
+:class:`JournalWriter` truncates it away before appending again. Data is
+``fsync``-ed at most every ``sync_interval`` seconds and on close.
+
+Record types: ``header`` (first; what the predictions depend on),
+``session`` (one per run that appended), ``batch`` (one per predicted batch)
+and ``bad_frames`` (frames that could not be decoded).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import struct
+import time
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from sleap_infer.errors import OutputError, ResumeError
+from sleap_infer.io.video import FrameError
+from sleap_infer.predictions import BatchPredictions
+
+MAGIC = b"SIJRNL1\n"
+FORMAT_VERSION = 1
+_FRAME = struct.Struct("<II")  # payload length, crc32
+_META = struct.Struct("<I")
+_BATCH_ARRAYS = (
+    "frame_indices",
+    "points",
+    "point_scores",
+    "instance_scores",
+    "valid",
+    "class_ids",
+    "class_scores",
+)
+
+
+def journal_path(output: Path) -> Path:
+    """Where the journal for ``output`` lives: next to it, never ending in the output's suffix."""
+    return output.with_name(output.name + ".partial")
+
+
+def _encode(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> bytes:
+    specs = []
+    blobs = []
+    for name, value in arrays.items():
+        arr = np.ascontiguousarray(value)
+        specs.append([name, arr.dtype.str, list(arr.shape)])
+        blobs.append(arr.tobytes())
+    head = json.dumps({**meta, "arrays": specs}, separators=(",", ":")).encode()
+    payload = b"".join([_META.pack(len(head)), head, *blobs])
+    return _FRAME.pack(len(payload), zlib.crc32(payload)) + payload
+
+
+def _decode(payload: bytes) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    (n,) = _META.unpack_from(payload)
+    meta = json.loads(payload[_META.size : _META.size + n])
+    offset = _META.size + n
+    arrays = {}
+    for name, dtype_str, shape in meta.pop("arrays"):
+        dtype = np.dtype(dtype_str)
+        count = int(np.prod(shape)) if shape else 1
+        arrays[name] = np.frombuffer(payload, dtype, count, offset).reshape(shape)
+        offset += count * dtype.itemsize
+    return meta, arrays
+
+
+def _frame_errors_to_json(errors: Sequence[FrameError]) -> list[list[Any]]:
+    return [[e.index, e.count, e.kind, e.reason] for e in errors]
+
+
+def _frame_errors_from_json(rows: list[list[Any]]) -> list[FrameError]:
+    return [FrameError(int(i), str(reason), str(kind), int(n)) for i, n, kind, reason in rows]
+
+
+def _records(fh: BinaryIO) -> Iterator[tuple[int, dict[str, Any], dict[str, np.ndarray]]]:
+    """``(end offset, meta, arrays)`` for each intact record; stops at the first torn one."""
+    offset = len(MAGIC)
+    fh.seek(offset)
+    while True:
+        frame = fh.read(_FRAME.size)
+        if len(frame) < _FRAME.size:
+            return
+        length, crc = _FRAME.unpack(frame)
+        payload = fh.read(length)
+        if len(payload) < length or zlib.crc32(payload) != crc:
+            return
+        try:
+            meta, arrays = _decode(payload)
+        except (ValueError, KeyError, TypeError):
+            return
+        offset += _FRAME.size + length
+        yield offset, meta, arrays
+
+
+@dataclass
+class Journal:
+    """What an existing journal holds (everything but the predictions themselves)."""
+
+    path: Path
+    header: dict[str, Any]
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    bad_frames: list[FrameError] = field(default_factory=list)
+    predicted: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    n_instances: int = 0
+    valid_bytes: int = 0
+    torn_bytes: int = 0  # bytes after the last intact record (a crash mid-write)
+
+    @property
+    def n_predicted(self) -> int:
+        return int(self.predicted.size)
+
+    def done_mask(self, size: int) -> np.ndarray:
+        """Bool mask over frame indices ``0..size-1``: predicted or known undecodable."""
+        mask = np.zeros(size, bool)
+        inside = self.predicted[self.predicted < size]
+        mask[inside] = True
+        for err in self.bad_frames:
+            mask[err.index : min(err.last + 1, size)] = True
+        return mask
+
+    def batches(self) -> Iterator[BatchPredictions]:
+        """Re-read the predictions, one batch at a time (bounded memory)."""
+        with self.path.open("rb") as fh:
+            for end, meta, arrays in _records(fh):
+                if end > self.valid_bytes:
+                    return
+                if meta.get("type") == "batch":
+                    yield BatchPredictions(
+                        points=arrays["points"],
+                        point_scores=arrays["point_scores"],
+                        instance_scores=arrays["instance_scores"],
+                        valid=arrays["valid"],
+                        class_ids=arrays.get("class_ids"),
+                        class_scores=arrays.get("class_scores"),
+                        frame_indices=arrays["frame_indices"],
+                    )
+
+
+def read_journal(path: Path) -> Journal:
+    """Scan a journal; a torn tail is reported in ``torn_bytes``, not raised."""
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise ResumeError(f"{path}: cannot read partial predictions ({exc.strerror})") from exc
+    with fh:
+        if fh.read(len(MAGIC)) != MAGIC:
+            raise ResumeError(f"{path}: not a sleap_infer journal (delete it or use --overwrite)")
+        header: dict[str, Any] | None = None
+        sessions: list[dict[str, Any]] = []
+        bad: list[FrameError] = []
+        predicted: list[np.ndarray] = []
+        n_instances = 0
+        valid = len(MAGIC)
+        for end, meta, arrays in _records(fh):
+            kind = meta.get("type")
+            if header is None:
+                if kind != "header":
+                    break
+                header = meta
+            elif kind == "session":
+                sessions.append(meta)
+            elif kind == "batch":
+                predicted.append(arrays["frame_indices"].astype(np.int64))
+                n_instances += int(arrays["valid"].sum())
+            if kind in ("batch", "bad_frames"):
+                bad.extend(_frame_errors_from_json(meta.get("bad_frames", [])))
+            valid = end
+        size = fh.seek(0, os.SEEK_END)
+    if header is None:
+        raise ResumeError(f"{path}: journal has no header (delete it or use --overwrite)")
+    done = np.unique(np.concatenate(predicted)) if predicted else np.zeros(0, np.int64)
+    bad = list(dict.fromkeys(bad))  # a resumed run may meet the same bad frames again
+    return Journal(
+        path=path,
+        header=header,
+        sessions=sessions,
+        bad_frames=bad,
+        predicted=done,
+        n_instances=n_instances,
+        valid_bytes=valid,
+        torn_bytes=size - valid,
+    )
+
+
+def check_compatible(journal: Journal, fingerprint: dict[str, Any]) -> None:
+    """Raise unless the journal was written for the same video, model and options."""
+    if journal.header.get("format") != FORMAT_VERSION:
+        raise ResumeError(
+            f"{journal.path}: journal format {journal.header.get('format')!r} "
+            f"is not {FORMAT_VERSION}; delete it or use --overwrite"
+        )
+    old = journal.header.get("fingerprint", {})
+    for key, value in fingerprint.items():
+        if old.get(key) != value:
+            raise ResumeError(
+                f"{journal.path}: cannot resume: {key} differs from the interrupted run "
+                f"({_short(old.get(key))} then, {_short(value)} now); "
+                "use --overwrite to start over"
+            )
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _write_error(path: Path, exc: OSError) -> OutputError:
+    reason = "disk full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
+    return OutputError(f"{path}: cannot write partial predictions ({reason})")
+
+
+def _try_lock(fh: BinaryIO) -> bool:
+    """An exclusive advisory lock for as long as the file is open (POSIX; always True
+    elsewhere). Released by the OS when the process dies, so crashes never leave it."""
+    try:
+        import fcntl
+    except ImportError:
+        return True
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+def in_use(path: Path) -> bool:
+    """Whether a live process holds the journal's lock."""
+    try:
+        with path.open("rb") as fh:
+            if not _try_lock(fh):
+                return True
+    except OSError:
+        return False
+    return False
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class JournalWriter:
+    """Appends records to a journal; create a new one with ``header``, or continue ``existing``."""
+
+    def __init__(
+        self,
+        path: Path,
+        header: dict[str, Any] | None = None,
+        existing: Journal | None = None,
+        sync_interval: float = 1.0,
+    ) -> None:
+        if (header is None) == (existing is None):
+            raise ValueError("give exactly one of header (new journal) or existing")
+        self.path = path
+        self.sync_interval = sync_interval
+        self.batches_written = 0
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # no truncation before the lock
+        except OSError as exc:
+            raise _write_error(path, exc) from exc
+        self._fh = os.fdopen(fd, "r+b", buffering=0)
+        if not _try_lock(self._fh):
+            self._fh.close()
+            raise ResumeError(f"{path}: another infer process is predicting this video right now")
+        try:
+            if existing is not None:
+                self._fh.truncate(existing.valid_bytes)  # drop a torn last record
+                self._fh.seek(existing.valid_bytes)
+            else:
+                self._fh.truncate(0)
+                self._write_all(MAGIC)
+                self._write_all(_encode({"type": "header", "format": FORMAT_VERSION, **header}, {}))
+                os.fsync(self._fh.fileno())
+                _fsync_dir(path.parent)
+        except OSError as exc:
+            self._fh.close()
+            raise _write_error(path, exc) from exc
+        self._last_sync = time.monotonic()
+
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = self._fh.write(view)
+            view = view[written:]
+
+    def _append(self, meta: dict[str, Any], arrays: dict[str, np.ndarray] | None = None) -> None:
+        try:
+            self._write_all(_encode(meta, arrays or {}))
+            if time.monotonic() - self._last_sync >= self.sync_interval:
+                os.fsync(self._fh.fileno())
+                self._last_sync = time.monotonic()
+        except OSError as exc:  # e.g. disk full: what is already written stays resumable
+            raise _write_error(self.path, exc) from exc
+
+    def write_session(self, info: dict[str, Any]) -> None:
+        self._append({"type": "session", **info})
+
+    def write_batch(self, preds: BatchPredictions, bad_frames: Sequence[FrameError] = ()) -> None:
+        """One predicted batch (plus any undecodable frames reported since the last record)."""
+        arrays = {
+            name: getattr(preds, name) for name in _BATCH_ARRAYS if getattr(preds, name) is not None
+        }
+        self._append({"type": "batch", "bad_frames": _frame_errors_to_json(bad_frames)}, arrays)
+        self.batches_written += 1
+
+    def write_bad_frames(self, bad_frames: Sequence[FrameError]) -> None:
+        if bad_frames:
+            self._append({"type": "bad_frames", "bad_frames": _frame_errors_to_json(bad_frames)})
+
+    def close(self) -> None:
+        if self._fh.closed:
+            return
+        try:
+            os.fsync(self._fh.fileno())
+        finally:
+            self._fh.close()
+
+    def __enter__(self) -> JournalWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

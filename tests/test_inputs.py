@@ -1,0 +1,102 @@
+"""Input expansion (files, folders, globs, lists), sharding, and output planning."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sleap_infer.batch.tasks import plan_tasks
+from sleap_infer.errors import UsageError
+from sleap_infer.io.inputs import expand_inputs, parse_shard, take_shard
+from sleap_infer.io.outputs import FORMATS
+
+
+def _touch(*paths: Path) -> None:
+    for p in paths:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(b"x")
+
+
+@pytest.fixture()
+def tree(tmp_path: Path) -> Path:
+    _touch(
+        tmp_path / "b.mp4",
+        tmp_path / "a.avi",
+        tmp_path / "notes.md",
+        tmp_path / ".hidden.mp4",
+        tmp_path / "sub" / "c.MP4",
+        tmp_path / "sub" / "deeper" / "d.mkv",
+    )
+    return tmp_path
+
+
+def test_folder_lists_its_videos_sorted_and_recursive_goes_deeper(tree: Path) -> None:
+    flat = expand_inputs([tree])
+    assert [i.path.name for i in flat] == ["a.avi", "b.mp4"]
+    assert all(i.root == tree and i.problem is None for i in flat)
+    deep = expand_inputs([tree], recursive=True)
+    assert [i.path.relative_to(tree).as_posix() for i in deep] == [
+        "a.avi",
+        "b.mp4",
+        "sub/c.MP4",
+        "sub/deeper/d.mkv",
+    ]
+
+
+def test_globs_lists_and_duplicates(tree: Path) -> None:
+    listing = tree / "videos.txt"
+    listing.write_text(f"# my videos\nb.mp4\n\n{tree / 'sub' / 'c.MP4'}  # absolute\nsub/deeper\n")
+    got = expand_inputs([str(tree / "*.avi"), listing, tree / "b.mp4"])
+    # b.mp4 appears in the list and again on the command line: predicted once.
+    assert [i.path.name for i in got] == ["a.avi", "b.mp4", "c.MP4", "d.mkv"]
+    recursive_glob = expand_inputs([str(tree / "**" / "*.mkv")])
+    assert [i.path.name for i in recursive_glob] == ["d.mkv"]
+
+
+def test_inputs_that_name_nothing_become_problems(tree: Path) -> None:
+    empty = tree / "empty"
+    empty.mkdir()
+    (tree / "blank.txt").write_text("# nothing here\n")
+    got = expand_inputs([str(tree / "*.mov"), empty, tree / "blank.txt", tree / "missing.mp4"])
+    assert [(i.path.name, i.problem) for i in got] == [
+        ("*.mov", "no files match this pattern"),
+        ("empty", "no videos in folder (use --recursive to search subfolders)"),
+        ("blank.txt", "list of videos is empty"),
+        ("missing.mp4", None),  # left to the video reader: "video not found"
+    ]
+
+
+def test_shards_partition_the_list_deterministically(tmp_path: Path) -> None:
+    items = list(range(10))
+    shards = [take_shard(items, (i, 3)) for i in range(3)]
+    assert shards == [[0, 3, 6, 9], [1, 4, 7], [2, 5, 8]]
+    assert sorted(x for s in shards for x in s) == items
+    assert take_shard(items, None) == items
+    assert parse_shard("2/4") == (2, 4)
+    for bad in ("4/4", "-1/2", "1", "a/b", "0/0"):
+        with pytest.raises(UsageError, match="--shard"):
+            parse_shard(bad)
+
+
+def test_output_paths_keep_folder_layout_and_refuse_collisions(tree: Path) -> None:
+    out = tree / "out"
+    inputs = expand_inputs([tree], recursive=True)
+    tasks = plan_tasks(inputs, out, FORMATS["slp"])
+    assert [t.output.relative_to(out).as_posix() for t in tasks] == [
+        "a.avi.predictions.slp",
+        "b.mp4.predictions.slp",
+        "sub/c.MP4.predictions.slp",
+        "sub/deeper/d.mkv.predictions.slp",
+    ]
+    default = plan_tasks(expand_inputs([tree / "b.mp4"]), None, FORMATS["analysis-h5"])
+    assert default[0].output == tree / "b.mp4.predictions.analysis.h5"
+    single = plan_tasks(expand_inputs([tree / "b.mp4"]), tree / "x.slp", FORMATS["slp"])
+    assert single[0].output == tree / "x.slp"
+    with pytest.raises(UsageError, match=r"a --format csv file should end in \.csv"):
+        plan_tasks(expand_inputs([tree / "b.mp4"]), tree / "x.slp", FORMATS["csv"])
+    with pytest.raises(UsageError, match="must be a folder when predicting 2 videos"):
+        plan_tasks(expand_inputs([tree / "b.mp4", tree / "a.avi"]), tree / "x.slp", FORMATS["slp"])
+    _touch(tree / "other" / "b.mp4")
+    with pytest.raises(UsageError, match=r"would both write .*b\.mp4\.predictions\.slp"):
+        plan_tasks(expand_inputs([tree / "b.mp4", tree / "other" / "b.mp4"]), out, FORMATS["slp"])

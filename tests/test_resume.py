@@ -1,0 +1,140 @@
+"""Predictor: journaled runs, interruption and resume, bad frames in the provenance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sleap_io as sio
+
+from sleap_infer.errors import ResumeError
+from sleap_infer.io import journal as journal_module
+from sleap_infer.io.journal import journal_path, read_journal
+from sleap_infer.io.video import MISSING_AT_END
+from sleap_infer.layers import PredictOptions
+from sleap_infer.predictor import Predictor
+
+import scene
+from broken_videos import faststart_mp4, noisy_frames, truncated_copy, zeroed_copy
+from conftest import SYNTHETIC_MODEL, assert_same_predictions, fixture_model, predicted_poses
+
+
+@pytest.fixture(scope="module")
+def predictor() -> Predictor:
+    return Predictor([SYNTHETIC_MODEL], device="cpu", batch_size=4)
+
+
+@pytest.fixture(scope="module")
+def video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("videos") / "scene.mp4"
+    scene.write_video(path, n_frames=40, seed=3)
+    return path
+
+
+def _interrupt_after(monkeypatch: pytest.MonkeyPatch, n_batches: int) -> None:
+    """Ctrl-C arrives right after the n-th batch reached the journal."""
+    original = journal_module.JournalWriter.write_batch
+
+    def write_then_maybe_stop(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        if self.batches_written == n_batches:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(journal_module.JournalWriter, "write_batch", write_then_maybe_stop)
+
+
+def test_interrupted_run_resumes_to_the_clean_result(
+    predictor: Predictor, video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clean = predictor.predict_video(video, output=tmp_path / "clean.slp")
+    assert clean.frames == 40 and not journal_path(tmp_path / "clean.slp").exists()
+
+    out = tmp_path / "resumed.slp"
+    with monkeypatch.context() as m:
+        _interrupt_after(m, 3)
+        with pytest.raises(KeyboardInterrupt):
+            predictor.predict_video(video, output=out)
+    assert not out.exists()
+    partial = read_journal(journal_path(out))
+    assert partial.predicted.tolist() == list(range(12))
+
+    with pytest.raises(ResumeError, match=r"resumed\.slp\.partial: .* pass --resume"):
+        predictor.predict_video(video, output=out)
+    resumed = predictor.predict_video(video, output=out, resume=True)
+    assert (resumed.frames, resumed.resumed_frames) == (40, 12)
+    assert_same_predictions(tmp_path / "clean.slp", out)
+    assert not journal_path(out).exists()
+    prov = sio.load_slp(str(out)).provenance
+    assert [s["resumed_from_frames"] for s in prov["sessions"]] == [0, 12]
+    assert prov["frames_processed"] == 40
+
+
+def test_a_torn_journal_tail_is_predicted_again(
+    predictor: Predictor, video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "torn.slp"
+    with monkeypatch.context() as m:
+        _interrupt_after(m, 5)
+        with pytest.raises(KeyboardInterrupt):
+            predictor.predict_video(video, output=out, frames="0-9,20-")
+    jpath = journal_path(out)
+    data = jpath.read_bytes()
+    jpath.write_bytes(data[:-25])  # the last batch record was half-written when power failed
+    assert read_journal(jpath).n_predicted == 16
+    predictor.predict_video(video, output=out, frames="0-9,20-", resume=True)
+    predictor.predict_video(video, output=tmp_path / "clean.slp", frames="0-9,20-")
+    assert_same_predictions(tmp_path / "clean.slp", out)
+    assert predicted_poses(out)[0] == [*range(10), *range(20, 40)]
+
+
+def test_resume_refuses_a_journal_from_other_settings(
+    video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = Predictor([SYNTHETIC_MODEL], device="cpu", options=PredictOptions(peak_threshold=0.2))
+    out = tmp_path / "p.slp"
+    with monkeypatch.context() as m:
+        _interrupt_after(m, 1)
+        with pytest.raises(KeyboardInterrupt):
+            first.predict_video(video, output=out)
+    other = Predictor([SYNTHETIC_MODEL], device="cpu", options=PredictOptions(peak_threshold=0.5))
+    with pytest.raises(ResumeError, match=r"cannot resume: options differs .*use --overwrite"):
+        other.predict_video(video, output=out, resume=True)
+    with pytest.raises(ResumeError, match="cannot resume: frames differs"):
+        first.predict_video(video, output=out, resume=True, frames="0-9")
+    result = other.predict_video(video, output=out, overwrite=True)
+    assert result.resumed_frames == 0 and result.frames == 40
+    assert sio.load_slp(str(out)).provenance["options"]["peak_threshold"] == 0.5
+
+
+def test_bad_frames_are_skipped_and_recorded(predictor: Predictor, tmp_path: Path) -> None:
+    full = faststart_mp4(tmp_path / "full.mp4", noisy_frames(100))
+    damaged = zeroed_copy(full, tmp_path / "damaged.mp4", at=0.5)
+    bad = truncated_copy(damaged, tmp_path / "bad.mp4", 0.85)
+    result = predictor.predict_video(bad, output=tmp_path / "bad.slp")
+    assert result.truncated
+    tail = [e for e in result.bad_frames if e.kind == MISSING_AT_END]
+    mid = [e for e in result.bad_frames if e.kind != MISSING_AT_END]
+    assert len(tail) == 1 and tail[0].last == 99
+    assert result.frames + result.n_bad_frames == 100
+    prov = sio.load_slp(str(tmp_path / "bad.slp")).provenance
+    assert prov["frames_processed"] == result.frames
+    recorded = {(b["frame_idx"], b["count"], b["kind"]) for b in prov["bad_frames"]}
+    assert recorded == {(e.index, e.count, e.kind) for e in result.bad_frames}
+    assert prov["bad_frames"][-1]["reason"].startswith("stream ended after frame")
+    assert len(mid) >= 1 and all(e.reason.startswith("decode error") for e in mid)
+    assert mid[0].last < tail[0].index  # predicting went on past the damaged frame
+
+
+def test_multi_instance_model_resumes_exactly(
+    shared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = Predictor([fixture_model(shared, "centroid")], device="cpu", batch_size=4)
+    video = shared / "videos" / "centered_pair_small.mp4"
+    out = tmp_path / "pair.slp"
+    with monkeypatch.context() as m:
+        _interrupt_after(m, 4)
+        with pytest.raises(KeyboardInterrupt):
+            model.predict_video(video, output=out, frames="0-39")
+    model.predict_video(video, output=out, frames="0-39", resume=True)
+    model.predict_video(video, output=tmp_path / "clean.slp", frames="0-39")
+    assert_same_predictions(tmp_path / "clean.slp", out)
