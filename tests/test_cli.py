@@ -132,7 +132,7 @@ def test_default_output_name_next_to_video(tmp_path: Path) -> None:
         (["export", "{tmp}/nope"], 1, "nope: model path does not exist"),
         (["export", "{model}", "--opset", "17"], 2, "--opset 17 is not supported"),
         (["export", "{model}", "--opset", "999"], 2, "--opset 999 is not supported"),
-        (["export", "{model}", "{model}"], 2, "two models (top-down) is not supported yet"),
+        (["export", "{model}", "{model}"], 2, "cannot export models of types single_instance"),
         (["export", "{model}", "--batch", "2", "--dynamic-batch"], 2, "exclude each other"),
         (["export", "{model}", "--input-size", "big"], 2, "--input-size 'big'"),
         (["export", "{model}", "--format", "tflite"], 2, "--format 'tflite'"),

@@ -18,8 +18,13 @@ from sleap_infer.export.exporter import export_model
 from sleap_infer.export.graph_ops import local_peak_candidates
 from sleap_infer.export.metadata import METADATA_NAME, read_export
 from sleap_infer.export.settings import DecodeSettings, ExportSettings
+from sleap_infer.export.wrappers import wrapper_for
 from sleap_infer.layers import CentroidLayer, PredictOptions, SingleInstanceLayer
-from sleap_infer.layers.exported import ExportedCentroidLayer, ExportedSingleInstanceLayer
+from sleap_infer.layers.exported import (
+    ExportedCentroidLayer,
+    ExportedSingleInstanceLayer,
+    exported_layer_class,
+)
 from sleap_infer.model.config import parse_config
 from sleap_infer.model.loader import load_model
 
@@ -156,11 +161,12 @@ def test_exported_centroid_ordering_rule_matches_torch_layer() -> None:
     maps = torch.zeros(2, 1, 16, 16)
     maps[0, 0, 2, 2], maps[0, 0, 5, 9], maps[0, 0, 12, 4] = 0.5, 0.9, 0.7
     maps[1, 0, 3, 3], maps[1, 0, 9, 1] = 0.3, 0.6
-    x, y, values = local_peak_candidates(maps, k=8)
+    x, y, values, dropped = local_peak_candidates(maps, k=8)
     stride = cfg.head("CentroidConfmapsHead").output_stride
     baked = {
         "centroids": torch.stack([x, y], dim=-1)[:, 0].float() * stride,
         "centroid_vals": values[:, 0],
+        "dropped_centroid_vals": dropped[:, 0],
     }
     for max_instances in (None, 1, 2, 3):
         opts = PredictOptions(peak_threshold=0.2, refine=False, max_instances=max_instances)
@@ -248,9 +254,10 @@ def test_unsupported_opsets_are_rejected_before_loading(opset: int, needle: str)
 
 
 def test_unexportable_type_and_unknown_size_are_usage_errors(tmp_path: Path) -> None:
-    bottomup = write_model_dir(tmp_path / "bu", config_dict("bottomup"))
-    with pytest.raises(UsageError, match="'bottomup' cannot be exported yet"):
-        export_model(bottomup)
+    with pytest.raises(UsageError, match="'tiled' cannot be exported yet .*bottomup"):
+        wrapper_for("tiled")
+    with pytest.raises(UsageError, match="'tiled' cannot run on an exported backend"):
+        exported_layer_class("tiled")
     single = write_model_dir(tmp_path / "si", config_dict("single_instance"))
     with pytest.raises(UsageError, match="--input-size"):
         export_model(single)

@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 
-from sleap_infer.backends import backend_factory
+from sleap_infer.backends import TorchBackend, backend_factory
 from sleap_infer.backends.tensorrt_backend import (
     GpuInfo,
     TensorRTBackend,
@@ -23,8 +24,12 @@ from sleap_infer.errors import BackendError, ExportError
 from sleap_infer.export import exporter
 from sleap_infer.export.cache import ExportRequest, misfit
 from sleap_infer.export.metadata import ExportInfo
+from sleap_infer.export.pipeline import export_topdown
 from sleap_infer.export.settings import DecodeSettings, ExportSettings
 from sleap_infer.export.tensorrt_build import Profile, build_engine
+from sleap_infer.export.wrappers import BottomUpWrapper
+from sleap_infer.layers import BottomUpLayer, PredictOptions
+from sleap_infer.layers.exported import ExportedBottomUpLayer
 from sleap_infer.model.loader import load_model
 
 import fake_tensorrt as fake
@@ -210,3 +215,50 @@ def test_export_with_engine_and_engine_matching(
     info.engine_path.unlink()
     assert misfit(info, model, request()) == "it has no TensorRT engine"
     assert isinstance(info, ExportInfo)
+
+
+def test_pair_export_builds_an_engine_per_stage_with_a_dynamic_crop_batch(
+    fake_trt, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(exporter, "_trt_target", lambda device: (fake_trt, torch.device("cpu")))
+    monkeypatch.setattr(GpuInfo, "of", classmethod(lambda cls, device: H200))
+    centroid = write_model_dir(tmp_path / "c", config_dict("centroid"))
+    instance = write_model_dir(tmp_path / "i", config_dict("centered_instance"))
+    settings = ExportSettings(formats=("onnx", "trt"), batch_size=4, frame_size=(32, 32))
+    _, stage1, stage2 = export_topdown([centroid, instance], tmp_path / "pair", settings)
+    assert stage1.engine_path is not None and stage1.engine_path.is_file()
+    assert stage2.engine_path is not None and stage2.engine_path.is_file()
+    assert stage1.data["tensorrt"]["profile"]["max"] == [4, 1, 32, 32]  # frames: static
+    assert stage2.data["tensorrt"]["profile"] == {  # crops: as many as there are animals
+        "min": [1, 1, 32, 32],
+        "opt": [4, 1, 32, 32],
+        "max": [16, 1, 32, 32],
+    }
+
+
+def test_bottomup_adapter_reads_tensorrt_outputs(fake_trt, tmp_path: Path) -> None:
+    """The TensorRT runner's output handling with the bottom-up adapter (engine = the wrapper)."""
+    model = load_model(write_model_dir(tmp_path / "m", config_dict("bottomup")))
+    wrapper = BottomUpWrapper(model.network, model.config, DecodeSettings()).eval()
+    kinds = {"peak_valid": fake.DataType.BOOL}
+
+    def output(index: int):
+        return lambda x: torch.no_grad()(wrapper)(x)[index]
+
+    engine = fake.FakeEngine(
+        inputs={"image": fake.DataType.UINT8},
+        outputs={
+            name: (kinds.get(name, fake.DataType.FLOAT), output(i))
+            for i, name in enumerate(wrapper.output_names)
+        },
+    )
+    backend = TensorRTBackend.from_engine(fake_trt, engine, torch.device("cpu"))
+    options = PredictOptions(peak_threshold=-1e9, min_line_scores=-1e9)
+    layer = ExportedBottomUpLayer(model.config, backend, options)
+    ref_layer = BottomUpLayer(model.config, TorchBackend(model.network, "cpu"), options)
+    frames = np.random.default_rng(0).integers(0, 256, (2, 16, 24, 1), dtype=np.uint8)
+    got, ref = layer.predict(frames), ref_layer.predict(frames)
+    assert ref.valid.sum() >= 4
+    np.testing.assert_array_equal(got.valid, ref.valid)
+    np.testing.assert_allclose(got.points, ref.points, atol=1e-4)
+    np.testing.assert_allclose(got.instance_scores, ref.instance_scores, atol=1e-5)

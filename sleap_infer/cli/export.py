@@ -11,12 +11,17 @@ from rich.markup import escape
 
 from sleap_infer.cli.progress import console
 from sleap_infer.errors import UsageError
+from sleap_infer.export.metadata import ExportInfo
+from sleap_infer.export.settings import DEFAULT_MAX_PEAKS
 
 
 def export(
     model: Annotated[
         list[Path],
-        typer.Argument(help="Model directory (or its best.ckpt / training_config.yaml)."),
+        typer.Argument(
+            help="Model directory (or its best.ckpt / training_config.yaml); two for a "
+            "top-down pair (a centroid and a centered-instance or multi-class model)."
+        ),
     ],
     format: Annotated[
         str, typer.Option("--format", "-f", help="onnx, trt (engine + its ONNX) or both.")
@@ -40,8 +45,26 @@ def export(
     ] = None,
     opset: Annotated[int, typer.Option(help="ONNX opset (18 or newer).")] = 18,
     max_peaks: Annotated[
-        int, typer.Option(min=1, help="Local-peak candidates kept per channel (centroids).")
-    ] = 64,
+        int,
+        typer.Option(
+            "--max-peaks",
+            "--max-peaks-per-node",
+            min=1,
+            help="Local-peak slots per channel: centroids, or bottom-up peaks per node.",
+        ),
+    ] = DEFAULT_MAX_PEAKS,
+    n_points: Annotated[
+        int, typer.Option(min=2, help="Bottom-up: samples along each PAF line integral.")
+    ] = 10,
+    max_edge_length_ratio: Annotated[
+        float,
+        typer.Option(
+            help="Bottom-up: connections longer than this fraction of the image are penalised."
+        ),
+    ] = 0.25,
+    dist_penalty_weight: Annotated[
+        float, typer.Option(help="Bottom-up: weight of the long-connection penalty.")
+    ] = 1.0,
     no_refine: Annotated[
         bool, typer.Option("--no-refine", help="Do not bake integral refinement.")
     ] = False,
@@ -54,11 +77,17 @@ def export(
     ] = "auto",
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Export directory (default MODEL/exported)."),
+        typer.Option(
+            "--output",
+            "-o",
+            help="Export directory (default MODEL/exported; a top-down pair: "
+            "CENTROID/exported_topdown).",
+        ),
     ] = None,
 ) -> None:
     """Export a model to ONNX / TensorRT with peak finding and refinement in the graph."""
     from sleap_infer.export.exporter import export_model
+    from sleap_infer.export.pipeline import export_topdown
     from sleap_infer.export.settings import (
         DecodeSettings,
         ExportSettings,
@@ -66,10 +95,8 @@ def export(
         parse_size,
     )
 
-    if len(model) > 1:
-        raise UsageError(
-            "exporting two models (top-down) is not supported yet; export each model on its own"
-        )
+    if len(model) > 2:
+        raise UsageError("give one model directory, or two for a top-down pair")
     if batch is not None and dynamic_batch:
         raise UsageError("--batch N and --dynamic-batch exclude each other")
     settings = ExportSettings(
@@ -83,20 +110,39 @@ def export(
             integral_patch_size=integral_patch_size,
             max_peaks=max_peaks,
             peak_threshold=peak_threshold,
+            n_points=n_points,
+            max_edge_length_ratio=max_edge_length_ratio,
+            dist_penalty_weight=dist_penalty_weight,
         ),
     )
     t0 = time.perf_counter()
-    with console.status(f"Exporting {model[0]}...", spinner="dots"):
-        info = export_model(
-            model[0], output, settings, device=device, notify=lambda m: console.print(escape(m))
-        )
+
+    def say(message: str) -> None:
+        console.print(escape(message))
+
+    names = " + ".join(str(m) for m in model)
+    with console.status(f"Exporting {names}...", spinner="dots"):
+        if len(model) == 2:
+            folder, *stages = export_topdown(model, output, settings, device=device, notify=say)
+        else:
+            stages = [export_model(model[0], output, settings, device=device, notify=say)]
+            folder = stages[0].path
+    seconds = time.perf_counter() - t0
+    kinds = " + ".join(info.model_type for info in stages)
+    console.print(f"[green]✓[/] {kinds} exported in {seconds:.1f} s -> {escape(str(folder))}")
+    for info in stages:
+        _describe(info, folder)
+
+
+def _describe(info: ExportInfo, folder: Path) -> None:
+    """One line per stage (input, outputs), then its files and their sizes."""
     shape = "x".join(str(d) for d in info.input_shape)
+    where = "" if info.path == folder else f"{info.path.name}/: "
     console.print(
-        f"[green]✓[/] {info.model_type} exported in {time.perf_counter() - t0:.1f} s -> "
-        f"{escape(str(info.path))} (input image uint8 {shape}; "
-        f"outputs {', '.join(info.output_names)})"
+        f"  {escape(where)}{info.model_type}: input image uint8 {shape}; "
+        f"outputs {', '.join(info.output_names)}"
     )
     for name in sorted(info.data["files"].values(), key=str):
         if name is not None:
             size = (info.path / name).stat().st_size
-            console.print(f"  {name}: {size / 1e6:.2f} MB")
+            console.print(f"  {escape(where)}{name}: {size / 1e6:.2f} MB")

@@ -33,24 +33,33 @@ Adding a model type
    torch layer and overrides only its decode step, registered in
    ``EXPORTED_LAYERS``.
 
-Bottom-up fits as is: the wrapper returns per-node top-K peaks (the centroid
-helpers already work per channel) plus PAF line scores for all K x K
-candidate pairs; grouping (Hungarian matching) stays on the host. Multi-class
-bottom-up samples class maps at the peaks in-graph.
+Bottom-up
+---------
+Every node gets ``K = max_peaks`` peak slots (the strongest local maxima,
+refined, raster order), plus the value of the first maximum that did not fit:
+the host compares it with its own threshold and warns (``PeakOverflowWarning``)
+when a frame had more peaks than slots, rather than silently differ from the
+torch path. ``bottomup`` also scores all ``K x K`` slot pairs of every edge
+against the PAFs in the graph (the torch path's sampling, rounding and
+distance penalty); ``multi_class_bottomup`` samples the class maps at every
+slot. Matching and assembly (Hungarian, sequential, tiny) stay on the host,
+in the torch layer's own code: the adapter layers only turn slots back into
+the flat peak list it expects.
 
 Top-down (two models)
 ---------------------
-Planned as two sessions, which this framework already supports: ``build_layer``
-calls the backend factory once per model, so a top-down layer gets two
-``AutoExportBackend`` instances, each with its own export and cache key. Stage 1
-is :class:`ExportedCentroidLayer` (its ``find_centroids`` returns the same
-``Centroids`` as the torch layer). Crops are cut on the host (or on the GPU
-with torch) from the size-matched frames, and stage 2 is a centered-instance
-wrapper whose input shape is ``(crop, crop)`` after its own scale and stride
-padding (override ``network_input_shape``) and whose graph returns global
-peaks, like ``SingleInstanceWrapper``. A single fused graph (crops via
-``grid_sample`` in-graph, as sleap-nn's bundle does) could be registered later
-under a ``"topdown"`` key, but it changes crop geometry and so parity.
+Two graphs, two sessions: ``build_layer`` calls the backend factory once per
+model, so a top-down layer gets two ``AutoExportBackend`` instances, each with
+its own export and cache key. Stage 1 is :class:`ExportedCentroidLayer` (its
+``find_centroids`` returns the same ``Centroids`` as the torch layer). Crops
+are cut on the host from the size-matched frames exactly as on the torch path,
+and stage 2 is a centered-instance graph traced at the crop size (after its own
+scale and stride padding) returning global peaks and, for multi-class models,
+the class probabilities; the per-frame Hungarian class assignment stays on the
+host. ``infer export CENTROID INSTANCE`` writes both stages into one folder
+(:mod:`sleap_infer.export.pipeline`). A single fused graph (crops via
+``grid_sample`` in-graph, as sleap-nn's bundle does) would change crop
+geometry and so parity, which is why it is not done.
 """
 
 from __future__ import annotations

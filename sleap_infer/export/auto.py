@@ -63,6 +63,12 @@ class AutoExportBackend:
             raise ValueError(f"unknown exported runtime {runtime!r}")
         self._backends: dict[tuple[int, ...], ModelBackend] = {}
         self.exports: list[Path] = []
+        self.partners: list[Path] = []
+
+    def search_also(self, model_dir: Path) -> None:
+        """Look for this model's exports in ``model_dir``'s pair exports too (top-down)."""
+        if model_dir not in self.partners:
+            self.partners.append(model_dir)
 
     def bind_decode(self, decode: DecodeSettings) -> None:
         """Called by exported layers: the in-graph decoding their postprocessing relies on."""
@@ -83,7 +89,7 @@ class AutoExportBackend:
             trt_version=self._trt_version,
             gpu=self._gpu,
         )
-        info = ensure_export(self.model, request, str(self.device), self.notify)
+        info = ensure_export(self.model, request, str(self.device), self.notify, self.partners)
         if self.runtime == "onnx":
             from sleap_infer.backends.onnx_backend import ONNXBackend
 

@@ -1,7 +1,9 @@
 """Find an export that fits a model and an input shape, or make one on first use.
 
 Lookup order: ``<model>/exported`` (and its subfolders), as written by
-``infer export``; then the cache, ``$SLEAP_INFER_CACHE`` or
+``infer export``; the stage folders of top-down pair exports
+(``exported_topdown/``, ``exported_multi_class_topdown/``) in this model's
+directory or its partner's; then the cache, ``$SLEAP_INFER_CACHE`` or
 ``~/.cache/sleap_infer/exports``, one folder per key. The key hashes all
 that changes the graph or engine: checkpoint bytes, model type, baked
 decoding, input shape, batch mode, opset, precision, runtime (and for
@@ -11,7 +13,7 @@ TensorRT its version and the GPU architecture), plus sleap_infer's version.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,11 +92,25 @@ def _engine_misfit(info: ExportInfo, request: ExportRequest) -> str | None:
     return None
 
 
-def candidates_next_to(model_dir: Path) -> list[Path]:
+PAIR_FOLDERS = ("exported_topdown", "exported_multi_class_topdown")
+"""Where ``infer export CENTROID INSTANCE`` puts both stages (see ``export.pipeline``)."""
+
+
+def candidates_next_to(model_dir: Path, partners: Sequence[Path] = ()) -> list[Path]:
+    """Export folders to try for a model, before the cache.
+
+    ``partners``: the other model directories of a top-down pair, whose pair
+    exports hold this model's stage too.
+    """
     root = model_dir / NEXT_TO_MODEL
     found = [root] if (root / METADATA_NAME).is_file() else []
     if root.is_dir():
         found += sorted(p for p in root.iterdir() if (p / METADATA_NAME).is_file())
+    for folder in (model_dir, *partners):
+        for name in PAIR_FOLDERS:
+            pair = folder / name
+            if pair.is_dir():
+                found += sorted(p for p in pair.iterdir() if (p / METADATA_NAME).is_file())
     return found
 
 
@@ -123,18 +139,21 @@ def ensure_export(
     request: ExportRequest,
     device: str = "auto",
     notify: Callable[[str], None] | None = None,
+    partners: Sequence[Path] = (),
 ) -> ExportInfo:
     """An export serving ``request``: next to the model, in the cache, or freshly made."""
     from sleap_infer.export.exporter import export_model
 
     say = notify or (lambda _msg: None)
     skipped: list[str] = []
-    for candidate in candidates_next_to(model.path):
+    for candidate in candidates_next_to(model.path, partners):
         try:
             info = read_export(candidate)
         except ExportError as exc:
             skipped.append(str(exc))
             continue
+        if info.model_type != model.model_type:
+            continue  # e.g. the other stage of a top-down pair export: not worth a notice
         why = misfit(info, model, request)
         if why is None:
             return info

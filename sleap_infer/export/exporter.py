@@ -28,7 +28,9 @@ from sleap_infer.export.metadata import (
     METADATA_NAME,
     METADATA_PROP,
     ON_HOST,
+    ON_HOST_BY_TYPE,
     ONNX_NAME,
+    PIPELINE_NAME,
     ExportInfo,
     read_export,
     write_metadata,
@@ -62,9 +64,22 @@ def network_input_shape(model: LoadedModel, frame_size: tuple[int, int] | None) 
 
     Without a frame size the config's size matcher decides (every frame is
     resized to ``max_height x max_width``); without either there is no way to know.
+    Top-down stage-2 models see crops, never frames: their input is the crop
+    size after their own input scale and stride padding.
     """
+    from sleap_infer.layers.centered_instance import CenteredInstanceLayer
     from sleap_infer.layers.exported import exported_layer_class
 
+    layer = exported_layer_class(model.model_type)(model.config, _ShapeOnly())
+    if isinstance(layer, CenteredInstanceLayer):
+        if frame_size is not None:
+            raise UsageError(
+                f"{model.path}: --input-size does not apply to a {model.model_type} model "
+                f"(it is traced at its crop size, {layer.crop_size}x{layer.crop_size})"
+            )
+        crop = layer.crop_size
+        crops = torch.zeros((1, layer.input_channels, crop, crop), dtype=torch.uint8)
+        return tuple(int(d) for d in layer.crop_input(crops).shape[1:])
     pre = model.config.preprocessing
     if frame_size is None:
         if pre.max_height is None or pre.max_width is None:
@@ -73,7 +88,6 @@ def network_input_shape(model: LoadedModel, frame_size: tuple[int, int] | None) 
                 "is unknown: pass --input-size HxW (the video's frame size)"
             )
         frame_size = (pre.max_height, pre.max_width)
-    layer = exported_layer_class(model.model_type)(model.config, _ShapeOnly())
     frames = np.zeros((1, *frame_size, layer.input_channels), np.uint8)
     x, _ = layer.preprocess(frames)
     return tuple(int(d) for d in x.shape[1:])
@@ -83,9 +97,8 @@ def check_output_dir(out_dir: Path) -> None:
     """Refuse to replace anything but an earlier export (or an empty folder)."""
     if not out_dir.exists():
         return
-    foreign = not out_dir.is_dir() or (
-        any(out_dir.iterdir()) and not (out_dir / METADATA_NAME).exists()
-    )
+    ours = (out_dir / METADATA_NAME).exists() or (out_dir / PIPELINE_NAME).exists()
+    foreign = not out_dir.is_dir() or (any(out_dir.iterdir()) and not ours)
     if foreign:
         raise ExportError(f"{out_dir}: exists and is not an export directory; choose another -o")
 
@@ -168,7 +181,7 @@ def build_metadata(
             "divide by the size-matcher factor for original frame pixels"
         ),
         "in_graph": IN_GRAPH.get(model.model_type, []),
-        "on_host": ON_HOST,
+        "on_host": [*ON_HOST, *ON_HOST_BY_TYPE.get(model.model_type, [])],
         "decode": vars(wrapper.decode),
         "decode_fields": list(wrapper.decode_fields),
         "precision": "fp16" if settings.fp16 else "fp32",
@@ -187,11 +200,13 @@ def export_model(
     device: str = "auto",
     notify: Notify | None = None,
     network_shape: tuple[int, ...] | None = None,
+    extra_metadata: dict[str, Any] | None = None,
 ) -> ExportInfo:
     """Export one model directory; returns the written export (default ``<model>/exported``).
 
     ``network_shape`` ``(C, H, W)`` skips deriving the input from the frame
     size (used when a running layer already knows its preprocessed shape).
+    ``extra_metadata`` is merged into the metadata (a top-down pair names its stage).
     """
     settings = settings or ExportSettings()
     check_opset(settings.opset)
@@ -222,7 +237,11 @@ def export_model(
             wrapper,
             settings,
             input_shape,
-            {"verification": gaps, "export_seconds": round(export_s, 2)},
+            {
+                "verification": gaps,
+                "export_seconds": round(export_s, 2),
+                **(extra_metadata or {}),
+            },
         )
         embed_metadata(
             onnx_path,

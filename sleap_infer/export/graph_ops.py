@@ -7,13 +7,16 @@ want every shape known from the input shape alone. So here:
 * global peaks are two ``argmax`` reductions (x from the column maxima, y from
   the row maxima, as sleap-nn and the host path do);
 * local peaks keep the strict 8-neighbour test, then ``topk`` to a fixed ``K``
-  per channel; empty slots carry value ``-inf``;
+  per channel; empty slots carry value ``-inf``, and the value of the first
+  maximum that did not fit is returned too, so the host can tell a full channel;
 * refinement gathers a fixed ``k x k`` patch around every candidate with one
   ``GatherElements`` on the zero-padded, flattened map, then takes the
   confidence-weighted mean offset, exactly the host formula.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -28,29 +31,49 @@ def global_peak_indices(cms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, 
     return col_max.argmax(dim=2), row_max.argmax(dim=2), col_max.amax(dim=2)
 
 
-def local_peak_candidates(
-    cms: torch.Tensor, k: int
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+class LocalPeaks(NamedTuple):
+    """The ``k`` strongest strict local maxima of every channel, each field ``(B, C, k)``.
+
+    ``dropped`` ``(B, C)`` is the value of the strongest maximum that did not fit
+    (``-inf`` when all fit): the host compares it with its own threshold to
+    notice a saturated channel, whatever threshold the user picks.
+    """
+
+    x: torch.Tensor
+    y: torch.Tensor
+    values: torch.Tensor
+    dropped: torch.Tensor
+
+
+def local_peak_candidates(cms: torch.Tensor, k: int) -> LocalPeaks:
     """The ``k`` strongest strict local maxima per channel, in raster order.
 
-    Returns integer ``x``, ``y`` and values, each ``(B, C, k)``. Slots beyond
-    the number of maxima have value ``-inf`` and sort last. Raster order
-    (row-major position) is what the host path emits, so the host can apply
-    sleap-nn's "raster order unless a frame overflows" rule unchanged.
+    Slots beyond the number of maxima have value ``-inf``, sort last and sit at
+    ``(0, 0)`` (a fixed position, so every runtime returns the same empty slots).
+    Raster order (row-major position) is what the host path emits, so the host
+    can apply sleap-nn's "raster order unless a frame overflows" rule unchanged.
     """
     batch, channels, height, width = cms.shape
-    k = min(k, height * width)
+    size = height * width
+    k = min(k, size)
     is_peak = cms > neighbour_max(cms)
     masked = torch.where(is_peak, cms, torch.full_like(cms, float("-inf")))
-    flat = masked.reshape(batch, channels, height * width)
-    values, index = torch.topk(flat, k, dim=2)
-    # Re-sort the k winners by position; empty slots get keys past the map.
+    flat = masked.reshape(batch, channels, size)
+    # One more than kept: the extra one tells the host whether anything was cut off.
+    values, index = torch.topk(flat, min(k + 1, size), dim=2)
+    no_more = torch.full_like(values[:, :, 0], float("-inf"))
+    dropped = values[:, :, k] if k < size else no_more
+    values, index = values[:, :, :k], index[:, :, :k]
     empty = torch.isinf(values)
-    key = torch.where(empty, index + height * width, index)
+    index = torch.where(empty, torch.zeros_like(index), index)
+    # Re-sort the k winners by position; empty slots get keys past the map.
+    key = torch.where(empty, index + size, index)
     _, order = torch.topk(key, k, dim=2, largest=False)
     index = torch.gather(index, 2, order)
     values = torch.gather(values, 2, order)
-    return index % width, torch.div(index, width, rounding_mode="floor"), values
+    return LocalPeaks(
+        index % width, torch.div(index, width, rounding_mode="floor"), values, dropped
+    )
 
 
 def gather_patches(cms: torch.Tensor, x: torch.Tensor, y: torch.Tensor, size: int) -> torch.Tensor:

@@ -20,23 +20,61 @@ ONNX_NAME = "model.onnx"
 ENGINE_NAME = "model.trt"
 ENGINE_METADATA_NAME = "model.trt.json"
 METADATA_PROP = "sleap_infer_metadata"
+PIPELINE_NAME = "export_pipeline.json"
+"""A top-down pair export's manifest: which subfolder holds which stage."""
 
+_NETWORK = ["uint8 -> float32 / 255", "network"]
+_REFINE = "integral refinement (fixed-size patch gather)"
+_LOCAL_PEAKS = (
+    "local peaks (strict 8-neighbour maxima, top-K, raster order; "
+    "value of the first maximum that did not fit)"
+)
+_GLOBAL_PEAKS = "global peaks (argmax of column / row maxima)"
+_SCALE = "coordinates x output_stride / input_scale"
 IN_GRAPH = {
-    "single_instance": [
-        "uint8 -> float32 / 255",
-        "network",
-        "global peaks (argmax of column / row maxima)",
-        "integral refinement (fixed-size patch gather)",
-        "coordinates x output_stride / input_scale",
+    "single_instance": [*_NETWORK, _GLOBAL_PEAKS, _REFINE, _SCALE],
+    "centroid": [*_NETWORK, _LOCAL_PEAKS, _REFINE, _SCALE],
+    "centered_instance": [*_NETWORK, f"{_GLOBAL_PEAKS} on one crop", _REFINE, _SCALE],
+    "multi_class_topdown": [
+        *_NETWORK,
+        f"{_GLOBAL_PEAKS} on one crop",
+        _REFINE,
+        _SCALE,
+        "class probabilities of the crop (softmax of the class-vector head)",
     ],
-    "centroid": [
-        "uint8 -> float32 / 255",
-        "network",
-        "local peaks (strict 8-neighbour maxima, top-K, raster order)",
-        "integral refinement (fixed-size patch gather)",
-        "coordinates x output_stride / input_scale",
+    "bottomup": [
+        *_NETWORK,
+        f"{_LOCAL_PEAKS}, per node",
+        _REFINE,
+        "PAF line scores of all K x K slot pairs per edge (n_points samples rounded to PAF "
+        "pixels, distance penalty)",
+        _SCALE,
+    ],
+    "multi_class_bottomup": [
+        *_NETWORK,
+        f"{_LOCAL_PEAKS}, per node",
+        _REFINE,
+        "class maps sampled at each peak slot (nearest class-map pixel)",
+        _SCALE,
     ],
 }
+ON_HOST_BY_TYPE = {
+    "centered_instance": [
+        "crops of crop_size around each centroid, cut from the size-matched frame",
+        "crop keypoints + the box's float top-left",
+    ],
+    "bottomup": [
+        "Hungarian matching per edge, instance assembly, min_line_scores, "
+        "min_instance_peaks (sleap_infer.ops.grouping)",
+    ],
+    "multi_class_bottomup": [
+        "Hungarian assignment of each node's peaks to classes (sleap_infer.ops.identity)",
+    ],
+}
+ON_HOST_BY_TYPE["multi_class_topdown"] = [
+    *ON_HOST_BY_TYPE["centered_instance"],
+    "Hungarian assignment of each frame's crops to classes",
+]
 ON_HOST = [
     "channel coercion (ensure_rgb / ensure_grayscale)",
     "size matcher (resize + pad to max_height x max_width)",
@@ -149,8 +187,8 @@ def read_export(directory: Path) -> ExportInfo:
 def decode_misfit(have: DecodeSettings, want: DecodeSettings, fields: list[str]) -> str | None:
     """Why an export's baked decoding cannot serve ``want``, or None.
 
-    Refinement must match exactly; an export keeping more local-peak
-    candidates than asked for is fine (the host keeps what it needs).
+    Refinement and PAF scoring must match exactly; an export keeping more
+    local-peak candidates than asked for is fine (the host keeps what it needs).
     """
     if "refine" in fields and have.refine != want.refine:
         state = "with" if have.refine else "without"
@@ -163,4 +201,7 @@ def decode_misfit(have: DecodeSettings, want: DecodeSettings, fields: list[str])
         return f"its refinement patch is {have.integral_patch_size}, not {want.integral_patch_size}"
     if "max_peaks" in fields and have.max_peaks < want.max_peaks:
         return f"it keeps {have.max_peaks} peak candidates, fewer than the {want.max_peaks} needed"
+    for name in ("n_points", "max_edge_length_ratio", "dist_penalty_weight"):
+        if name in fields and getattr(have, name) != getattr(want, name):
+            return f"its PAF scoring uses {name} {getattr(have, name)}, not {getattr(want, name)}"
     return None

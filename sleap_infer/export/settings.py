@@ -15,12 +15,17 @@ MIN_OPSET = 18
 
 DEFAULT_OPSET = 18
 DEFAULT_MAX_PEAKS = 64
-"""Local-peak candidates kept per channel when the user sets no ``max_instances``."""
+"""Local-peak candidates kept per channel (centroids; bottom-up: per node).
+
+sleap-nn's exports keep 20, which the barely trained fixture models already exceed
+(the multi-class bottom-up one finds up to 39 peaks of a node at threshold 0.05). The
+bottom-up graph scores K x K pairs per edge, so K costs quadratically there, but 64^2
+samples per edge are still cheap next to the network."""
 
 TRT_DYNAMIC_BATCH = (1, 4, 16)
 """TensorRT profile (min, opt, max) batch for a dynamic-batch export; opt = predict's default."""
 
-EXPORT_LAYOUT_VERSION = 1
+EXPORT_LAYOUT_VERSION = 2
 """Bumped whenever wrapper outputs change meaning, so stale cache entries are never reused."""
 
 FORMATS = ("onnx", "trt")
@@ -39,12 +44,18 @@ class DecodeSettings:
     integral_patch_size: int = 5
     max_peaks: int = DEFAULT_MAX_PEAKS
     peak_threshold: float = 0.2
+    # Bottom-up PAF line scoring (sleap-nn's defaults); matching stays on the host.
+    n_points: int = 10
+    max_edge_length_ratio: float = 0.25
+    dist_penalty_weight: float = 1.0
 
     def __post_init__(self) -> None:
         if self.integral_patch_size < 1:
             raise UsageError("integral patch size must be >= 1")
         if self.max_peaks < 1:
             raise UsageError("max peaks must be >= 1")
+        if self.n_points < 2:
+            raise UsageError("PAF line points (--n-points) must be >= 2")
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,13 @@ def _make_layer(
     return cls(model.config, backend, options)
 
 
+def _pair_exports(backend: ModelBackend, partner: LoadedModel) -> None:
+    """Exporting backends also look in the partner's folder (``infer export`` of a pair)."""
+    search_also = getattr(backend, "search_also", None)
+    if search_also is not None:
+        search_also(partner.path)
+
+
 def build_layer(
     models: Sequence[LoadedModel], make_backend: BackendFactory, options: PredictOptions
 ) -> InferenceLayer:
@@ -79,6 +86,8 @@ def build_layer(
                 )
             stage1 = _make_layer(c, CentroidLayer, make_backend, options)
             stage2 = _make_layer(i, INSTANCE_LAYERS[i.model_type], make_backend, options)
+            _pair_exports(stage1.backend, i)
+            _pair_exports(stage2.backend, c)
             if i.model_type == "multi_class_topdown":
                 return TopDownMultiClassLayer(stage1, stage2, options)
             return TopDownLayer(stage1, stage2, options)

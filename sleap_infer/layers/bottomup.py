@@ -7,24 +7,41 @@ host per frame. Coordinates and scores follow sleap-nn exactly.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo
 from sleap_infer.ops.grouping import FrameInstances, edge_order, group_frame
-from sleap_infer.ops.paf import connection_candidates, score_candidates
+from sleap_infer.ops.paf import Candidates, connection_candidates, score_candidates
 from sleap_infer.ops.peaks import find_local_peaks
 from sleap_infer.predictions import BatchPredictions
+
+
+@dataclass
+class ScoredPeaks:
+    """A batch's peaks and scored candidate connections: what grouping needs.
+
+    Peaks are sample-major (each frame a contiguous run) and, within a frame and
+    node, in raster order, as the torch path finds them.
+    """
+
+    points: torch.Tensor  # (P, 2) (x, y) in size-matched frame pixels
+    values: torch.Tensor  # (P,)
+    sample: torch.Tensor  # (P,) frame of each peak
+    channel: torch.Tensor  # (P,) node of each peak
+    cands: Candidates  # indices into the peaks above
+    line_scores: torch.Tensor  # (M,) one per candidate
 
 
 def pack_instances(
     frames: list[FrameInstances],
     n_nodes: int,
     eff_scale: np.ndarray,
-    input_scale: float,
     max_instances: int | None,
 ) -> BatchPredictions:
-    """Per-frame instance lists -> padded batch, in original pixels.
+    """Per-frame instance lists (size-matched pixels) -> padded batch, in original pixels.
 
     Frames with more instances than ``max_instances`` keep the best-scoring ones (in
     descending score order, as sleap-nn); others keep their grouping order.
@@ -43,7 +60,7 @@ def pack_instances(
     valid = np.zeros((batch, width), bool)
     for b, inst in enumerate(kept):
         n = len(inst.scores)
-        points[b, :n] = inst.points / input_scale / eff_scale[b]
+        points[b, :n] = inst.points / eff_scale[b]
         values[b, :n] = inst.peak_values
         scores[b, :n] = inst.scores
         valid[b, :n] = True
@@ -59,7 +76,11 @@ class BottomUpLayer(InferenceLayer):
     def paf_edges(self) -> tuple[tuple[int, int], ...]:
         return self.config.paf_edges
 
-    def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
+    def score_connections(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> ScoredPeaks:
+        """Local peaks and the PAF line score of every same-frame pair along each edge.
+
+        The decode step alone, so exported graphs (which score in-graph) can replace it.
+        """
         cms = outputs[self.head_name]
         pafs = outputs[self.paf_head]
         opts = self.options
@@ -67,8 +88,7 @@ class BottomUpLayer(InferenceLayer):
             cms, opts.peak_threshold, refine=opts.refine, patch_size=opts.integral_patch_size
         )
         points = points * self.config.head(self.head_name).output_stride
-        edges = self.paf_edges
-        cands = connection_candidates(sample, channel, edges)
+        cands = connection_candidates(sample, channel, self.paf_edges)
         line_scores = score_candidates(
             pafs,
             points,
@@ -79,22 +99,25 @@ class BottomUpLayer(InferenceLayer):
             max_edge_length_ratio=opts.max_edge_length_ratio,
             dist_penalty_weight=opts.dist_penalty_weight,
         )
+        return ScoredPeaks(points / info.input_scale, values, sample, channel, cands, line_scores)
+
+    def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
+        scored = self.score_connections(outputs, info)
         frames = self._group(
-            points.cpu().numpy(),
-            values.cpu().numpy(),
-            sample.cpu().numpy(),
-            channel.cpu().numpy(),
-            cands.edge.cpu().numpy(),
-            cands.src.cpu().numpy(),
-            cands.dst.cpu().numpy(),
-            line_scores.cpu().numpy(),
-            batch=cms.shape[0],
+            scored.points.cpu().numpy(),
+            scored.values.cpu().numpy(),
+            scored.sample.cpu().numpy(),
+            scored.channel.cpu().numpy(),
+            scored.cands.edge.cpu().numpy(),
+            scored.cands.src.cpu().numpy(),
+            scored.cands.dst.cpu().numpy(),
+            scored.line_scores.cpu().numpy(),
+            batch=len(info.eff_scale),
         )
-        preds = pack_instances(
-            frames, self.n_nodes, info.eff_scale, info.input_scale, opts.max_instances
-        )
-        self._maybe_keep(preds, "confmaps", cms)
-        self._maybe_keep(preds, "pafs", pafs)
+        preds = pack_instances(frames, self.n_nodes, info.eff_scale, self.options.max_instances)
+        for name, head in (("confmaps", self.head_name), ("pafs", self.paf_head)):
+            if head in outputs:
+                self._maybe_keep(preds, name, outputs[head])
         return preds
 
     def _group(

@@ -7,6 +7,8 @@ class score = mean class probability over the instance's nodes (sleap-nn's choic
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
@@ -29,12 +31,31 @@ def keep_best_classes(valid: np.ndarray, scores: np.ndarray, max_instances: int)
     return keep
 
 
+@dataclass
+class ClassPeaks:
+    """A batch's peaks with the class probabilities at each: what identity grouping needs."""
+
+    points: torch.Tensor  # (P, 2) (x, y) in size-matched frame pixels
+    values: torch.Tensor  # (P,)
+    sample: torch.Tensor  # (P,) frame of each peak, sample-major
+    channel: torch.Tensor  # (P,) node of each peak (raster order within a frame and node)
+    class_probs: torch.Tensor  # (P, n_classes)
+
+
 class BottomUpMultiClassLayer(InferenceLayer):
     model_type = "multi_class_bottomup"
     head_name = "MultiInstanceConfmapsHead"
     class_head = "ClassMapsHead"
 
-    def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
+    @property
+    def n_classes(self) -> int:
+        return self.config.head(self.class_head).channels
+
+    def find_class_peaks(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> ClassPeaks:
+        """Local peaks and the class maps sampled at them.
+
+        The decode step alone, so exported graphs (which sample in-graph) can replace it.
+        """
         cms = outputs[self.head_name]
         class_maps = outputs[self.class_head]
         opts = self.options
@@ -42,27 +63,31 @@ class BottomUpMultiClassLayer(InferenceLayer):
             cms, opts.peak_threshold, refine=opts.refine, patch_size=opts.integral_patch_size
         )
         class_stride = self.config.head(self.class_head).output_stride
-        # Into class-map pixels (and back again below), in sleap-nn's order of operations.
+        # Into class-map pixels and back again, in sleap-nn's order of operations.
         points = points * self.config.head(self.head_name).output_stride / class_stride
         probs = sample_class_maps(class_maps, points, sample)
+        points = points * class_stride / info.input_scale
+        return ClassPeaks(points, values, sample, channel, probs)
+
+    def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
+        peaks = self.find_class_peaks(outputs, info)
         groups = group_peaks_by_class(
-            probs.cpu().numpy(),
-            points.cpu().numpy(),
-            values.cpu().numpy(),
-            sample.cpu().numpy(),
-            channel.cpu().numpy(),
-            n_samples=cms.shape[0],
+            peaks.class_probs.cpu().numpy(),
+            peaks.points.cpu().numpy(),
+            peaks.values.cpu().numpy(),
+            peaks.sample.cpu().numpy(),
+            peaks.channel.cpu().numpy(),
+            n_samples=len(info.eff_scale),
             n_nodes=self.n_nodes,
         )
         eff = info.eff_scale.astype(np.float32)[:, None, None, None]
-        pts = groups.points * np.float32(class_stride) / np.float32(info.input_scale) / eff
+        pts = groups.points / eff
         valid = ~np.isnan(groups.values).all(axis=2)
         inst_scores = nanmean_last(groups.values)
         class_scores = nanmean_last(groups.class_probs)
-        if opts.max_instances is not None:
-            valid = keep_best_classes(valid, inst_scores, opts.max_instances)
-        n_classes = class_maps.shape[1]
-        class_ids = np.broadcast_to(np.arange(n_classes, dtype=np.int32), valid.shape).copy()
+        if self.options.max_instances is not None:
+            valid = keep_best_classes(valid, inst_scores, self.options.max_instances)
+        class_ids = np.broadcast_to(np.arange(self.n_classes, dtype=np.int32), valid.shape).copy()
         class_ids[~valid] = -1
         preds = BatchPredictions(
             points=np.where(valid[..., None, None], pts, np.nan).astype(np.float32),
@@ -73,6 +98,7 @@ class BottomUpMultiClassLayer(InferenceLayer):
             class_scores=class_scores,
         )
         preds.extras["node_class_probs"] = groups.class_probs
-        self._maybe_keep(preds, "confmaps", cms)
-        self._maybe_keep(preds, "class_maps", class_maps)
+        for name, head in (("confmaps", self.head_name), ("class_maps", self.class_head)):
+            if head in outputs:
+                self._maybe_keep(preds, name, outputs[head])
         return preds

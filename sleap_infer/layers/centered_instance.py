@@ -71,7 +71,8 @@ class CenteredInstanceLayer(InferenceLayer):
         preds = BatchPredictions(
             points=pts, point_scores=vals, instance_scores=vals.sum(axis=2), valid=valid
         )
-        self._maybe_keep(preds, "confmaps", outputs[self.head_name])
+        if self.head_name in outputs:
+            self._maybe_keep(preds, "confmaps", outputs[self.head_name])
         return preds
 
 

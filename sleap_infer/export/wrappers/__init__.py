@@ -9,6 +9,11 @@ from __future__ import annotations
 
 from sleap_infer.errors import UsageError
 from sleap_infer.export.wrappers.base import ExportWrapper, OutputSpec
+from sleap_infer.export.wrappers.bottomup import BottomUpWrapper, MultiClassBottomUpWrapper
+from sleap_infer.export.wrappers.centered_instance import (
+    CenteredInstanceWrapper,
+    MultiClassTopDownWrapper,
+)
 from sleap_infer.export.wrappers.centroid import CentroidWrapper
 from sleap_infer.export.wrappers.single_instance import SingleInstanceWrapper
 
@@ -21,8 +26,15 @@ def register_wrapper(cls: type[ExportWrapper]) -> type[ExportWrapper]:
     return cls
 
 
-register_wrapper(SingleInstanceWrapper)
-register_wrapper(CentroidWrapper)
+for _wrapper in (
+    SingleInstanceWrapper,
+    CentroidWrapper,
+    CenteredInstanceWrapper,
+    MultiClassTopDownWrapper,
+    BottomUpWrapper,
+    MultiClassBottomUpWrapper,
+):
+    register_wrapper(_wrapper)
 
 
 def wrapper_for(model_type: str) -> type[ExportWrapper]:
@@ -37,8 +49,12 @@ def wrapper_for(model_type: str) -> type[ExportWrapper]:
 
 __all__ = [
     "WRAPPERS",
+    "BottomUpWrapper",
+    "CenteredInstanceWrapper",
     "CentroidWrapper",
     "ExportWrapper",
+    "MultiClassBottomUpWrapper",
+    "MultiClassTopDownWrapper",
     "OutputSpec",
     "SingleInstanceWrapper",
     "register_wrapper",

@@ -25,6 +25,32 @@ class OutputSpec:
         return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape)}
 
 
+class PlainSigmoid(nn.Module):
+    """``1 / (1 + exp(-x))``, written out, in place of ``nn.Sigmoid`` in exported graphs.
+
+    ONNX Runtime's Sigmoid kernel is a fast approximation: 0 below about -18
+    (torch: below -88) and off by 2x near -17. Class maps far from an animal
+    sit in that range, and identity assignment compares them (ties and
+    ``matched == best`` tests), so the graph must give torch's values; Exp,
+    Add and Reciprocal are accurate to a few ulps in every runtime.
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.reciprocal(1 + torch.exp(-x))
+
+
+def with_plain_sigmoids(network: nn.Module) -> nn.Module:
+    """``network`` itself if it has no ``nn.Sigmoid``, else a copy using :class:`PlainSigmoid`."""
+    if not any(isinstance(m, nn.Sigmoid) for m in network.modules()):
+        return network
+    network = copy.deepcopy(network)
+    for module in list(network.modules()):
+        for name, child in module.named_children():
+            if isinstance(child, nn.Sigmoid):
+                setattr(module, name, PlainSigmoid())
+    return network
+
+
 class ExportWrapper(nn.Module):
     """uint8 ``(B, C, H, W)`` in; decoded peaks out, as a tuple in ``output_names`` order.
 
@@ -42,11 +68,16 @@ class ExportWrapper(nn.Module):
     head_name: ClassVar[str]
     output_names: ClassVar[tuple[str, ...]]
     decode_fields: ClassVar[tuple[str, ...]] = ("refine", "integral_patch_size")
+    slot_values: ClassVar[tuple[str, ...]] = ()
+    """Outputs whose last axis holds top-K slot values: two runtimes may break a near-tie at
+    the K-th place differently, which shifts the raster-ordered slots, so they are
+    verified sorted."""
 
     def __init__(
         self, network: nn.Module, config: ModelConfig, decode: DecodeSettings, fp16: bool = False
     ) -> None:
         super().__init__()
+        network = with_plain_sigmoids(network)
         # A copy, so exporting in fp16 never changes the caller's float32 network.
         self.network = copy.deepcopy(network).half() if fp16 else network
         self.config = config
@@ -64,10 +95,17 @@ class ExportWrapper(nn.Module):
         values = {**vars(default), **kept}
         return DecodeSettings(**values)
 
-    def confmaps(self, image: torch.Tensor) -> torch.Tensor:
-        """The head's maps as float32 (decoding always runs in full precision)."""
+    def head_outputs(self, image: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Every head's output as float32 (decoding always runs in full precision)."""
         x = (image.float() / 255.0).half() if self.fp16 else image
-        return self.network(x)[self.head_name].float()
+        return {name: out.float() for name, out in self.network(x).items()}
+
+    def confmaps(self, image: torch.Tensor) -> torch.Tensor:
+        """The confidence-map head's maps as float32."""
+        return self.head_outputs(image)[self.head_name]
+
+    def stride_of(self, head_name: str) -> int:
+        return self.config.head(head_name).output_stride
 
     def output_specs(self, input_shape: tuple[int, int, int, int]) -> list[OutputSpec]:
         """Output shapes for an input of ``input_shape`` (batch left symbolic)."""

@@ -9,23 +9,36 @@ from sleap_infer.export.wrappers.base import ExportWrapper, OutputSpec
 
 
 class CentroidWrapper(ExportWrapper):
-    """Outputs ``centroids`` (B, K, 2), ``centroid_vals`` (B, K), ``instance_valid`` (B, K).
+    """Outputs ``centroids`` (B, K, 2), ``centroid_vals`` (B, K), ``instance_valid`` (B, K)
+    and ``dropped_centroid_vals`` (B,).
 
     The K slots hold the strongest local maxima in raster order; empty slots
     have value ``-inf``. ``instance_valid`` marks values above the baked threshold.
+    ``dropped_centroid_vals`` is the strongest maximum that did not fit (``-inf``
+    if all did), so the host can tell when K was too small for a frame.
     """
 
     model_type = "centroid"
     head_name = "CentroidConfmapsHead"
-    output_names = ("centroids", "centroid_vals", "instance_valid")
+    output_names = ("centroids", "centroid_vals", "instance_valid", "dropped_centroid_vals")
     decode_fields = ("refine", "integral_patch_size", "max_peaks")
+    slot_values = ("centroid_vals",)
 
-    def forward(self, image: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def forward(
+        self, image: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         cms = self.confmaps(image)
-        x, y, values = local_peak_candidates(cms, self.decode.max_peaks)
-        points = refined_points(cms, x, y, self.decode.refine, self.decode.integral_patch_size)
-        points, values = points[:, 0], values[:, 0]  # one channel
-        return points * self.coordinate_scale, values, values > self.decode.peak_threshold
+        peaks = local_peak_candidates(cms, self.decode.max_peaks)
+        points = refined_points(
+            cms, peaks.x, peaks.y, self.decode.refine, self.decode.integral_patch_size
+        )
+        points, values = points[:, 0], peaks.values[:, 0]  # one channel
+        return (
+            points * self.coordinate_scale,
+            values,
+            values > self.decode.peak_threshold,
+            peaks.dropped[:, 0],
+        )
 
     def slots(self, input_shape: tuple[int, int, int, int]) -> int:
         stride = self.config.head(self.head_name).output_stride
@@ -38,4 +51,5 @@ class CentroidWrapper(ExportWrapper):
             OutputSpec("centroids", "float32", ("batch", k, 2)),
             OutputSpec("centroid_vals", "float32", ("batch", k)),
             OutputSpec("instance_valid", "bool", ("batch", k)),
+            OutputSpec("dropped_centroid_vals", "float32", ("batch",)),
         ]

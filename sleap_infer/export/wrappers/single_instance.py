@@ -20,7 +20,10 @@ class SingleInstanceWrapper(ExportWrapper):
     output_names = ("peaks", "peak_vals", "peak_valid")
 
     def forward(self, image: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        cms = self.confmaps(image)
+        return self.global_peaks(self.confmaps(image))
+
+    def global_peaks(self, cms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Maps ``(B, N, H, W)`` -> refined, scaled peaks, their values and validity flags."""
         x, y, values = global_peak_indices(cms)
         points = refined_points(
             cms, x[..., None], y[..., None], self.decode.refine, self.decode.integral_patch_size

@@ -1,0 +1,120 @@
+"""Top-down pair exports: both stages in one folder, two graphs, crops cut on the host.
+
+Layout of the output folder (default ``<centroid model>/exported_topdown``, or
+``exported_multi_class_topdown``, sleap-nn's names)::
+
+    export_pipeline.json      which subfolder holds which stage, and what runs between them
+    centroid/                 a complete export of the centroid model (frames in)
+    centered_instance/        a complete export of the instance model (crops in);
+                              multi_class_topdown/ for a multi-class model
+
+Why two graphs and not one: the crops the torch path cuts (integer origins,
+sleap-nn's float top-left, the one-pixel-short quirk) are what keep keypoints
+equal to it; an in-graph ``grid_sample`` crop would resample and differ.
+The instance stage always has a dynamic batch, because the number of crops
+per batch follows the number of animals. ``infer predict --backend onnx`` finds
+the stages here when the folder sits in either model's directory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from sleap_infer.errors import UsageError
+from sleap_infer.export.exporter import Notify, export_model, staged_directory
+from sleap_infer.export.metadata import PIPELINE_NAME, ExportInfo, read_export
+from sleap_infer.export.settings import EXPORT_LAYOUT_VERSION, ExportSettings
+from sleap_infer.model.loader import LoadedModel, load_model
+
+INSTANCE_TYPES = ("centered_instance", "multi_class_topdown")
+PAIR_FOLDER = {
+    "centered_instance": "exported_topdown",
+    "multi_class_topdown": "exported_multi_class_topdown",
+}
+BETWEEN_STAGES = [
+    "threshold, order and max_instances of the centroid stage's candidates",
+    "one crop_size box per centroid in the size-matched frame: float top-left "
+    "c - crop/2 + 0.5, pixels from trunc(top_left + e//2) - e//2, zeros outside",
+    "instance stage input: crops after its own channel coercion, input scale, stride padding",
+    "keypoints = crop keypoints + the box's float top-left, then / size-matcher factor",
+    "instance score = centroid value",
+]
+
+
+def split_pair(models: Sequence[LoadedModel]) -> tuple[LoadedModel, LoadedModel]:
+    """``(centroid, instance)`` from two models given in either order, or a UsageError."""
+    centroid = [m for m in models if m.model_type == "centroid"]
+    instance = [m for m in models if m.model_type in INSTANCE_TYPES]
+    if len(models) != 2 or len(centroid) != 1 or len(instance) != 1:
+        types = ", ".join(m.model_type for m in models)
+        raise UsageError(
+            f"cannot export models of types {types} together: give one model, or a centroid "
+            "model plus a centered-instance (or multi-class top-down) model"
+        )
+    return centroid[0], instance[0]
+
+
+def _stage_entry(role: str, info: ExportInfo, folder: str) -> dict[str, Any]:
+    data = info.data
+    return {
+        "role": role,
+        "dir": folder,
+        "model_type": info.model_type,
+        "model_dir": data["source"]["model_dir"],
+        "checkpoint_sha256": info.checkpoint_sha256,
+        "input": data["input"],
+        "outputs": data["outputs"],
+    }
+
+
+def export_topdown(
+    models: Sequence[str | Path | LoadedModel],
+    out_dir: str | Path | None = None,
+    settings: ExportSettings | None = None,
+    device: str = "auto",
+    notify: Notify | None = None,
+) -> tuple[Path, ExportInfo, ExportInfo]:
+    """Export a centroid + instance pair; returns the folder and both stages' exports.
+
+    ``settings.frame_size`` and ``batch_size`` apply to the centroid stage (frames);
+    the instance stage is traced at its crop size with a dynamic batch.
+    """
+    settings = settings or ExportSettings()
+    loaded = [m if isinstance(m, LoadedModel) else load_model(m) for m in models]
+    centroid, instance = split_pair(loaded)
+    out = (
+        Path(out_dir).expanduser()
+        if out_dir is not None
+        else centroid.path / PAIR_FOLDER[instance.model_type]
+    )
+    crop_settings = replace(settings, frame_size=None, batch_size=None)
+    pipeline = "topdown" if instance.model_type == "centered_instance" else "multi_class_topdown"
+    with staged_directory(out) as staging:
+        stages = []
+        for role, model, stage_settings in (
+            ("centroid", centroid, settings),
+            ("instance", instance, crop_settings),
+        ):
+            folder = model.model_type
+            info = export_model(
+                model,
+                staging / folder,
+                stage_settings,
+                device=device,
+                notify=notify,
+                extra_metadata={"pipeline": {"name": pipeline, "role": role}},
+            )
+            stages.append(_stage_entry(role, info, folder))
+        manifest = {
+            "layout_version": EXPORT_LAYOUT_VERSION,
+            "pipeline": pipeline,
+            "stages": stages,
+            "crop_size": instance.config.preprocessing.crop_size,
+            "between_stages_on_host": BETWEEN_STAGES,
+        }
+        (staging / PIPELINE_NAME).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return out, read_export(out / centroid.model_type), read_export(out / instance.model_type)
