@@ -293,6 +293,7 @@ class Predictor:
                 "inference_start_timestamp": journal.header.get("created"),
                 "inference_end_timestamp": now_iso(),
                 "inference_runtime_seconds": round(runtime_s, 3),
+                "timing_seconds": _timing(result.stats),
                 "frames_processed": journal.n_predicted,
                 "frames_in_metadata": info.n_frames,
                 "bad_frames": [
@@ -351,3 +352,12 @@ def _export_provenance(backend: object) -> dict[str, Any]:
     """Which export directories an onnx/trt run used (absent for torch)."""
     describe = getattr(backend, "provenance", None)
     return {"export": describe()} if callable(describe) else {}
+
+
+def _timing(stats: RunStats | None) -> dict[str, float]:
+    """This run's time split (decode wait, warmup, layer stages, writer), rounded for JSON."""
+    if stats is None:
+        return {}
+    split = {"warmup": stats.warmup_s, "decode_wait": stats.wait_s, **stats.stages}
+    split["writer"] = stats.sink_s
+    return {k: round(v, 4) for k, v in split.items()}

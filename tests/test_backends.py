@@ -76,3 +76,33 @@ def test_compiled_backend_matches_eager() -> None:
     except Exception as exc:  # no C++ toolchain for inductor on this machine
         pytest.skip(f"torch.compile unavailable here: {type(exc).__name__}")
     assert torch.allclose(eager, compiled, atol=1e-5)
+
+
+def test_channels_last_is_default_on_cpu_and_matches_nchw() -> None:
+    import copy
+
+    net = build_network(parse_config(config_dict("bottomup"))).eval()
+    nchw = TorchBackend(copy.deepcopy(net), "cpu", channels_last=False)
+    nhwc = TorchBackend(net, "cpu")
+    assert nhwc.memory_format is torch.channels_last
+    x = torch.randint(0, 255, (2, 1, 64, 64), dtype=torch.uint8)
+    a, b = nchw(x), nhwc(x)
+    for k in a:
+        assert b[k].is_contiguous()  # peak finding views these maps
+        torch.testing.assert_close(b[k], a[k], rtol=1e-4, atol=1e-5)
+
+
+def test_bf16_autocast_runs_on_cpu_and_stays_close() -> None:
+    import copy
+
+    net = build_network(parse_config(config_dict("single_instance"))).eval()
+    fp32 = TorchBackend(copy.deepcopy(net), "cpu")
+    bf16 = TorchBackend(net, "cpu", bf16=True)
+    x = torch.randint(0, 255, (1, 1, 64, 64), dtype=torch.uint8)
+    a, b = fp32(x), bf16(x)
+    for k in a:
+        assert b[k].dtype == torch.float32
+        assert not torch.equal(a[k], b[k])  # really ran in bfloat16
+        torch.testing.assert_close(b[k], a[k], rtol=0.1, atol=0.05)
+    with pytest.raises(BackendError, match="one of --fp16 and --bf16"):
+        TorchBackend(net, "cpu", bf16=True, fp16=True)

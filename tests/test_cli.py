@@ -152,10 +152,39 @@ def test_bad_input_is_one_clear_line(
     assert "Traceback" not in res.stderr
 
 
-def test_unimplemented_commands_exit_2() -> None:
-    res = infer("bench", str(SYNTHETIC_MODEL))
+def test_bench_writes_table_and_json(tmp_path: Path) -> None:
+    video = tmp_path / "scene.mp4"
+    scene.write_video(video, n_frames=4, seed=2)
+    report = tmp_path / "bench.json"
+    res = infer(
+        "bench",
+        str(SYNTHETIC_MODEL),
+        "--input",
+        str(video),
+        "--backend",
+        "trt",
+        "--batch-sizes",
+        "1,2",
+        "--iters",
+        "2",
+        "--json",
+        str(report),
+    )
+    assert res.returncode == 0, res.stderr
+    data = json.loads(report.read_text())
+    rows = {(r["backend"], r["batch"]): r for r in data["rows"]}
+    assert set(rows) == {("torch", 1), ("torch", 2), ("trt", 1), ("trt", 2)}
+    assert rows[("torch", 2)]["status"] == "ok" and rows[("torch", 2)]["fps"] > 0
+    assert rows[("trt", 1)]["status"] == "unavailable"  # no TensorRT/CUDA in CI
+    assert "tensorrt" in rows[("trt", 1)]["reason"].lower()
+    assert data["system"]["cpu_budget"] >= 1 and "torch" in data["system"]["versions"]
+    assert "p50 ms" in res.stdout and "unavailable" in res.stdout
+
+
+def test_bench_rejects_input_and_size_together(tmp_path: Path) -> None:
+    res = infer("bench", str(SYNTHETIC_MODEL), "--input", "x.mp4", "--size", "64x64")
     assert res.returncode == 2
-    assert "not yet implemented" in res.stderr
+    assert "--input and --size" in res.stderr
 
 
 def _instances(path: Path) -> tuple[list[int], np.ndarray, np.ndarray]:

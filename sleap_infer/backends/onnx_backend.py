@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from sleap_infer.backends.base import resolve_device
+from sleap_infer.backends.threads import cpu_budget
 from sleap_infer.errors import BackendError, ExportError
 from sleap_infer.export.metadata import ExportInfo, decode_misfit
 from sleap_infer.export.settings import DecodeSettings
@@ -78,7 +79,8 @@ class ONNXBackend:
                 f"(choose {', '.join(GRAPH_LEVELS)})"
             )
         options = ort.SessionOptions()
-        options.intra_op_num_threads = intra_op_threads  # 0: ONNX Runtime's default
+        # 0 means "size to this process's core budget" (ORT's own default counts the host's).
+        options.intra_op_num_threads = intra_op_threads or cpu_budget()
         options.graph_optimization_level = getattr(
             ort.GraphOptimizationLevel, GRAPH_LEVELS[graph_optimization]
         )

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from sleap_infer.backends.base import resolve_device
+from sleap_infer.backends.threads import configure_torch_threads
 from sleap_infer.errors import BackendError
 
 
@@ -41,8 +42,12 @@ def fuse_conv_bn(module: nn.Module) -> int:
 class TorchBackend:
     """Runs the network under ``torch.inference_mode`` on the chosen device.
 
-    Options (all opt-in): ``fp16`` autocast on CUDA/MPS (outputs cast back to
-    float32), ``fuse`` Conv+BN folding, ``compile`` through ``torch.compile``.
+    By default the network and its input use the channels-last memory layout
+    on CPU and CUDA: oneDNN and cuDNN convolutions run 2-3x faster in NHWC
+    than in NCHW on these UNets, with float32 results equal to rounding.
+    Opt-in options: ``fp16`` autocast on CUDA/MPS and ``bf16`` autocast on
+    CPU/CUDA (outputs cast back to float32; faster, not bit-equal), ``fuse``
+    Conv+BN folding, ``compile`` through ``torch.compile``.
     """
 
     does_baked_postproc = False
@@ -54,12 +59,25 @@ class TorchBackend:
         fp16: bool = False,
         fuse: bool = False,
         compile: bool = False,
+        bf16: bool = False,
+        channels_last: bool | None = None,
+        threads: int | None = None,
     ) -> None:
         self.device = resolve_device(device)
+        if fp16 and bf16:
+            raise BackendError("choose one of --fp16 and --bf16")
         if fp16 and self.device.type not in ("cuda", "mps"):
             raise BackendError(f"--fp16 needs a cuda or mps device, not {self.device}")
+        if bf16 and self.device.type not in ("cpu", "cuda"):
+            raise BackendError(f"--bf16 needs a cpu or cuda device, not {self.device}")
+        # Host threads matter on CPU only; sized to this process's real core budget.
+        self.threads = configure_torch_threads(threads) if self.device.type == "cpu" else None
         self.fp16 = fp16
-        self.network = network.to(self.device).eval()
+        self.bf16 = bf16
+        if channels_last is None:
+            channels_last = self.device.type in ("cpu", "cuda")
+        self.memory_format = torch.channels_last if channels_last else torch.contiguous_format
+        self.network = network.to(self.device, memory_format=self.memory_format).eval()
         self.fused = fuse_conv_bn(self.network) if fuse else 0
         self._forward = self.network
         if compile:
@@ -71,13 +89,16 @@ class TorchBackend:
     def _autocast(self) -> contextlib.AbstractContextManager[None]:
         if self.fp16:
             return torch.autocast(device_type=self.device.type, dtype=torch.float16)
+        if self.bf16:
+            return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
     def __call__(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        x = x.to(self.device, non_blocking=True)
+        x = x.to(self.device, non_blocking=True).contiguous(memory_format=self.memory_format)
         with torch.inference_mode(), self._autocast():
             out = self._forward(x)
-        return {k: v.float() for k, v in out.items()}
+        # Back to plain float32 NCHW: peak finding reshapes and views these maps.
+        return {k: v.float().contiguous() for k, v in out.items()}
 
     def warmup(self, shape: tuple[int, ...], iterations: int = 1) -> None:
         """Run zeros of the real input shape so kernels, caches and compilation are ready."""

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.markup import escape
 
 from sleap_infer import __version__
+from sleap_infer.cli.bench import bench
 from sleap_infer.cli.export import export
 from sleap_infer.cli.predict import predict
 from sleap_infer.cli.progress import console
@@ -41,15 +41,7 @@ def _root(
 
 app.command(no_args_is_help=True)(predict)
 app.command(no_args_is_help=True)(export)
-
-
-@app.command(no_args_is_help=True)
-def bench(
-    model: Annotated[list[Path], typer.Argument(help="Model directory (two for top-down).")],
-) -> None:
-    """Benchmark backends and batch sizes (not yet implemented)."""
-    console.print("[red]error:[/] infer bench is not yet implemented")
-    raise typer.Exit(2)
+app.command(no_args_is_help=True)(bench)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -126,6 +126,14 @@ def predict(
             help="Half precision: torch autocast (cuda/mps), or an fp16 export (onnx/trt).",
         ),
     ] = False,
+    bf16: Annotated[
+        bool,
+        typer.Option(
+            "--bf16",
+            help="bfloat16 autocast for --backend torch on cpu/cuda: about 1.8x faster on CPUs "
+            "with AVX512-BF16/AMX, keypoints differ slightly from float32.",
+        ),
+    ] = False,
     compile: Annotated[
         bool, typer.Option("--compile", help="torch.compile the network (slow first batch).")
     ] = False,
@@ -203,7 +211,7 @@ def predict(
         backend=backend,
         batch_size=batch_size,
         options=options,
-        backend_options=_backend_options(backend, fp16, compile),
+        backend_options=_backend_options(backend, fp16, compile, bf16),
     )
     settings = JobSettings(
         frames=frames,
@@ -256,11 +264,14 @@ def predict(
         raise typer.Exit(EXIT_FAILED)
 
 
-def _backend_options(backend: str, fp16: bool, compile: bool) -> dict[str, object]:
+def _backend_options(
+    backend: str, fp16: bool, compile: bool, bf16: bool = False
+) -> dict[str, object]:
     if backend.strip().lower() == "torch":
-        return {"fp16": fp16, "compile": compile}
-    if compile:
-        raise UsageError("--compile applies to --backend torch only")
+        return {"fp16": fp16, "compile": compile, "bf16": bf16}
+    for flag, used in (("--compile", compile), ("--bf16", bf16)):
+        if used:
+            raise UsageError(f"{flag} applies to --backend torch only")
     # onnx/trt export on first use; say so, since it takes a few seconds.
     return {"fp16": fp16, "notify": print_export_notice}
 

@@ -26,6 +26,7 @@ from sleap_infer.ops.preprocess import (
     size_match,
 )
 from sleap_infer.predictions import BatchPredictions
+from sleap_infer.timing import stage
 
 
 @dataclass(frozen=True)
@@ -139,11 +140,15 @@ class InferenceLayer(ABC):
         """Network outputs -> keypoints in original frame pixels."""
 
     def run_preprocessed(self, x: torch.Tensor, info: PreprocInfo) -> BatchPredictions:
-        return self.postprocess(self.backend(x), info)
+        with stage("network"):
+            outputs = self.backend(x)
+        with stage("postprocess"):
+            return self.postprocess(outputs, info)
 
     def predict(self, frames: np.ndarray | torch.Tensor) -> BatchPredictions:
         """Predict on a batch of raw frames (``(B, H, W, C)`` numpy or ``(B, C, H, W)`` tensor)."""
-        x, info = self.preprocess(frames)
+        with stage("preprocess"):
+            x, info = self.preprocess(frames)
         return self.run_preprocessed(x, info)
 
     def warmup(self, frame_shape: tuple[int, int, int, int], iterations: int = 1) -> None:

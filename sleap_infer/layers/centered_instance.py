@@ -17,6 +17,7 @@ from sleap_infer.layers.base import InferenceLayer, PreprocInfo
 from sleap_infer.ops.peaks import find_global_peaks
 from sleap_infer.ops.preprocess import coerce_channels
 from sleap_infer.predictions import BatchPredictions
+from sleap_infer.timing import stage
 
 
 @dataclass
@@ -49,8 +50,11 @@ class CenteredInstanceLayer(InferenceLayer):
 
     def run_crops(self, crops: torch.Tensor) -> CropPeaks:
         """Crops ``(n, C, h, w)`` uint8 -> peaks in crop pixels."""
-        x = self.crop_input(crops)
-        return self.decode(self.backend(x), self.preprocessing.scale)
+        with stage("crop preprocess"):
+            x = self.crop_input(crops)
+        with stage("network"):
+            outputs = self.backend(x)
+        return self.decode(outputs, self.preprocessing.scale)
 
     def decode(self, outputs: dict[str, torch.Tensor], input_scale: float) -> CropPeaks:
         cms = outputs[self.head_name]

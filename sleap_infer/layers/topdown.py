@@ -29,6 +29,7 @@ from sleap_infer.ops.crops import (
 )
 from sleap_infer.ops.identity import assign_crop_classes
 from sleap_infer.predictions import BatchPredictions
+from sleap_infer.timing import stage
 
 
 @dataclass
@@ -90,7 +91,8 @@ class TopDownLayer(InferenceLayer):
         if info.source is None:
             raise ValueError("top-down postprocessing needs PreprocInfo.source (the frames)")
         cents = self.centroid.find_centroids(outputs, info)
-        crops = self.make_crops(info.source, cents)
+        with stage("crop extraction"):
+            crops = self.make_crops(info.source, cents)
         batch, width = cents.valid.shape
         n = crops.images.shape[0]
         # Pad the crop batch to a multiple of the frame batch: fewer distinct shapes for

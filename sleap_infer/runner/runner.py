@@ -11,6 +11,7 @@ import numpy as np
 from sleap_infer.layers.base import InferenceLayer
 from sleap_infer.predictions import BatchPredictions
 from sleap_infer.runner.prefetch import Prefetcher
+from sleap_infer.timing import StageTimer
 
 
 @dataclass
@@ -65,6 +66,9 @@ class RunStats:
     predict_s: float = 0.0
     sink_s: float = 0.0  # writer time
     extra: dict[str, float] = field(default_factory=dict)
+    # Exclusive seconds per layer stage (preprocess, network, postprocess, ...), timed batches
+    # only: the profile ``infer bench`` and the provenance report.
+    stages: dict[str, float] = field(default_factory=dict)
 
     @property
     def fps(self) -> float:
@@ -101,6 +105,7 @@ class Runner:
         progress: Callable[[int], None] | None = None,
     ) -> RunStats:
         stats = RunStats()
+        timer = StageTimer()
         batches = Prefetcher(make_batches(frames, self.batch_size), maxsize=self.prefetch)
         start: float | None = None
         late_warmup = 0.0  # warmups for a new shape mid-run are not throughput time
@@ -115,7 +120,8 @@ class Runner:
             else:
                 late_warmup += warm
             t0 = time.perf_counter()
-            preds = self.layer.predict(batch.frames).take(batch.n)
+            with timer.activate():
+                preds = self.layer.predict(batch.frames).take(batch.n)
             preds.frame_indices = batch.indices
             t1 = time.perf_counter()
             if sink is not None:
@@ -129,6 +135,7 @@ class Runner:
             if progress is not None:
                 progress(batch.n)
             t_wait = time.perf_counter()
+        stats.stages = dict(timer.totals)
         if start is not None:
             stats.wall_s = time.perf_counter() - start - late_warmup
         return stats

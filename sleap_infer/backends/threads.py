@@ -1,0 +1,61 @@
+"""How many CPU threads this process may really use, and torch set up for that.
+
+``os.cpu_count()`` reports the host's cores, not what a container, a SLURM
+allocation or ``taskset`` grants us. Oversubscribing (torch's default pool
+sized to the host plus our decode thread) costs throughput on small
+allocations, so the budget comes from CPU affinity and the cgroup quota.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+_CONFIGURED = False
+
+
+def cgroup_cpu_limit(path: Path = Path("/sys/fs/cgroup/cpu.max")) -> float | None:
+    """The cgroup v2 CPU quota in cores (``"max"`` or an unreadable file: None)."""
+    try:
+        quota, period = path.read_text().split()[:2]
+    except (OSError, ValueError):
+        return None
+    if quota == "max":
+        return None
+    try:
+        cores = int(quota) / int(period)
+    except (ValueError, ZeroDivisionError):
+        return None
+    return cores if cores > 0 else None
+
+
+def cpu_budget() -> int:
+    """Cores this process may use: affinity mask, capped by the cgroup quota (at least 1)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # macOS / Windows have no affinity API
+        cores = os.cpu_count() or 1
+    limit = cgroup_cpu_limit()
+    if limit is not None:
+        cores = min(cores, math.ceil(limit))
+    return max(1, cores)
+
+
+def configure_torch_threads(threads: int | None = None) -> int:
+    """Size torch's intra-op pool to the budget, once per process; returns the size used.
+
+    Only lowers the pool (never raises what a user or a worker already set),
+    and does nothing after the first call so a later backend cannot fight an
+    earlier choice.
+    """
+    global _CONFIGURED
+    import torch
+
+    if _CONFIGURED and threads is None:
+        return torch.get_num_threads()
+    want = threads if threads is not None else cpu_budget()
+    if threads is not None or want < torch.get_num_threads():
+        torch.set_num_threads(max(1, want))
+    _CONFIGURED = True
+    return torch.get_num_threads()

@@ -1,0 +1,180 @@
+"""Run every requested backend x batch size on the same frames; torch is the baseline."""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sleap_infer.backends import BACKENDS, backend_factory
+from sleap_infer.backends.threads import cpu_budget
+from sleap_infer.bench.measure import (
+    FAILED,
+    UNAVAILABLE,
+    Measurement,
+    keypoint_delta,
+    measure_layer,
+)
+from sleap_infer.errors import SleapInferError, UsageError
+from sleap_infer.io.provenance import now_iso, package_versions, system_info
+from sleap_infer.io.video import VideoReader
+from sleap_infer.layers import PredictOptions, build_layer
+from sleap_infer.layers.base import InferenceLayer
+from sleap_infer.model.loader import load_model
+from sleap_infer.predictions import BatchPredictions
+
+BASELINE = "torch"
+# Extra rows that are a backend with options, e.g. ``infer bench --bf16``.
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {"torch+bf16": ("torch", {"bf16": True})}
+
+
+@dataclass
+class BenchConfig:
+    model_paths: Sequence[str | Path]
+    device: str = "auto"
+    backends: Sequence[str] = ("torch", "onnx")
+    batch_sizes: Sequence[int] = (1, 4, 16)
+    video: str | Path | None = None
+    size: tuple[int, int] | None = None  # (H, W) of synthetic frames when no video
+    iters: int = 20
+    warmup_iters: int = 3
+    options: PredictOptions = field(default_factory=PredictOptions)
+    backend_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def parse_backends(text: str) -> list[str]:
+    """``"torch,onnx"`` or ``"all"`` -> ordered, de-duplicated names; torch always first."""
+    names = list(BACKENDS) if text.strip().lower() == "all" else text.split(",")
+    out: list[str] = [BASELINE]
+    for name in names:
+        key = name.strip().lower()
+        if not key:
+            continue
+        if key not in BACKENDS and key not in VARIANTS:
+            raise UsageError(f"unknown backend {name!r} (choose from {', '.join(BACKENDS)}, all)")
+        if key not in out:
+            out.append(key)
+    return out
+
+
+def parse_batch_sizes(text: str) -> list[int]:
+    try:
+        sizes = sorted({int(t) for t in text.split(",") if t.strip()})
+    except ValueError as exc:
+        raise UsageError(f"--batch-sizes {text!r}: expected integers like 1,4,16") from exc
+    if not sizes or sizes[0] < 1:
+        raise UsageError(f"--batch-sizes {text!r}: sizes must be >= 1")
+    return sizes
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    try:
+        h, w = (int(t) for t in text.lower().split("x"))
+    except ValueError as exc:
+        raise UsageError(f"--size {text!r}: expected HxW, e.g. 384x384") from exc
+    if h < 8 or w < 8:
+        raise UsageError(f"--size {text!r}: at least 8x8")
+    return h, w
+
+
+def bench_frames(layer: InferenceLayer, config: BenchConfig, n: int) -> tuple[np.ndarray, str]:
+    """``n`` frames ``(n, H, W, C)`` uint8: the video's first frames (tiled if it is shorter),
+    or deterministic synthetic frames of ``config.size``. Returns them and a description."""
+    if config.video is not None:
+        reader = VideoReader(config.video)
+        channels = reader.channels_for(layer.input_channels)
+        got = [f for _, f in reader.iter_frames(range(min(n, reader.info.n_frames)), channels)]
+        if not got:
+            raise UsageError(f"{config.video}: no frames decoded")
+        frames = np.stack([got[i % len(got)] for i in range(n)])
+        return frames, f"{Path(config.video).name} ({len(got)} real frames)"
+    h, w = config.size or (384, 384)
+    rng = np.random.default_rng(0)
+    frames = rng.integers(0, 256, (n, h, w, layer.input_channels), dtype=np.uint8)
+    return frames, f"synthetic {h}x{w}x{layer.input_channels} noise"
+
+
+def build_bench_layer(config: BenchConfig, name: str) -> InferenceLayer:
+    """Load the models and build the layer for backend (or variant) ``name``."""
+    runtime, extra = VARIANTS.get(name, (name, {}))
+    models = [load_model(p) for p in config.model_paths]
+    options = {**config.backend_options.get(runtime, {}), **extra}
+    return build_layer(models, backend_factory(runtime, config.device, **options), config.options)
+
+
+def machine_info() -> dict[str, Any]:
+    info = system_info()
+    info["cpu"] = _cpu_name()
+    info["cpu_budget"] = cpu_budget()
+    info["machine"] = platform.machine()
+    info["versions"] = package_versions()
+    info["date"] = now_iso()
+    return info
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def run_bench(
+    config: BenchConfig,
+    on_row: Callable[[Measurement], None] | None = None,
+) -> tuple[list[Measurement], dict[str, Any]]:
+    """Measure every backend x batch size; rows for backends that can't run say why.
+
+    Returns the rows and a context dict (frames used, machine info) for the JSON report.
+    """
+    rows: list[Measurement] = []
+    reference: dict[int, BatchPredictions] = {}
+    context: dict[str, Any] = {"system": machine_info(), "frames": None}
+    frames: np.ndarray | None = None
+
+    def emit(row: Measurement) -> None:
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
+
+    for backend in parse_backends(",".join(config.backends)):
+        t0 = time.perf_counter()
+        try:
+            layer = build_bench_layer(config, backend)
+        except (SleapInferError, ImportError) as exc:
+            if backend == BASELINE:
+                raise  # no baseline, no bench: the model itself is the problem
+            for b in config.batch_sizes:
+                emit(Measurement(backend, b, status=UNAVAILABLE, reason=str(exc)))
+            continue
+        setup_ms = (time.perf_counter() - t0) * 1e3
+        context.setdefault("devices", {})[backend] = str(layer.device)
+        if frames is None:
+            frames, context["frames"] = bench_frames(layer, config, max(config.batch_sizes))
+        for b in config.batch_sizes:
+            row = Measurement(backend, b, setup_ms=setup_ms)
+            try:
+                row, preds = measure_layer(
+                    layer, frames[:b], config.iters, config.warmup_iters, measurement=row
+                )
+            except (SleapInferError, RuntimeError, ValueError) as exc:
+                row.status, row.reason = FAILED, f"{type(exc).__name__}: {exc}"
+                emit(row)
+                continue
+            if backend == BASELINE:
+                reference[b] = preds
+                row.delta_px_mean, row.delta_px_max, row.matched_points = 0.0, 0.0, None
+            elif b in reference:
+                row.delta_px_mean, row.delta_px_max, row.matched_points = keypoint_delta(
+                    reference[b], preds
+                )
+            emit(row)
+    return rows, context

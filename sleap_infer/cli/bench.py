@@ -1,0 +1,165 @@
+"""``infer bench``: how fast is each backend x batch size on this machine, and is it right."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from sleap_infer.cli.progress import console
+from sleap_infer.errors import OutputError, UsageError
+
+if TYPE_CHECKING:
+    from sleap_infer.bench.measure import Measurement
+    from sleap_infer.bench.suite import BenchConfig
+
+
+def bench(
+    model: Annotated[
+        list[Path],
+        typer.Argument(help="Model directory; two for a top-down pair (centroid + instance)."),
+    ],
+    device: Annotated[
+        str, typer.Option("--device", "-d", help="auto, cpu, cuda, cuda:N or mps.")
+    ] = "auto",
+    backend: Annotated[
+        str,
+        typer.Option(
+            "--backend",
+            help="Comma-separated backends, or 'all'. torch always runs: it is the baseline.",
+        ),
+    ] = "torch,onnx",
+    batch_sizes: Annotated[
+        str, typer.Option("--batch-sizes", help="Comma-separated batch sizes.")
+    ] = "1,4,16",
+    input: Annotated[
+        Path | None,
+        typer.Option("--input", "-i", help="Benchmark on this video's first frames (real poses)."),
+    ] = None,
+    size: Annotated[
+        str | None,
+        typer.Option(help="Synthetic frames of HxW instead of a video (default 384x384)."),
+    ] = None,
+    iters: Annotated[int, typer.Option(min=1, help="Timed iterations per row.")] = 20,
+    warmup: Annotated[int, typer.Option(min=0, help="Untimed warmup iterations per row.")] = 3,
+    peak_threshold: Annotated[
+        float, typer.Option(help="Minimum confidence-map value for a peak.")
+    ] = 0.2,
+    bf16: Annotated[
+        bool, typer.Option("--bf16", help="Also measure torch with bfloat16 autocast (cpu/cuda).")
+    ] = False,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Write all rows and system info here.")
+    ] = None,
+) -> None:
+    """Benchmark backends x batch sizes: cold start, warmup, p50/p95 latency, FPS, memory,
+    and the keypoint difference against the torch backend on the same frames."""
+    from sleap_infer.bench.measure import OK
+    from sleap_infer.bench.suite import (
+        BenchConfig,
+        parse_backends,
+        parse_batch_sizes,
+        parse_size,
+        run_bench,
+    )
+    from sleap_infer.layers import PredictOptions
+
+    if input is not None and size is not None:
+        raise UsageError("--input and --size contradict each other: pick one")
+    config = BenchConfig(
+        model_paths=model,
+        device=device,
+        backends=parse_backends(backend),
+        batch_sizes=parse_batch_sizes(batch_sizes),
+        video=input,
+        size=parse_size(size) if size else None,
+        iters=iters,
+        warmup_iters=warmup,
+        options=PredictOptions(peak_threshold=peak_threshold),
+    )
+
+    def show(row: Measurement) -> None:
+        if row.status == OK:
+            console.print(f"  {row.backend} batch {row.batch}: {row.fps:.1f} FPS", highlight=False)
+        else:
+            console.print(f"  {row.backend}: {row.status}", highlight=False)
+
+    if bf16:
+        config.backends = [*config.backends, "torch+bf16"]
+    with console.status("benchmarking..."):
+        rows, context = run_bench(config, on_row=show)
+    Console(width=None if console.is_terminal else 140).print(_table(rows, context))
+    _print_profile(rows)
+    if json_path is not None:
+        payload = {"config": _config_json(config), **context, "rows": [r.to_json() for r in rows]}
+        try:
+            json_path.write_text(json.dumps(payload, indent=2, default=str))
+        except OSError as exc:
+            raise OutputError(f"{json_path}: cannot write the JSON report ({exc})") from exc
+        console.print(f"wrote {escape(str(json_path))}", highlight=False)
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.{digits}f}"
+
+
+def _table(rows: list[Measurement], context: dict[str, Any]) -> Table:
+    system = context.get("system", {})
+    title = f"{system.get('cpu', '?')} ({system.get('cpu_budget', '?')} cores)"
+    if system.get("gpus"):
+        title += " + " + ", ".join(system["gpus"])
+    table = Table(title=title, caption=f"frames: {context.get('frames')}")
+    table.add_column("Backend")
+    table.add_column("Status", max_width=40)
+    for name in ("Batch", "Cold ms", "Warmup ms", "p50 ms", "p95 ms", "FPS", "RSS MiB"):
+        table.add_column(name, justify="right")
+    if any(r.gpu_peak_mb is not None for r in rows):
+        table.add_column("GPU MiB", justify="right")
+    table.add_column("Δ px vs torch (mean/max)", justify="right")
+    gpu = len(table.columns) == 12
+    for r in rows:
+        if r.status != "ok":
+            table.add_row(r.backend, f"{r.status}: {escape(r.reason)}", str(r.batch))
+            continue
+        cells = [
+            r.backend,
+            r.status,
+            str(r.batch),
+            _fmt(r.cold_ms),
+            _fmt(r.warmup_ms),
+            _fmt(r.p50_ms),
+            _fmt(r.p95_ms),
+            _fmt(r.fps),
+            _fmt(r.peak_rss_mb, 0),
+        ]
+        if gpu:
+            cells.append(_fmt(r.gpu_peak_mb, 0))
+        cells.append(f"{_fmt(r.delta_px_mean, 4)}/{_fmt(r.delta_px_max, 4)}")
+        table.add_row(*cells)
+    return table
+
+
+def _print_profile(rows: list[Measurement]) -> None:
+    """Where the time goes, for the largest batch of each backend that ran."""
+    best: dict[str, Measurement] = {}
+    for r in rows:
+        if r.status == "ok" and r.stages:
+            best[r.backend] = r
+    for name, r in best.items():
+        split = ", ".join(f"{k} {v:.0%}" for k, v in r.stages.items())
+        console.print(f"profile {name} batch {r.batch}: {split}", highlight=False)
+
+
+def _config_json(config: BenchConfig) -> dict[str, Any]:
+    out = {k: v for k, v in vars(config).items() if k not in ("options", "backend_options")}
+    out["options"] = vars(config.options)
+    out["model_paths"] = [str(p) for p in config.model_paths]
+    return out
