@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 TORCH_PIN ?= torch==2.13.0
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install test lint format demo clean
+.PHONY: install test lint format demo bench bench-vs-sleap-nn bench-rss clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,17 @@ format: $(STAMP)
 
 demo: $(STAMP)
 	$(PY) examples/synthetic/demo.py
+
+# Speed, measured (not tested): see README "Speed". The last two need ../shared/fixtures;
+# bench-vs-sleap-nn installs sleap-nn into .bench-venv/ on first use (several GB).
+bench: $(STAMP)
+	$(VENV)/bin/infer bench examples/models/synthetic_single_instance --device cpu --size 128x128
+
+bench-vs-sleap-nn: $(STAMP)
+	$(PY) benchmarks/vs_sleap_nn.py
+
+bench-rss: $(STAMP)
+	$(PY) benchmarks/rss_vs_length.py
 
 clean:
 	rm -rf $(VENV) demo_out .pytest_cache .ruff_cache

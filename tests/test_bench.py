@@ -68,8 +68,12 @@ def test_peak_rss_is_reported() -> None:
     assert mb is not None and 10 < mb < 100_000
 
 
-def test_bench_torch_vs_onnx_on_real_frames(tmp_path: Path) -> None:
+def test_bench_torch_vs_onnx_on_real_frames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("onnxruntime")
+    # Its own export cache: other tests check that a first use exports (and says so).
+    monkeypatch.setenv("SLEAP_INFER_CACHE", str(tmp_path / "cache"))
     video = tmp_path / "scene.mp4"
     scene.write_video(video, n_frames=4, seed=1)
     seen = []

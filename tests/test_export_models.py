@@ -32,6 +32,11 @@ from conftest import fixture_model
 
 PX = 0.05
 SCORE = 1e-4
+# Top-down: sleap-nn's crop size comes from the float corners of a frame's first box (see
+# ops.crops), so a centroid one float ulp away can flip one crop from 96 to 95 px. Torch runs
+# the network channels-last, ONNX Runtime in its own layout: in one golden frame that flips,
+# moving its keypoints by 5e-3 px and their scores by 2e-3 (the crop edge is zeroed).
+TOPDOWN_SCORE = 5e-3
 
 
 def _golden(shared: Path, name: str) -> list[dict]:
@@ -100,7 +105,7 @@ def test_topdown_onnx_matches_torch(
         _compare(ref, got, worst)
         assert got.valid.sum() == len(batch["centroid_val"])  # the goldens' animals
     assert worst["found"] >= 16  # every golden frame has two animals with found nodes
-    assert worst["px"] <= PX and worst["score"] <= SCORE
+    assert worst["px"] <= PX and worst["score"] <= TOPDOWN_SCORE
     two_graphs = {p.parent for p in layer.centroid.backend.exports + layer.instance.backend.exports}
     assert len(layer.centroid.backend.exports) == len(layer.instance.backend.exports) == 1
     assert len(two_graphs) == 1  # both in the session's export cache
