@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from scipy.optimize import linear_sum_assignment
 
 from sleap_infer.layers.base import InferenceLayer
+from sleap_infer.ops.assignment import linear_sum_assignment
 from sleap_infer.predictions import BatchPredictions
 from sleap_infer.timing import StageTimer
 

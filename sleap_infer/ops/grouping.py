@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
+
+from sleap_infer.ops.assignment import linear_sum_assignment
 
 
 def edge_order(edges: Sequence[tuple[int, int]]) -> list[int]:

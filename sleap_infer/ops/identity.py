@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy.optimize import linear_sum_assignment
+
+from sleap_infer.ops.assignment import linear_sum_assignment
 
 
 def assign_crop_classes(probs: np.ndarray, frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
