@@ -43,11 +43,12 @@ def cpu_budget() -> int:
 
 
 def configure_torch_threads(threads: int | None = None) -> int:
-    """Size torch's intra-op pool to the budget, once per process; returns the size used.
+    """Size torch's intra-op pool; returns the size in use.
 
-    Only lowers the pool (never raises what a user or a worker already set),
-    and does nothing after the first call so a later backend cannot fight an
-    earlier choice.
+    With ``threads`` (a device worker's share of the cores) the pool is set to
+    exactly that. Without, it is lowered to the budget (never raised above
+    what a user set), and only on the first call, so a later backend cannot
+    undo an earlier choice such as a worker's share.
     """
     global _CONFIGURED
     import torch

@@ -61,7 +61,6 @@ class TorchBackend:
         compile: bool = False,
         bf16: bool = False,
         channels_last: bool | None = None,
-        threads: int | None = None,
     ) -> None:
         self.device = resolve_device(device)
         if fp16 and bf16:
@@ -71,7 +70,7 @@ class TorchBackend:
         if bf16 and self.device.type not in ("cpu", "cuda"):
             raise BackendError(f"--bf16 needs a cpu or cuda device, not {self.device}")
         # Host threads matter on CPU only; sized to this process's real core budget.
-        self.threads = configure_torch_threads(threads) if self.device.type == "cpu" else None
+        self.threads = configure_torch_threads() if self.device.type == "cpu" else None
         self.fp16 = fp16
         self.bf16 = bf16
         if channels_last is None:

@@ -89,9 +89,9 @@ def _worker_main(
     signal.signal(signal.SIGTERM, _stop_once)  # preemption: stop like Ctrl-C
     try:
         if threads:
-            import torch
+            from sleap_infer.backends.threads import configure_torch_threads
 
-            torch.set_num_threads(threads)
+            configure_torch_threads(threads)
         predictor = spec.build(device)
         events = _PipeEvents(conn, rank)
         while True:

@@ -84,18 +84,13 @@ def _sync(device: torch.device) -> None:
 
 
 def measure_layer(
-    layer: InferenceLayer,
-    frames: np.ndarray,
-    iters: int,
-    warmup_iters: int = 3,
-    measurement: Measurement | None = None,
-) -> tuple[Measurement, BatchPredictions]:
+    layer: InferenceLayer, frames: np.ndarray, iters: int, warmup_iters: int, row: Measurement
+) -> BatchPredictions:
     """Time ``layer.predict(frames)``: one cold call, ``warmup_iters`` untimed, ``iters`` timed.
 
-    Returns the row and the predictions of the last call (for the torch comparison).
+    Fills in ``row``; returns the predictions of the last call (for the torch comparison).
     """
     device = layer.device
-    row = measurement or Measurement(backend="?", batch=int(frames.shape[0]))
     reset_peak_rss()
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
@@ -126,7 +121,7 @@ def measure_layer(
     row.peak_rss_mb = peak_rss_mb()
     if device.type == "cuda":
         row.gpu_peak_mb = torch.cuda.max_memory_allocated(device) / 2**20
-    return row, preds
+    return preds
 
 
 def keypoint_delta(

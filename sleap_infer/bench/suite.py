@@ -162,9 +162,7 @@ def run_bench(
         for b in config.batch_sizes:
             row = Measurement(backend, b, setup_ms=setup_ms)
             try:
-                row, preds = measure_layer(
-                    layer, frames[:b], config.iters, config.warmup_iters, measurement=row
-                )
+                preds = measure_layer(layer, frames[:b], config.iters, config.warmup_iters, row)
             except (SleapInferError, RuntimeError, ValueError) as exc:
                 row.status, row.reason = FAILED, f"{type(exc).__name__}: {exc}"
                 emit(row)

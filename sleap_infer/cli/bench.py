@@ -12,11 +12,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from sleap_infer.bench.measure import OK, Measurement
 from sleap_infer.cli.progress import console
 from sleap_infer.errors import OutputError, UsageError
 
 if TYPE_CHECKING:
-    from sleap_infer.bench.measure import Measurement
     from sleap_infer.bench.suite import BenchConfig
 
 
@@ -60,7 +60,6 @@ def bench(
 ) -> None:
     """Benchmark backends x batch sizes: cold start, warmup, p50/p95 latency, FPS, memory,
     and the keypoint difference against the torch backend on the same frames."""
-    from sleap_infer.bench.measure import OK
     from sleap_infer.bench.suite import (
         BenchConfig,
         parse_backends,
@@ -121,12 +120,12 @@ def _table(rows: list[Measurement], context: dict[str, Any]) -> Table:
     table.add_column("Status", max_width=40)
     for name in ("Batch", "Cold ms", "Warmup ms", "p50 ms", "p95 ms", "FPS", "RSS MiB"):
         table.add_column(name, justify="right")
-    if any(r.gpu_peak_mb is not None for r in rows):
+    gpu = any(r.gpu_peak_mb is not None for r in rows)
+    if gpu:
         table.add_column("GPU MiB", justify="right")
     table.add_column("Δ px vs torch (mean/max)", justify="right")
-    gpu = len(table.columns) == 12
     for r in rows:
-        if r.status != "ok":
+        if r.status != OK:
             table.add_row(r.backend, f"{r.status}: {escape(r.reason)}", str(r.batch))
             continue
         cells = [
@@ -151,7 +150,7 @@ def _print_profile(rows: list[Measurement]) -> None:
     """Where the time goes, for the largest batch of each backend that ran."""
     best: dict[str, Measurement] = {}
     for r in rows:
-        if r.status == "ok" and r.stages:
+        if r.status == OK and r.stages:
             best[r.backend] = r
     for name, r in best.items():
         split = ", ".join(f"{k} {v:.0%}" for k, v in r.stages.items())

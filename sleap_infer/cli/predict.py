@@ -264,9 +264,7 @@ def predict(
         raise typer.Exit(EXIT_FAILED)
 
 
-def _backend_options(
-    backend: str, fp16: bool, compile: bool, bf16: bool = False
-) -> dict[str, object]:
+def _backend_options(backend: str, fp16: bool, compile: bool, bf16: bool) -> dict[str, object]:
     if backend.strip().lower() == "torch":
         return {"fp16": fp16, "compile": compile, "bf16": bf16}
     for flag, used in (("--compile", compile), ("--bf16", bf16)):
