@@ -20,14 +20,14 @@ $(STAMP): pyproject.toml Makefile
 
 install: $(STAMP)
 
-test: $(STAMP)
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check .
+test: lint
 	$(PY) -m pytest
 
+# ruff (style, complexity <= 15) and import-linter (floors run one way, see pyproject.toml).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format .

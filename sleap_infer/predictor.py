@@ -21,8 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from sleap_infer.backends import backend_factory
-from sleap_infer.errors import OutputError, ResumeError
+from sleap_infer.io.formats import OutputFormat, get_format
 from sleap_infer.io.frames import parse_frames
 from sleap_infer.io.journal import (
     Journal,
@@ -32,19 +31,17 @@ from sleap_infer.io.journal import (
     journal_path,
     read_journal,
 )
-from sleap_infer.io.outputs import (
-    OutputFormat,
-    default_output_path,
-    get_format,
-    write_from_journal,
-)
+from sleap_infer.io.outputs import default_output_path, write_from_journal
 from sleap_infer.io.provenance import now_iso, package_versions, system_info
 from sleap_infer.io.video import MISSING_AT_END, FrameError, VideoInfo, VideoReader, runs
 from sleap_infer.io.writer import make_skeleton, make_video
-from sleap_infer.layers import PredictOptions, build_layer
+from sleap_infer.layers import build_layer
 from sleap_infer.model.loader import LoadedModel, load_model
-from sleap_infer.predictions import BatchPredictions
 from sleap_infer.runner import Runner, RunStats
+from sleap_infer.runtimes import backend_maker
+from sleap_infer.vocab.errors import OutputError, ResumeError
+from sleap_infer.vocab.options import BATCH_SIZE, PredictOptions
+from sleap_infer.vocab.predictions import BatchPredictions
 
 
 @dataclass
@@ -104,14 +101,14 @@ class Predictor:
         model_paths: Sequence[str | Path],
         backend: str = "torch",
         device: str = "auto",
-        batch_size: int = 4,
+        batch_size: int = BATCH_SIZE,
         options: PredictOptions | None = None,
         backend_options: dict[str, Any] | None = None,
     ) -> None:
         self.models: list[LoadedModel] = [load_model(p) for p in model_paths]
         self.options = options or PredictOptions()
-        self.backend_name = backend
-        make_backend = backend_factory(backend, device, **(backend_options or {}))
+        make_backend = backend_maker(backend, device, **(backend_options or {}))
+        self.backend_name = backend.strip().lower()
         self.layer = build_layer(self.models, make_backend, self.options)
         self.runner = Runner(self.layer, batch_size=batch_size)
         self.batch_size = batch_size
@@ -162,7 +159,7 @@ class Predictor:
             "source_video": str(info.path.resolve()),
             "frame_selection": "all" if frames is None else f"{len(frames)} frames",
             "versions": package_versions(),
-            **_export_provenance(self.layer.backend),
+            **_export_provenance(self.layer.backend.provenance()),
             "system": system_info(),
         }
 
@@ -225,14 +222,33 @@ class Predictor:
         stream, total = self._remaining(reader, indices, journal, bad.add)
         if on_start is not None:
             on_start(info, total)
-        started = now_iso()
         t0 = time.perf_counter()
+        with self._journal_writer(jpath, journal, fingerprint, info, result) as writer:
+            result.stats = self._run_into(writer, stream, bad, on_progress)
+        finished = read_journal(jpath)
+        self._write_output(finished, info, indices, out_path, fmt, time.perf_counter() - t0,
+                           extra_provenance, result)  # fmt: skip
+        with contextlib.suppress(FileNotFoundError):
+            jpath.unlink()  # only once the output is safely in place
+        return result
+
+    def _journal_writer(
+        self,
+        path: Path,
+        journal: Journal | None,
+        fingerprint: dict[str, Any],
+        info: VideoInfo,
+        result: VideoResult,
+    ) -> JournalWriter:
+        """A new journal (header: what the predictions depend on) or the resumed one,
+        with a record of this run's session appended."""
+        started = now_iso()
         if journal is None:
             header = {"fingerprint": fingerprint, "video": str(info.path), "created": started}
-            writer = JournalWriter(jpath, header=header)
+            writer = JournalWriter(path, header=header)
         else:
-            writer = JournalWriter(jpath, existing=journal)
-        with writer:
+            writer = JournalWriter(path, existing=journal)
+        try:
             writer.write_session(
                 {
                     "started": started,
@@ -243,13 +259,10 @@ class Predictor:
                     "resumed_from_frames": result.resumed_frames,
                 }
             )
-            result.stats = self._run_into(writer, stream, bad, on_progress)
-        finished = read_journal(jpath)
-        self._write_output(finished, info, indices, out_path, fmt, time.perf_counter() - t0,
-                           extra_provenance, result)  # fmt: skip
-        with contextlib.suppress(FileNotFoundError):
-            jpath.unlink()  # only once the output is safely in place
-        return result
+        except BaseException:
+            writer.close()
+            raise
+        return writer
 
     def _run_into(
         self,
@@ -348,10 +361,9 @@ class Predictor:
         return not_done(), max(0, n - int(done[:n].sum()))
 
 
-def _export_provenance(backend: object) -> dict[str, Any]:
-    """Which export directories an onnx/trt run used (absent for torch)."""
-    describe = getattr(backend, "provenance", None)
-    return {"export": describe()} if callable(describe) else {}
+def _export_provenance(described: dict[str, Any]) -> dict[str, Any]:
+    """Which export directories an onnx/trt run used (absent for torch, which has none)."""
+    return {"export": described} if described else {}
 
 
 def _timing(stats: RunStats | None) -> dict[str, float]:

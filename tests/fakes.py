@@ -11,11 +11,13 @@ from pathlib import Path
 import torch
 
 from sleap_infer.batch.pool import PredictorSpec
-from sleap_infer.errors import BackendError
+from sleap_infer.vocab.errors import BackendError
+from sleap_infer.vocab.options import DecodeSettings
 
 
 class FakeBackend:
-    """Satisfies ``ModelBackend``; returns ``make(x)`` and records the inputs it saw."""
+    """Satisfies ``ModelBackend`` (and ``GraphBackend``); returns ``make(x)`` and records the
+    inputs it saw and the decoding an exported layer bound."""
 
     does_baked_postproc = False
 
@@ -31,6 +33,12 @@ class FakeBackend:
 
     def warmup(self, shape: tuple[int, ...]) -> None:
         self.warmups.append(shape)
+
+    def provenance(self) -> dict[str, object]:
+        return {}
+
+    def bind_decode(self, decode: DecodeSettings) -> None:
+        self.decode = decode
 
 
 def gaussian_maps(

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch import nn
 
-from sleap_infer.backends import ModelBackend, TorchBackend, backend_factory, resolve_device
-from sleap_infer.backends.torch_backend import fuse_conv_bn
-from sleap_infer.errors import BackendError, UsageError
+from sleap_infer.backends import ModelBackend, TorchBackend, resolve_device
 from sleap_infer.model.config import parse_config
 from sleap_infer.nets import build_network
+from sleap_infer.runtimes import backend_maker
+from sleap_infer.vocab.errors import BackendError, UsageError
 
 from model_factory import config_dict
 
@@ -27,7 +26,7 @@ def test_resolve_device() -> None:
 
 def test_unknown_backend_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="unknown backend 'tensorflow'"):
-        backend_factory("tensorflow")
+        backend_maker("tensorflow")
 
 
 def test_torch_backend_matches_network_and_satisfies_protocol() -> None:
@@ -48,22 +47,6 @@ def test_fp16_needs_an_accelerator() -> None:
     net = build_network(parse_config(config_dict("single_instance")))
     with pytest.raises(BackendError, match="--fp16 needs a cuda or mps device"):
         TorchBackend(net, "cpu", fp16=True)
-
-
-def test_conv_bn_fusion_inside_sequential_only() -> None:
-    torch.manual_seed(0)
-    seq = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU())
-    bn = seq[1]
-    bn.running_mean.uniform_(-1, 1)
-    bn.running_var.uniform_(0.5, 2)
-    bn.weight.data.uniform_(0.5, 2)
-    outer = nn.ModuleDict({"body": seq})
-    seq.eval()
-    x = torch.randn(1, 2, 8, 8)
-    ref = seq(x)
-    assert fuse_conv_bn(outer) == 1
-    assert isinstance(seq[1], nn.Identity)
-    assert torch.allclose(seq(x), ref, atol=1e-5)
 
 
 def test_compiled_backend_matches_eager() -> None:

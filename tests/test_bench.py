@@ -9,9 +9,10 @@ import pytest
 
 from sleap_infer.bench import BenchConfig, keypoint_delta, run_bench
 from sleap_infer.bench.measure import UNAVAILABLE, peak_rss_mb
-from sleap_infer.bench.suite import parse_backends, parse_batch_sizes, parse_size
-from sleap_infer.errors import UsageError
-from sleap_infer.predictions import BatchPredictions
+from sleap_infer.bench.suite import parse_backends, parse_batch_sizes
+from sleap_infer.cli.options import parse_size
+from sleap_infer.vocab.errors import UsageError
+from sleap_infer.vocab.predictions import BatchPredictions
 
 import scene
 from conftest import SYNTHETIC_MODEL

@@ -120,7 +120,7 @@ def test_default_output_name_next_to_video(tmp_path: Path) -> None:
         (
             ["predict", "{video}", "-m", "{model}", "--backend", "caffe"],
             2,
-            "unknown backend 'caffe'",
+            "--backend: 'caffe' is not one of 'torch', 'onnx', 'trt'",
         ),
         (["predict", "{video}", "-m", "{model}", "--device", "cuda:3"], 1, "cuda:3"),
         (["predict", "{video}", "-m", "{model}", "--frames", "x"], 2, "--frames"),
@@ -135,7 +135,7 @@ def test_default_output_name_next_to_video(tmp_path: Path) -> None:
         (["export", "{model}", "{model}"], 2, "cannot export models of types single_instance"),
         (["export", "{model}", "--batch", "2", "--dynamic-batch"], 2, "exclude each other"),
         (["export", "{model}", "--input-size", "big"], 2, "--input-size 'big'"),
-        (["export", "{model}", "--format", "tflite"], 2, "--format 'tflite'"),
+        (["export", "{model}", "--runtime", "tflite"], 2, "--runtime: 'tflite' is not one of"),
         (["export", "{model}", "-o", "{video}"], 1, "exists and is not an export directory"),
     ],
 )
@@ -262,7 +262,7 @@ def test_trt_without_tensorrt_names_the_extra(tmp_path: Path) -> None:
     scene.write_video(video, n_frames=2)
     for args in (
         ["predict", str(video), "-m", str(SYNTHETIC_MODEL), "--backend", "trt"],
-        ["export", str(SYNTHETIC_MODEL), "--format", "trt", "-o", str(tmp_path / "e")],
+        ["export", str(SYNTHETIC_MODEL), "--runtime", "trt", "-o", str(tmp_path / "e")],
     ):
         res = infer(*args)
         assert res.returncode == 1, res.stderr

@@ -9,16 +9,17 @@ import numpy as np
 import pytest
 import torch
 
-from sleap_infer.backends import TorchBackend, backend_factory
+from sleap_infer.backends import TorchBackend
 from sleap_infer.backends.onnx_backend import ONNXBackend, resolve_onnx_device
-from sleap_infer.errors import BackendError
-from sleap_infer.export.auto import AutoExportBackend
-from sleap_infer.export.cache import cache_root
 from sleap_infer.export.exporter import export_model
-from sleap_infer.export.metadata import METADATA_NAME
 from sleap_infer.layers import PredictOptions, SingleInstanceLayer, build_layer
 from sleap_infer.layers.exported import ExportedSingleInstanceLayer
 from sleap_infer.model.loader import load_model
+from sleap_infer.runtimes import backend_maker
+from sleap_infer.runtimes.auto import AutoExportBackend
+from sleap_infer.runtimes.cache import cache_root
+from sleap_infer.vocab.artifact import METADATA_NAME
+from sleap_infer.vocab.errors import BackendError
 
 from model_factory import config_dict, write_model_dir
 
@@ -26,7 +27,7 @@ SIZED = {"max_height": 48, "max_width": 48}
 
 
 def _onnx_layer(model, options: PredictOptions, messages: list[str]):
-    layer = build_layer([model], backend_factory("onnx", "cpu", notify=messages.append), options)
+    layer = build_layer([model], backend_maker("onnx", "cpu", notify=messages.append), options)
     assert isinstance(layer, ExportedSingleInstanceLayer)
     assert isinstance(layer.backend, AutoExportBackend)
     return layer

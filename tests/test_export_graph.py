@@ -5,16 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sleap_infer.export.graph_ops import (
-    gather_patches,
-    global_peak_indices,
-    local_peak_candidates,
-    refined_points,
-)
+from sleap_infer.export.graph_ops import gather_patches, local_peak_candidates, refined_points
 from sleap_infer.export.graph_scoring import paf_line_scores, sample_maps_at
 from sleap_infer.ops.identity import sample_class_maps
 from sleap_infer.ops.paf import connection_candidates, max_edge_length, score_candidates
-from sleap_infer.ops.peaks import find_global_peaks, find_local_peaks
+from sleap_infer.ops.peaks import find_global_peaks, find_local_peaks, global_peak_indices
 
 from fakes import gaussian_maps
 

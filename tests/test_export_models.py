@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 import torch
 
-from sleap_infer.backends import TorchBackend, backend_factory
 from sleap_infer.layers import PredictOptions, build_layer
 from sleap_infer.layers.exported import (
     ExportedBottomUpLayer,
@@ -26,7 +25,8 @@ from sleap_infer.layers.exported import (
     PeakOverflowWarning,
 )
 from sleap_infer.model.loader import load_model
-from sleap_infer.predictions import BatchPredictions
+from sleap_infer.runtimes import backend_maker
+from sleap_infer.vocab.predictions import BatchPredictions
 
 from conftest import fixture_model
 
@@ -46,8 +46,8 @@ def _golden(shared: Path, name: str) -> list[dict]:
 
 def _layers(shared: Path, model_types: list[str], options: PredictOptions):
     models = [load_model(fixture_model(shared, t)) for t in model_types]
-    ref = build_layer(models, lambda m: TorchBackend(m.network, "cpu"), options)
-    got = build_layer(models, backend_factory("onnx", "cpu"), options)
+    ref = build_layer(models, backend_maker("torch", "cpu"), options)
+    got = build_layer(models, backend_maker("onnx", "cpu"), options)
     return ref, got
 
 

@@ -18,16 +18,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sleap_infer.backends import TorchBackend, backend_factory
-from sleap_infer.errors import UsageError
 from sleap_infer.export.exporter import export_model
-from sleap_infer.export.metadata import PIPELINE_NAME
 from sleap_infer.export.pipeline import export_topdown
 from sleap_infer.export.settings import ExportSettings
 from sleap_infer.layers import PredictOptions, build_layer
 from sleap_infer.layers.exported import PeakOverflowWarning
 from sleap_infer.model.checkpoint import load_state_dict, save_checkpoint
 from sleap_infer.model.loader import LoadedModel, load_model
+from sleap_infer.runtimes import backend_maker
+from sleap_infer.vocab.artifact import PIPELINE_NAME
+from sleap_infer.vocab.errors import UsageError
 
 from model_factory import config_dict, write_model_dir
 
@@ -47,9 +47,9 @@ def _both(
     frames: np.ndarray = FRAMES,
     messages: list[str] | None = None,
 ):
-    torch_layer = build_layer(models, lambda m: TorchBackend(m.network, "cpu"), options)
+    torch_layer = build_layer(models, backend_maker("torch", "cpu"), options)
     notify = messages.append if messages is not None else None
-    onnx_layer = build_layer(models, backend_factory("onnx", "cpu", notify=notify), options)
+    onnx_layer = build_layer(models, backend_maker("onnx", "cpu", notify=notify), options)
     return torch_layer.predict(frames), onnx_layer.predict(frames), onnx_layer
 
 
@@ -97,7 +97,7 @@ def test_bottomup_with_more_peaks_than_slots_warns_and_counts(tmp_path: Path) ->
     """Every local maximum of a random 48x64 map (~300 per node) against K = 64 slots."""
     model = _model(tmp_path, "bottomup")
     options = PredictOptions(peak_threshold=ALL_PEAKS, min_line_scores=-1e9)
-    layer = build_layer([model], backend_factory("onnx", "cpu"), options)
+    layer = build_layer([model], backend_maker("onnx", "cpu"), options)
     frames = np.random.default_rng(8).integers(0, 256, (2, 96, 128, 1), dtype=np.uint8)
     with pytest.warns(PeakOverflowWarning, match=r"bottomup export: head, thorax, tail had more"):
         preds = layer.predict(frames)

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from sleap_infer.batch.tasks import plan_tasks
-from sleap_infer.errors import UsageError
+from sleap_infer.io.formats import FORMATS
 from sleap_infer.io.inputs import expand_inputs, parse_shard, take_shard
-from sleap_infer.io.outputs import FORMATS
+from sleap_infer.vocab.errors import UsageError
 
 
 def _touch(*paths: Path) -> None:

@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sleap_infer.errors import OutputError, ResumeError
 from sleap_infer.io.journal import (
     MAGIC,
     JournalWriter,
@@ -18,7 +17,8 @@ from sleap_infer.io.journal import (
     read_journal,
 )
 from sleap_infer.io.video import MISSING_AT_END, FrameError
-from sleap_infer.predictions import BatchPredictions
+from sleap_infer.vocab.errors import OutputError, ResumeError
+from sleap_infer.vocab.predictions import BatchPredictions
 
 
 def _batch(first: int, n: int = 4, classes: bool = False) -> BatchPredictions:

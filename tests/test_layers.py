@@ -10,10 +10,11 @@ import pytest
 import torch
 
 from sleap_infer.backends import TorchBackend
-from sleap_infer.errors import UsageError
 from sleap_infer.layers import CentroidLayer, PredictOptions, SingleInstanceLayer, build_layer
 from sleap_infer.model.config import parse_config
 from sleap_infer.model.loader import load_model
+from sleap_infer.runtimes import backend_maker
+from sleap_infer.vocab.errors import UsageError
 
 from conftest import fixture_model
 from fakes import FakeBackend, gaussian_maps
@@ -76,7 +77,7 @@ def test_build_layer_rejects_non_pairs(tmp_path: Path) -> None:
     a = load_model(write_model_dir(tmp_path / "a", config_dict("single_instance")))
     b = load_model(write_model_dir(tmp_path / "b", config_dict("single_instance")))
     with pytest.raises(UsageError, match="cannot combine"):
-        build_layer([a, b], lambda m: TorchBackend(m.network, "cpu"), PredictOptions())
+        build_layer([a, b], backend_maker("torch", "cpu"), PredictOptions())
 
 
 def _parity_batches(shared: Path, name: str) -> list[dict]:

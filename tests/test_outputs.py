@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 import sleap_io as sio
 
-from sleap_infer.errors import OutputError, UsageError
+from sleap_infer.io.formats import FORMATS, get_format
 from sleap_infer.io.journal import JournalWriter, read_journal
-from sleap_infer.io.outputs import FORMATS, get_format, is_complete, write_from_journal
+from sleap_infer.io.outputs import is_complete, write_from_journal
 from sleap_infer.io.video import VideoInfo
 from sleap_infer.io.writer import make_skeleton, make_video
 from sleap_infer.model.config import parse_config
-from sleap_infer.predictions import BatchPredictions
+from sleap_infer.vocab.errors import OutputError, UsageError
+from sleap_infer.vocab.predictions import BatchPredictions
 
 from model_factory import config_dict
 

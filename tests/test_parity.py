@@ -16,10 +16,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from sleap_infer.backends import TorchBackend
 from sleap_infer.layers import PredictOptions, build_layer
 from sleap_infer.model.loader import load_model
 from sleap_infer.ops.identity import nanmean_last
+from sleap_infer.runtimes import backend_maker
 
 from conftest import fixture_model
 
@@ -34,7 +34,7 @@ def _golden(shared: Path, name: str) -> list[dict]:
 
 def _layer(shared: Path, model_types: list[str], **options: float):
     models = [load_model(fixture_model(shared, t)) for t in model_types]
-    return build_layer(models, lambda m: TorchBackend(m.network, "cpu"), PredictOptions(**options))
+    return build_layer(models, backend_maker("torch", "cpu"), PredictOptions(**options))
 
 
 def _max_abs(a: np.ndarray, b: np.ndarray) -> float:

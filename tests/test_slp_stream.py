@@ -11,9 +11,9 @@ import sleap_io as sio
 
 from sleap_infer.io.slp_stream import StreamingSlpWriter
 from sleap_infer.io.video import VideoInfo
-from sleap_infer.io.writer import LabelsBuilder, atomic_save, make_skeleton, make_video
+from sleap_infer.io.writer import LabelsBuilder, make_skeleton, make_video
 from sleap_infer.model.config import parse_config
-from sleap_infer.predictions import BatchPredictions
+from sleap_infer.vocab.predictions import BatchPredictions
 
 from model_factory import config_dict
 
@@ -55,7 +55,7 @@ def test_tables_match_sleap_io_field_by_field(tmp_path: Path, model_type: str) -
     builder = LabelsBuilder(make_video(info), make_skeleton(cfg), cfg.class_names)
     for b in batches:
         builder.add(b)
-    atomic_save(builder.labels({"run": 1}), tmp_path / "ref.slp")
+    sio.save_slp(builder.labels({"run": 1}), str(tmp_path / "ref.slp"))
     tracks = [sio.Track(name=n) for n in cfg.class_names]
     with StreamingSlpWriter(
         tmp_path / "stream.slp", make_video(info), make_skeleton(cfg), tracks, {"run": 1}

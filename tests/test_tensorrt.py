@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from sleap_infer.backends import TorchBackend, backend_factory
+from sleap_infer.backends import TorchBackend
 from sleap_infer.backends.tensorrt_backend import (
     GpuInfo,
     TensorRTBackend,
@@ -20,17 +20,19 @@ from sleap_infer.backends.tensorrt_backend import (
     read_engine_metadata,
     require_tensorrt,
 )
-from sleap_infer.errors import BackendError, ExportError
 from sleap_infer.export import exporter
-from sleap_infer.export.cache import ExportRequest, misfit
-from sleap_infer.export.metadata import ExportInfo
 from sleap_infer.export.pipeline import export_topdown
-from sleap_infer.export.settings import DecodeSettings, ExportSettings
+from sleap_infer.export.settings import ExportSettings
 from sleap_infer.export.tensorrt_build import Profile, build_engine
-from sleap_infer.export.wrappers import BottomUpWrapper
+from sleap_infer.export.wrappers.bottomup import BottomUpWrapper
 from sleap_infer.layers import BottomUpLayer, PredictOptions
 from sleap_infer.layers.exported import ExportedBottomUpLayer
 from sleap_infer.model.loader import load_model
+from sleap_infer.runtimes import EngineTarget, backend_maker, get_runtime
+from sleap_infer.runtimes.cache import ExportRequest, misfit
+from sleap_infer.vocab.artifact import ExportInfo
+from sleap_infer.vocab.errors import BackendError, ExportError
+from sleap_infer.vocab.options import DecodeSettings
 
 import fake_tensorrt as fake
 from model_factory import config_dict, write_model_dir
@@ -59,13 +61,13 @@ def test_missing_tensorrt_names_the_extra() -> None:
     with pytest.raises(BackendError, match=r"pip install 'sleap-infer\[tensorrt\]'"):
         require_tensorrt()
     with pytest.raises(BackendError, match=r"sleap-infer\[tensorrt\]"):
-        backend_factory("trt", "auto")
+        backend_maker("trt", "auto")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here")
 def test_no_cuda_is_one_clear_error_even_with_tensorrt(fake_trt, tmp_path: Path) -> None:
     with pytest.raises(BackendError, match="needs a CUDA GPU"):
-        backend_factory("trt", "cuda:1")
+        backend_maker("trt", "cuda:1")
     with pytest.raises(BackendError, match="needs a CUDA GPU"):
         TensorRTBackend(tmp_path / "model.trt")
 
@@ -196,18 +198,18 @@ def test_export_with_engine_and_engine_matching(
 
     def request(**kw: object) -> ExportRequest:
         base = {
-            "runtime": "trt",
+            "runtime": get_runtime("trt"),
             "input_shape": (4, 1, 32, 32),
             "decode": DecodeSettings(),
-            "trt_version": fake.__version__,
-            "gpu": H200,
+            "target": EngineTarget(fake.__version__, H200),
         }
         return ExportRequest(**{**base, **kw})  # type: ignore[arg-type]
 
     assert misfit(info, model, request()) is None
-    assert "TensorRT 10.99.0" in (misfit(info, model, request(trt_version="10.1.0")) or "")
-    other = GpuInfo("NVIDIA GeForce RTX 3090", "8.6")
-    assert "its engine is for NVIDIA H200" in (misfit(info, model, request(gpu=other)) or "")
+    old_trt = EngineTarget("10.1.0", H200)
+    assert "TensorRT 10.99.0" in (misfit(info, model, request(target=old_trt)) or "")
+    other = EngineTarget(fake.__version__, GpuInfo("NVIDIA GeForce RTX 3090", "8.6"))
+    assert "its engine is for NVIDIA H200" in (misfit(info, model, request(target=other)) or "")
     assert "static batch of 4" in (misfit(info, model, request(input_shape=(2, 1, 32, 32))) or "")
     assert "fp32" in (misfit(info, model, request(fp16=True)) or "")
     stale = SimpleNamespace(checkpoint_sha256="0" * 64, model_type="centroid")

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from sleap_infer import timing
 from sleap_infer.backends import threads
 from sleap_infer.backends.torch_backend import TorchBackend
 from sleap_infer.layers import PredictOptions, SingleInstanceLayer
 from sleap_infer.model.config import parse_config
 from sleap_infer.nets import build_network
 from sleap_infer.runner import Runner
+from sleap_infer.vocab import timing
 
 from model_factory import config_dict
 

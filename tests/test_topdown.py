@@ -8,8 +8,6 @@ import numpy as np
 import pytest
 import torch
 
-from sleap_infer.backends import TorchBackend
-from sleap_infer.errors import ConfigError, UsageError
 from sleap_infer.layers import (
     CenteredInstanceLayer,
     CentroidLayer,
@@ -29,6 +27,8 @@ from sleap_infer.ops.crops import (
     zero_beyond_extent,
 )
 from sleap_infer.predictor import Predictor
+from sleap_infer.runtimes import backend_maker
+from sleap_infer.vocab.errors import ConfigError, UsageError
 
 from fakes import FakeBackend, gaussian_maps
 from model_factory import config_dict, write_model_dir
@@ -179,7 +179,7 @@ def model_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def _build(dirs: dict[str, Path], *kinds: str):
     models = [load_model(dirs[k]) for k in kinds]
-    return build_layer(models, lambda m: TorchBackend(m.network, "cpu"), PredictOptions())
+    return build_layer(models, backend_maker("torch", "cpu"), PredictOptions())
 
 
 def test_dispatcher_pairs_models_in_either_order(model_dirs: dict[str, Path]) -> None:
@@ -229,4 +229,4 @@ def test_dispatcher_names_the_model_without_crop_size(
     bad = write_model_dir(tmp_path / "no_crop", raw)
     models = [load_model(model_dirs["centroid"]), load_model(bad)]
     with pytest.raises(ConfigError, match=r"no_crop: training_config.yaml has no .*crop_size"):
-        build_layer(models, lambda m: TorchBackend(m.network, "cpu"), PredictOptions())
+        build_layer(models, backend_maker("torch", "cpu"), PredictOptions())

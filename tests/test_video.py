@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sleap_infer.errors import UsageError, VideoError
 from sleap_infer.io.frames import parse_frames
 from sleap_infer.io.video import (
     DECODE_ERROR,
@@ -17,6 +16,7 @@ from sleap_infer.io.video import (
     VideoReader,
     runs,
 )
+from sleap_infer.vocab.errors import UsageError, VideoError
 
 from broken_videos import (
     avi_claiming,

@@ -8,19 +8,19 @@ import numpy as np
 import pytest
 import sleap_io as sio
 
-from sleap_infer.errors import OutputError
+from sleap_infer.io.outputs import atomic_write, default_output_path
 from sleap_infer.io.video import VideoInfo
-from sleap_infer.io.writer import (
-    LabelsBuilder,
-    atomic_save,
-    default_output_path,
-    make_skeleton,
-    make_video,
-)
+from sleap_infer.io.writer import LabelsBuilder, make_skeleton, make_video
 from sleap_infer.model.config import parse_config
-from sleap_infer.predictions import BatchPredictions
+from sleap_infer.vocab.errors import OutputError
+from sleap_infer.vocab.predictions import BatchPredictions
 
 from model_factory import config_dict
+
+
+def atomic_save(labels: sio.Labels, path: Path) -> None:
+    """A whole ``Labels`` saved the way every output is: temporary sibling, fsync, rename."""
+    atomic_write(path, lambda tmp: sio.save_slp(labels, str(tmp)))
 
 
 def _info(tmp_path: Path) -> VideoInfo:

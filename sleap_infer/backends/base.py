@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
-from sleap_infer.errors import BackendError
+from sleap_infer.vocab.artifact import ExportInfo
+from sleap_infer.vocab.errors import BackendError
+from sleap_infer.vocab.options import DecodeSettings
 
 
 @runtime_checkable
@@ -15,6 +17,8 @@ class ModelBackend(Protocol):
 
     ``does_baked_postproc`` is True for exported graphs that already return
     peaks instead of confidence maps, so layers skip host-side peak finding.
+    ``provenance`` is what a prediction file records about the backend beyond
+    its name and device (the export folders it ran; empty for torch).
     """
 
     device: torch.device
@@ -23,6 +27,26 @@ class ModelBackend(Protocol):
     def __call__(self, x: torch.Tensor) -> dict[str, torch.Tensor]: ...
 
     def warmup(self, shape: tuple[int, ...]) -> None: ...
+
+    def provenance(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class GraphBackend(ModelBackend, Protocol):
+    """A backend whose graph decodes in-graph: it must be told which decoding the layer
+    relies on before the first batch, and refuse (or re-export for) one it cannot serve."""
+
+    def bind_decode(self, decode: DecodeSettings) -> None: ...
+
+
+def refuse_misfit(export: ExportInfo, decode: DecodeSettings) -> None:
+    """One line when a fixed export's baked decoding cannot serve the predict options."""
+    why = export.decode_misfit(decode)
+    if why is not None:
+        raise BackendError(
+            f"{export.path}: cannot serve these predict options: {why} "
+            "(export again with matching options, or use --backend onnx without an export dir)"
+        )
 
 
 def resolve_device(spec: str | torch.device | None = "auto") -> torch.device:
@@ -41,19 +65,23 @@ def resolve_device(spec: str | torch.device | None = "auto") -> torch.device:
     if device.type == "cpu":
         return device
     if device.type == "cuda":
-        if not torch.cuda.is_available():
-            raise BackendError(f"device {spec!r} requested but CUDA is not available here")
-        index = 0 if device.index is None else device.index
-        if index >= torch.cuda.device_count():
-            raise BackendError(
-                f"device {spec!r} requested but only {torch.cuda.device_count()} CUDA device(s)"
-            )
-        return torch.device("cuda", index)
+        return _cuda_device(device, spec)
     if device.type == "mps":
         if not _mps_available():
             raise BackendError(f"device {spec!r} requested but MPS is not available here")
         return device
     raise BackendError(f"unsupported device {spec!r} (use auto, cpu, cuda, cuda:N or mps)")
+
+
+def _cuda_device(device: torch.device, spec: object) -> torch.device:
+    if not torch.cuda.is_available():
+        raise BackendError(f"device {spec!r} requested but CUDA is not available here")
+    index = 0 if device.index is None else device.index
+    if index >= torch.cuda.device_count():
+        raise BackendError(
+            f"device {spec!r} requested but only {torch.cuda.device_count()} CUDA device(s)"
+        )
+    return torch.device("cuda", index)
 
 
 def _mps_available() -> bool:

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import torch
 
-from sleap_infer.backends.base import resolve_device
+from sleap_infer.backends.base import refuse_misfit, resolve_device
 from sleap_infer.backends.threads import cpu_budget
-from sleap_infer.errors import BackendError, ExportError
-from sleap_infer.export.metadata import ExportInfo, decode_misfit
-from sleap_infer.export.settings import DecodeSettings
+from sleap_infer.vocab.artifact import ExportInfo, read_export
+from sleap_infer.vocab.errors import BackendError, ExportError
+from sleap_infer.vocab.options import DecodeSettings
 
 GRAPH_LEVELS = {
     "disable": "ORT_DISABLE_ALL",
@@ -71,7 +72,7 @@ class ONNXBackend:
         graph_optimization: str = "all",
     ) -> None:
         ort = require_onnxruntime()
-        self.device = resolve_onnx_device(device)
+        self.device = device if isinstance(device, torch.device) else resolve_onnx_device(device)
         self.export = export
         if graph_optimization not in GRAPH_LEVELS:
             raise BackendError(
@@ -106,12 +107,10 @@ class ONNXBackend:
 
     def bind_decode(self, decode: DecodeSettings) -> None:
         """Called by exported layers: refuse an export whose baked decoding differs."""
-        why = decode_misfit(self.export.decode, decode, self.export.decode_fields)
-        if why is not None:
-            raise BackendError(
-                f"{self.export.path}: cannot serve these predict options: {why} "
-                "(export again with matching options, or use --backend onnx without an export dir)"
-            )
+        refuse_misfit(self.export, decode)
+
+    def provenance(self) -> dict[str, Any]:
+        return {"runtime": "onnx", "exports": [str(self.export.path)]}
 
     def check_input(self, x: torch.Tensor) -> None:
         """One clear line when a batch does not fit the traced shape."""
@@ -164,8 +163,6 @@ _TORCH_DTYPES = {
 }
 
 
-def onnx_backend_for_dir(path: str | Path, device: str = "auto", **options: object) -> ONNXBackend:
+def onnx_backend_for_dir(path: str | Path, device: str = "auto", **options: Any) -> ONNXBackend:
     """An ONNXBackend for an export directory (as written by ``infer export``)."""
-    from sleap_infer.export.metadata import read_export
-
-    return ONNXBackend(read_export(Path(path)), device, **options)  # type: ignore[arg-type]
+    return ONNXBackend(read_export(Path(path)), device, **options)

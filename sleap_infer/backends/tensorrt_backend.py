@@ -20,8 +20,10 @@ from typing import Any
 
 import torch
 
-from sleap_infer.backends.base import resolve_device
-from sleap_infer.errors import BackendError, ExportError
+from sleap_infer.backends.base import refuse_misfit, resolve_device
+from sleap_infer.vocab.artifact import ExportInfo
+from sleap_infer.vocab.errors import BackendError, ExportError
+from sleap_infer.vocab.options import DecodeSettings
 
 INSTALL_HINT = "pip install 'sleap-infer[tensorrt]'"
 
@@ -131,9 +133,11 @@ class TensorRTBackend:
         engine_path: str | Path,
         device: str | torch.device = "cuda",
         check: bool = True,
+        export: ExportInfo | None = None,
     ) -> None:
         trt = require_tensorrt()
-        self.device = require_cuda(device)
+        self.device = device if isinstance(device, torch.device) else require_cuda(device)
+        self.export = export
         engine_path = Path(engine_path)
         meta = read_engine_metadata(engine_path)
         if check:
@@ -158,6 +162,7 @@ class TensorRTBackend:
         self = cls.__new__(cls)
         self.device = device
         self.engine_path = None
+        self.export = None
         self._setup(trt, engine, device, stream)
         return self
 
@@ -217,3 +222,13 @@ class TensorRTBackend:
 
     def warmup(self, shape: tuple[int, ...]) -> None:
         self(torch.zeros(shape, dtype=self.input_dtype, device=self.device))
+
+    def bind_decode(self, decode: DecodeSettings) -> None:
+        """Refuse an export whose baked decoding differs (engines without export metadata
+        cannot be checked; they are only made by ``infer export``, which records it)."""
+        if self.export is not None:
+            refuse_misfit(self.export, decode)
+
+    def provenance(self) -> dict[str, Any]:
+        where = self.export.path if self.export is not None else self.engine_path
+        return {"runtime": "trt", "exports": [] if where is None else [str(where)]}

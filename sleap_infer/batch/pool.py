@@ -21,6 +21,7 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from sleap_infer.backends.threads import configure_torch_threads, cpu_budget
 from sleap_infer.batch.execute import BatchEvents, JobSettings, run_task
 from sleap_infer.batch.tasks import (
     FAILED,
@@ -29,8 +30,8 @@ from sleap_infer.batch.tasks import (
     interrupted_outcome,
     kept_hint,
 )
-from sleap_infer.errors import SleapInferError
-from sleap_infer.layers import PredictOptions
+from sleap_infer.vocab.errors import SleapInferError
+from sleap_infer.vocab.options import BATCH_SIZE, PredictOptions
 
 POLL_S = 0.2
 STOP_GRACE_S = 30.0
@@ -42,9 +43,20 @@ class PredictorSpec:
 
     model_paths: tuple[str, ...]
     backend: str = "torch"
-    batch_size: int = 4
+    batch_size: int = BATCH_SIZE
     options: PredictOptions = field(default_factory=PredictOptions)
     backend_options: dict[str, Any] = field(default_factory=dict)
+
+    def check(self, devices: Sequence[str]) -> None:
+        """Before spawning workers: the models load and combine, and every device exists."""
+        from sleap_infer.layers import build_layer
+        from sleap_infer.model.loader import load_model
+        from sleap_infer.runtimes import backend_maker
+
+        models = [load_model(p) for p in self.model_paths]
+        for device in devices:
+            backend_maker(self.backend, device, **self.backend_options)
+        build_layer(models, backend_maker("torch", "cpu"), self.options)
 
     def build(self, device: str) -> Any:
         from sleap_infer.predictor import Predictor
@@ -89,8 +101,6 @@ def _worker_main(
     signal.signal(signal.SIGTERM, _stop_once)  # preemption: stop like Ctrl-C
     try:
         if threads:
-            from sleap_infer.backends.threads import configure_torch_threads
-
             configure_torch_threads(threads)
         predictor = spec.build(device)
         events = _PipeEvents(conn, rank)
@@ -124,8 +134,9 @@ def _send_quietly(conn: Connection, msg: tuple[Any, ...]) -> None:
 
 
 def _cpu_threads(devices: Sequence[str]) -> int | None:
+    """Each CPU worker's share of the cores this process may use (affinity, cgroup quota)."""
     n_cpu = sum(1 for d in devices if d.strip().lower() == "cpu")
-    return max(1, (os.cpu_count() or 1) // n_cpu) if n_cpu else None
+    return max(1, cpu_budget() // n_cpu) if n_cpu else None
 
 
 class _Pool:

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sleap_infer.errors import UsageError
+from sleap_infer.io.formats import FORMATS, OutputFormat
 from sleap_infer.io.inputs import VideoInput
 from sleap_infer.io.journal import journal_path
-from sleap_infer.io.outputs import FORMATS, OutputFormat, default_output_path, is_complete
+from sleap_infer.io.outputs import default_output_path, is_complete
+from sleap_infer.vocab.errors import UsageError
 
 # VideoOutcome.status values.
 DONE = "done"

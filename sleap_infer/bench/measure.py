@@ -19,8 +19,8 @@ import torch
 
 from sleap_infer.layers.base import InferenceLayer
 from sleap_infer.ops.assignment import linear_sum_assignment
-from sleap_infer.predictions import BatchPredictions
-from sleap_infer.timing import StageTimer
+from sleap_infer.vocab.predictions import BatchPredictions
+from sleap_infer.vocab.timing import StageTimer
 
 OK, UNAVAILABLE, FAILED = "ok", "unavailable", "failed"
 

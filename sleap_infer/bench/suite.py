@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from sleap_infer.backends import BACKENDS, backend_factory
 from sleap_infer.backends.threads import cpu_budget
 from sleap_infer.bench.measure import (
     FAILED,
@@ -20,13 +19,15 @@ from sleap_infer.bench.measure import (
     keypoint_delta,
     measure_layer,
 )
-from sleap_infer.errors import SleapInferError, UsageError
 from sleap_infer.io.provenance import now_iso, package_versions, system_info
 from sleap_infer.io.video import VideoReader
-from sleap_infer.layers import PredictOptions, build_layer
+from sleap_infer.layers import build_layer
 from sleap_infer.layers.base import InferenceLayer
 from sleap_infer.model.loader import load_model
-from sleap_infer.predictions import BatchPredictions
+from sleap_infer.runtimes import RUNTIME_NAMES, backend_maker
+from sleap_infer.vocab.errors import SleapInferError, UsageError
+from sleap_infer.vocab.options import PredictOptions
+from sleap_infer.vocab.predictions import BatchPredictions
 
 BASELINE = "torch"
 # Extra rows that are a backend with options, e.g. ``infer bench --bf16``.
@@ -47,16 +48,20 @@ class BenchConfig:
     backend_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def parse_backends(text: str) -> list[str]:
-    """``"torch,onnx"`` or ``"all"`` -> ordered, de-duplicated names; torch always first."""
-    names = list(BACKENDS) if text.strip().lower() == "all" else text.split(",")
+def parse_backends(names: str | Sequence[str]) -> list[str]:
+    """``"torch,onnx"``, ``["onnx", "trt"]`` or ``"all"`` -> ordered, de-duplicated names;
+    torch always first (it is the baseline)."""
+    items = names.split(",") if isinstance(names, str) else list(names)
+    if any(item.strip().lower() == "all" for item in items):
+        items = list(RUNTIME_NAMES)
     out: list[str] = [BASELINE]
-    for name in names:
+    for name in items:
         key = name.strip().lower()
         if not key:
             continue
-        if key not in BACKENDS and key not in VARIANTS:
-            raise UsageError(f"unknown backend {name!r} (choose from {', '.join(BACKENDS)}, all)")
+        if key not in RUNTIME_NAMES and key not in VARIANTS:
+            choices = ", ".join(RUNTIME_NAMES)
+            raise UsageError(f"unknown backend {name!r} (choose from {choices}, all)")
         if key not in out:
             out.append(key)
     return out
@@ -70,16 +75,6 @@ def parse_batch_sizes(text: str) -> list[int]:
     if not sizes or sizes[0] < 1:
         raise UsageError(f"--batch-sizes {text!r}: sizes must be >= 1")
     return sizes
-
-
-def parse_size(text: str) -> tuple[int, int]:
-    try:
-        h, w = (int(t) for t in text.lower().split("x"))
-    except ValueError as exc:
-        raise UsageError(f"--size {text!r}: expected HxW, e.g. 384x384") from exc
-    if h < 8 or w < 8:
-        raise UsageError(f"--size {text!r}: at least 8x8")
-    return h, w
 
 
 def bench_frames(layer: InferenceLayer, config: BenchConfig, n: int) -> tuple[np.ndarray, str]:
@@ -104,7 +99,7 @@ def build_bench_layer(config: BenchConfig, name: str) -> InferenceLayer:
     runtime, extra = VARIANTS.get(name, (name, {}))
     models = [load_model(p) for p in config.model_paths]
     options = {**config.backend_options.get(runtime, {}), **extra}
-    return build_layer(models, backend_factory(runtime, config.device, **options), config.options)
+    return build_layer(models, backend_maker(runtime, config.device, **options), config.options)
 
 
 def machine_info() -> dict[str, Any]:

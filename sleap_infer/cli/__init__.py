@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Annotated
 
@@ -13,7 +14,7 @@ from sleap_infer.cli.bench import bench
 from sleap_infer.cli.export import export
 from sleap_infer.cli.predict import predict
 from sleap_infer.cli.progress import console
-from sleap_infer.errors import SleapInferError
+from sleap_infer.vocab.errors import SleapInferError
 
 app = typer.Typer(
     name="infer",
@@ -45,17 +46,35 @@ app.command(no_args_is_help=True)(bench)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: user errors become one red line and a non-zero exit code.
+    """Console entry point: every error is one red line and a non-zero exit code.
 
-    Typer/click handle usage errors and exit codes themselves (standalone mode);
-    our own :class:`SleapInferError` propagates out of them and is printed here.
+    Typer runs in non-standalone mode, so its usage errors (unknown options,
+    invalid choices) come back here too and are printed the same way as our
+    own :class:`SleapInferError`: ``error: <what and where>``, exit code 2.
     """
     try:
-        app(args=argv)
+        code = app(args=argv, standalone_mode=False)
     except SleapInferError as exc:
-        # escape: messages may hold brackets (e.g. "sleap-infer[tensorrt]") that rich would eat.
-        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        sys.exit(exc.exit_code)
+        _fail(str(exc), exc.exit_code)
+    except typer.TyperException as exc:  # usage errors found while parsing the command line
+        _fail(_usage_message(exc), exc.exit_code)
+    except typer.Abort:
+        _fail("aborted", 1)
     except KeyboardInterrupt:  # outside a batch (e.g. while loading the model)
         console.print("[yellow]interrupted[/]")
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str, code: int) -> None:
+    if message:  # empty: help was printed instead (a command given no arguments)
+        # escape: messages may hold brackets (e.g. "sleap-infer[tensorrt]") that rich would eat.
+        console.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    sys.exit(code)
+
+
+def _usage_message(exc: typer.TyperException) -> str:
+    """Typer's text as one line: ``--backend: 'caffe' is not one of 'torch', 'onnx', 'trt'.``"""
+    message = " ".join(exc.format_message().split())
+    bad_value = re.match(r"Invalid value for '([^']+)'[^:]*: (?:Value error, )?(.*)", message)
+    return f"{bad_value[1]}: {bad_value[2]}" if bad_value else message

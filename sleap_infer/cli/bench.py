@@ -13,28 +13,30 @@ from rich.markup import escape
 from rich.table import Table
 
 from sleap_infer.bench.measure import OK, Measurement
+from sleap_infer.cli.options import BenchBackend, Device, ModelDirs, PeakThreshold, parse_size
 from sleap_infer.cli.progress import console
-from sleap_infer.errors import OutputError, UsageError
+from sleap_infer.vocab import options as defaults
+from sleap_infer.vocab.errors import OutputError, UsageError
 
 if TYPE_CHECKING:
     from sleap_infer.bench.suite import BenchConfig
 
+DEFAULT_BACKENDS = ("torch", "onnx")
+
 
 def bench(
-    model: Annotated[
-        list[Path],
-        typer.Argument(help="Model directory; two for a top-down pair (centroid + instance)."),
-    ],
-    device: Annotated[
-        str, typer.Option("--device", "-d", help="auto, cpu, cuda, cuda:N or mps.")
-    ] = "auto",
+    model: ModelDirs,
+    device: Device = "auto",
     backend: Annotated[
-        str,
+        list[BenchBackend] | None,  # type: ignore[valid-type]
         typer.Option(
             "--backend",
-            help="Comma-separated backends, or 'all'. torch always runs: it is the baseline.",
+            case_sensitive=False,
+            help="Backends to measure (repeat the option), or all; default torch and onnx. "
+            "torch always runs: it is the baseline.",
+            show_default=False,
         ),
-    ] = "torch,onnx",
+    ] = None,
     batch_sizes: Annotated[
         str, typer.Option("--batch-sizes", help="Comma-separated batch sizes.")
     ] = "1,4,16",
@@ -48,9 +50,7 @@ def bench(
     ] = None,
     iters: Annotated[int, typer.Option(min=1, help="Timed iterations per row.")] = 20,
     warmup: Annotated[int, typer.Option(min=0, help="Untimed warmup iterations per row.")] = 3,
-    peak_threshold: Annotated[
-        float, typer.Option(help="Minimum confidence-map value for a peak.")
-    ] = 0.2,
+    peak_threshold: PeakThreshold = defaults.PEAK_THRESHOLD,
     bf16: Annotated[
         bool, typer.Option("--bf16", help="Also measure torch with bfloat16 autocast (cpu/cuda).")
     ] = False,
@@ -60,24 +60,18 @@ def bench(
 ) -> None:
     """Benchmark backends x batch sizes: cold start, warmup, p50/p95 latency, FPS, memory,
     and the keypoint difference against the torch backend on the same frames."""
-    from sleap_infer.bench.suite import (
-        BenchConfig,
-        parse_backends,
-        parse_batch_sizes,
-        parse_size,
-        run_bench,
-    )
-    from sleap_infer.layers import PredictOptions
+    from sleap_infer.bench.suite import BenchConfig, parse_backends, parse_batch_sizes, run_bench
+    from sleap_infer.vocab.options import PredictOptions
 
     if input is not None and size is not None:
         raise UsageError("--input and --size contradict each other: pick one")
     config = BenchConfig(
         model_paths=model,
         device=device,
-        backends=parse_backends(backend),
+        backends=parse_backends([b.value for b in backend] if backend else DEFAULT_BACKENDS),
         batch_sizes=parse_batch_sizes(batch_sizes),
         video=input,
-        size=parse_size(size) if size else None,
+        size=parse_size(size, "--size", minimum=8) if size else None,
         iters=iters,
         warmup_iters=warmup,
         options=PredictOptions(peak_threshold=peak_threshold),

@@ -9,26 +9,39 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from sleap_infer.cli.options import (
+    DEFAULT_EXPORT_RUNTIME,
+    Device,
+    DistPenaltyWeight,
+    ExportRuntime,
+    Fp16,
+    IntegralPatchSize,
+    MaxEdgeLengthRatio,
+    ModelDirs,
+    NoRefine,
+    NPoints,
+    PeakThreshold,
+    parse_size,
+)
 from sleap_infer.cli.progress import console
-from sleap_infer.errors import UsageError
-from sleap_infer.export.metadata import ExportInfo
-from sleap_infer.export.settings import DEFAULT_MAX_PEAKS
+from sleap_infer.vocab import options as defaults
+from sleap_infer.vocab.artifact import ExportInfo
+from sleap_infer.vocab.errors import UsageError
+from sleap_infer.vocab.options import DecodeSettings
 
 
 def export(
-    model: Annotated[
-        list[Path],
-        typer.Argument(
-            help="Model directory (or its best.ckpt / training_config.yaml); two for a "
-            "top-down pair (a centroid and a centered-instance or multi-class model)."
+    model: ModelDirs,
+    runtime: Annotated[
+        ExportRuntime,  # type: ignore[valid-type]
+        typer.Option(
+            "--runtime",
+            case_sensitive=False,
+            help="What to export for: onnx (the ONNX graph), or trt (a TensorRT engine, "
+            "plus the ONNX graph it is built from).",
         ),
-    ],
-    format: Annotated[
-        str, typer.Option("--format", "-f", help="onnx, trt (engine + its ONNX) or both.")
-    ] = "onnx",
-    fp16: Annotated[
-        bool, typer.Option("--fp16", help="Half-precision network (decoding stays fp32).")
-    ] = False,
+    ] = DEFAULT_EXPORT_RUNTIME,
+    fp16: Fp16 = False,
     batch: Annotated[
         int | None,
         typer.Option("--batch", min=1, help="Static batch size (default: dynamic batch)."),
@@ -52,29 +65,14 @@ def export(
             min=1,
             help="Local-peak slots per channel: centroids, or bottom-up peaks per node.",
         ),
-    ] = DEFAULT_MAX_PEAKS,
-    n_points: Annotated[
-        int, typer.Option(min=2, help="Bottom-up: samples along each PAF line integral.")
-    ] = 10,
-    max_edge_length_ratio: Annotated[
-        float,
-        typer.Option(
-            help="Bottom-up: connections longer than this fraction of the image are penalised."
-        ),
-    ] = 0.25,
-    dist_penalty_weight: Annotated[
-        float, typer.Option(help="Bottom-up: weight of the long-connection penalty.")
-    ] = 1.0,
-    no_refine: Annotated[
-        bool, typer.Option("--no-refine", help="Do not bake integral refinement.")
-    ] = False,
-    integral_patch_size: Annotated[int, typer.Option(min=1, help="Refinement patch side.")] = 5,
-    peak_threshold: Annotated[
-        float, typer.Option(help="Threshold for the *_valid outputs (values are always output).")
-    ] = 0.2,
-    device: Annotated[
-        str, typer.Option(help="GPU for the TensorRT build: cuda or cuda:N.")
-    ] = "auto",
+    ] = defaults.MAX_PEAKS,
+    n_points: NPoints = defaults.N_POINTS,
+    max_edge_length_ratio: MaxEdgeLengthRatio = defaults.MAX_EDGE_LENGTH_RATIO,
+    dist_penalty_weight: DistPenaltyWeight = defaults.DIST_PENALTY_WEIGHT,
+    no_refine: NoRefine = False,
+    integral_patch_size: IntegralPatchSize = defaults.INTEGRAL_PATCH_SIZE,
+    peak_threshold: PeakThreshold = defaults.PEAK_THRESHOLD,
+    device: Device = "auto",
     output: Annotated[
         Path | None,
         typer.Option(
@@ -88,23 +86,19 @@ def export(
     """Export a model to ONNX / TensorRT with peak finding and refinement in the graph."""
     from sleap_infer.export.exporter import export_model
     from sleap_infer.export.pipeline import export_topdown
-    from sleap_infer.export.settings import (
-        DecodeSettings,
-        ExportSettings,
-        parse_formats,
-        parse_size,
-    )
+    from sleap_infer.export.settings import ExportSettings
+    from sleap_infer.runtimes import get_runtime
 
     if len(model) > 2:
         raise UsageError("give one model directory, or two for a top-down pair")
     if batch is not None and dynamic_batch:
         raise UsageError("--batch N and --dynamic-batch exclude each other")
     settings = ExportSettings(
-        formats=parse_formats(format),
+        formats=get_runtime(runtime.value).export_formats,
         opset=opset,
         fp16=fp16,
         batch_size=batch,
-        frame_size=None if input_size is None else parse_size(input_size),
+        frame_size=None if input_size is None else parse_size(input_size, "--input-size"),
         decode=DecodeSettings(
             refine=not no_refine,
             integral_patch_size=integral_patch_size,

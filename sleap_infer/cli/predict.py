@@ -1,32 +1,36 @@
-"""``infer predict``: run a model over many videos and write one prediction file each.
+"""``infer predict``: parse the options, run the batch (:mod:`sleap_infer.batch.run`), summarise.
 
-Order of work, so that mistakes surface before any time is spent: check the
-options, expand the inputs (names only), plan every output path, load and
-build the model (a bad model directory fails here, before any video is
-opened), then predict video by video. A video that fails is reported in one
-line and the batch goes on; the exit code is non-zero if any video failed
-(1) or the run was interrupted (130).
+Exit codes: 0 when every video is done or skipped, 1 when any video failed
+(or a model could not load), 2 for bad options, 130 when interrupted.
 """
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import threading
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 
+from sleap_infer.cli.options import (
+    DEFAULT_BACKEND,
+    DEFAULT_FORMAT,
+    BackendOption,
+    Device,
+    DistPenaltyWeight,
+    Fp16,
+    IntegralPatchSize,
+    MaxEdgeLengthRatio,
+    ModelOption,
+    NoRefine,
+    NPoints,
+    OutputFormatOption,
+    PeakThreshold,
+)
 from sleap_infer.cli.progress import BatchProgress, console, print_summary
-from sleap_infer.errors import UsageError
-from sleap_infer.layers import PredictOptions
-
-if TYPE_CHECKING:
-    from sleap_infer.batch.pool import PredictorSpec
-    from sleap_infer.predictor import Predictor
+from sleap_infer.vocab import options as defaults
+from sleap_infer.vocab.errors import UsageError
+from sleap_infer.vocab.options import PredictOptions
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -40,19 +44,9 @@ def predict(
             show_default=False,
         ),
     ],
-    model: Annotated[
-        list[Path],
-        typer.Option(
-            "--model",
-            "-m",
-            help="Model directory (or its best.ckpt / training_config.yaml). Give two for "
-            "top-down: a centroid model and a centered-instance model, in either order.",
-        ),
-    ],
-    backend: Annotated[str, typer.Option(help="Runtime: torch, onnx or trt.")] = "torch",
-    device: Annotated[
-        str, typer.Option(help="auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps.")
-    ] = "auto",
+    model: ModelOption,
+    backend: BackendOption = DEFAULT_BACKEND,
+    device: Device = "auto",
     devices: Annotated[
         str | None,
         typer.Option(
@@ -62,16 +56,10 @@ def predict(
     ] = None,
     batch_size: Annotated[
         int, typer.Option("--batch-size", "-b", min=1, help="Frames per batch.")
-    ] = 4,
-    peak_threshold: Annotated[
-        float, typer.Option(help="Minimum confidence-map value for a peak.")
-    ] = 0.2,
-    no_refine: Annotated[
-        bool, typer.Option("--no-refine", help="Disable integral sub-pixel refinement.")
-    ] = False,
-    integral_patch_size: Annotated[
-        int, typer.Option(min=1, help="Patch side for integral refinement.")
-    ] = 5,
+    ] = defaults.BATCH_SIZE,
+    peak_threshold: PeakThreshold = defaults.PEAK_THRESHOLD,
+    no_refine: NoRefine = False,
+    integral_patch_size: IntegralPatchSize = defaults.INTEGRAL_PATCH_SIZE,
     max_instances: Annotated[
         int | None,
         typer.Option("--max-instances", "-n", min=1, help="Keep at most N animals per frame."),
@@ -89,10 +77,7 @@ def predict(
             "layout). Default: <video>.predictions.<ext> next to each video.",
         ),
     ] = None,
-    output_format: Annotated[
-        str,
-        typer.Option("--format", help="Output format: slp, nwb, analysis-h5 or csv."),
-    ] = "slp",
+    output_format: OutputFormatOption = DEFAULT_FORMAT,
     recursive: Annotated[
         bool, typer.Option("--recursive", "-r", help="Search folders' subfolders too.")
     ] = False,
@@ -119,13 +104,7 @@ def predict(
             "$SLURM_ARRAY_TASK_ID/8)."
         ),
     ] = None,
-    fp16: Annotated[
-        bool,
-        typer.Option(
-            "--fp16",
-            help="Half precision: torch autocast (cuda/mps), or an fp16 export (onnx/trt).",
-        ),
-    ] = False,
+    fp16: Fp16 = False,
     bf16: Annotated[
         bool,
         typer.Option(
@@ -145,43 +124,33 @@ def predict(
             help="Top-down: peak threshold for the centroid stage (default: --peak-threshold)."
         ),
     ] = None,
-    max_edge_length_ratio: Annotated[
-        float,
-        typer.Option(
-            help="Bottom-up: connections longer than this fraction of the image are penalised."
-        ),
-    ] = 0.25,
-    dist_penalty_weight: Annotated[
-        float, typer.Option(help="Bottom-up: weight of the long-connection penalty.")
-    ] = 1.0,
-    n_points: Annotated[
-        int, typer.Option(min=2, help="Bottom-up: samples along each PAF line integral.")
-    ] = 10,
+    max_edge_length_ratio: MaxEdgeLengthRatio = defaults.MAX_EDGE_LENGTH_RATIO,
+    dist_penalty_weight: DistPenaltyWeight = defaults.DIST_PENALTY_WEIGHT,
+    n_points: NPoints = defaults.N_POINTS,
     min_instance_peaks: Annotated[
         float,
         typer.Option(
             min=0,
             help="Bottom-up: drop animals with fewer peaks (below 1: a fraction of the nodes).",
         ),
-    ] = 0,
+    ] = defaults.MIN_INSTANCE_PEAKS,
     min_line_scores: Annotated[
         float, typer.Option(help="Bottom-up: minimum PAF score for a connection to count.")
-    ] = 0.25,
+    ] = defaults.MIN_LINE_SCORES,
 ) -> None:
     """Predict poses on videos and save them as SLEAP .slp (or NWB, analysis HDF5, CSV)."""
-    from sleap_infer.batch.execute import JobSettings, run_sequential
-    from sleap_infer.batch.pool import PredictorSpec, run_on_devices
-    from sleap_infer.batch.tasks import SKIPPED, VideoOutcome, already_done, plan_tasks
+    from sleap_infer.batch.execute import JobSettings
+    from sleap_infer.batch.pool import PredictorSpec
+    from sleap_infer.batch.run import Batch, device_list, plan_batch
+    from sleap_infer.io.formats import get_format
     from sleap_infer.io.frames import check_frames
-    from sleap_infer.io.inputs import expand_inputs, parse_shard, take_shard
-    from sleap_infer.io.outputs import get_format
+    from sleap_infer.io.inputs import parse_shard
 
     if resume and overwrite:
         raise UsageError("--resume and --overwrite contradict each other: pick one")
     check_frames(frames)
-    fmt = get_format(output_format)
-    shard_spec = parse_shard(shard)
-    device_list = _device_list(devices, device)
+    fmt = get_format(output_format.value)
+    worker_devices = device_list(devices, device)
     options = PredictOptions(
         peak_threshold=peak_threshold,
         refine=not no_refine,
@@ -194,140 +163,64 @@ def predict(
         min_instance_peaks=min_instance_peaks,
         min_line_scores=min_line_scores,
     )
-    tasks = take_shard(plan_tasks(expand_inputs(videos, recursive), output, fmt), shard_spec)
+    tasks = plan_batch(videos, output, fmt, recursive, parse_shard(shard))
     if not tasks:
         console.print(f"nothing to predict: shard {shard} of these inputs is empty")  # n > inputs
         return
-    finished: list[VideoOutcome] = []
-    todo = []
-    for task in tasks:
-        if (skip_existing or resume) and already_done(task, fmt):
-            finished.append(VideoOutcome(task, SKIPPED, message=f"{task.output} is complete"))
-        else:
-            todo.append(task)
-
     spec = PredictorSpec(
         model_paths=tuple(str(m) for m in model),
-        backend=backend,
+        backend=backend.value,
         batch_size=batch_size,
         options=options,
-        backend_options=_backend_options(backend, fp16, compile, bf16),
+        # onnx/trt export on first use (a few seconds): print_export_notice says so.
+        backend_options={
+            "fp16": fp16,
+            "bf16": bf16,
+            "compile": compile,
+            "notify": print_export_notice,
+        },
     )
+    cli_args = {
+        "videos": list(videos),
+        "model": [str(m) for m in model],
+        "backend": backend.value,
+        "device": device,
+        "devices": devices,
+        "batch_size": batch_size,
+        "frames": frames,
+        "format": fmt.name,
+        "shard": shard,
+    }
     settings = JobSettings(
         frames=frames,
         output_format=fmt.name,
         resume=resume,
         overwrite=overwrite,
-        extra_provenance={
-            "cli_args": {
-                "videos": list(videos),
-                "model": [str(m) for m in model],
-                "backend": backend,
-                "device": device,
-                "devices": devices,
-                "batch_size": batch_size,
-                "frames": frames,
-                "format": fmt.name,
-                "shard": shard,
-            }
-        },
+        extra_provenance={"cli_args": cli_args},
     )
-    predictor = None
-    if todo:
+    batch = Batch(tasks, spec, settings, worker_devices, skip_existing=skip_existing)
+    if batch.todo:
         with console.status("Loading model...", spinner="dots"):
             # Every model problem surfaces here, before any video is opened.
-            predictor = spec.build(device_list[0]) if len(device_list) == 1 else None
-            if predictor is None:
-                _check_devices(spec, device_list)
-        _describe(spec, predictor, device_list)
-
-    with BatchProgress(len(tasks), disable=quiet) as progress, sigterm_as_interrupt():
-        for outcome in finished:
-            progress.video_finished(outcome)
-        if predictor is not None:
-            outcomes, interrupted = run_sequential(predictor, todo, settings, progress)
-        elif todo:
-            outcomes, interrupted = run_on_devices(
-                device_list, spec, todo, settings, progress, progress.note
-            )
-        else:
-            outcomes, interrupted = [], False
-    everything = sorted(finished + outcomes, key=lambda o: o.task.index)
-    print_summary(everything)
-    if interrupted:
+            summary = batch.load()
+        console.print(
+            f"Model: [bold]{escape(summary.what)}[/] on [bold]{escape(summary.where)}[/], "
+            f"batch size {summary.batch_size}",
+            soft_wrap=True,
+        )
+    with BatchProgress(len(tasks), disable=quiet) as progress:
+        result = batch.run(progress, on_worker_error=progress.note)
+    print_summary(result.outcomes)
+    if result.interrupted:
         console.print(
             "[yellow]interrupted:[/] rerun the same command with --resume to continue "
             "(finished videos are skipped)"
         )
         raise typer.Exit(EXIT_INTERRUPTED)
-    if any(not o.ok for o in everything):
+    if result.failed:
         raise typer.Exit(EXIT_FAILED)
-
-
-def _backend_options(backend: str, fp16: bool, compile: bool, bf16: bool) -> dict[str, object]:
-    if backend.strip().lower() == "torch":
-        return {"fp16": fp16, "compile": compile, "bf16": bf16}
-    for flag, used in (("--compile", compile), ("--bf16", bf16)):
-        if used:
-            raise UsageError(f"{flag} applies to --backend torch only")
-    # onnx/trt export on first use; say so, since it takes a few seconds.
-    return {"fp16": fp16, "notify": print_export_notice}
 
 
 def print_export_notice(message: str) -> None:
     """Module-level (not a lambda) so ``--devices`` workers can unpickle it."""
     console.print(f"[cyan]export:[/] {escape(message)}")
-
-
-def _device_list(devices: str | None, device: str) -> list[str]:
-    if devices is None:
-        return [device]
-    if device != "auto":
-        raise UsageError("give either --device or --devices, not both")
-    out = [d.strip() for d in devices.split(",") if d.strip()]
-    if not out:
-        raise UsageError(f"--devices {devices!r}: expected e.g. cuda:0,cuda:1")
-    return out
-
-
-def _check_devices(spec: PredictorSpec, devices: list[str]) -> None:
-    """Before spawning workers: the models load and combine, and every device exists."""
-    from sleap_infer.backends import backend_factory
-    from sleap_infer.layers import build_layer
-    from sleap_infer.model.loader import load_model
-
-    models = [load_model(p) for p in spec.model_paths]
-    for d in devices:
-        backend_factory(spec.backend, d, **spec.backend_options)
-    build_layer(models, backend_factory("torch", "cpu"), spec.options)
-
-
-def _describe(spec: PredictorSpec, predictor: Predictor | None, devices: list[str]) -> None:
-    if predictor is not None:
-        where = f"{predictor.backend_name}/{predictor.device}"
-        types = ", ".join(m.model_type for m in predictor.models)
-        what = f"{type(predictor.layer).__name__} ({types})"
-    else:
-        where = f"{spec.backend}, {len(devices)} workers ({', '.join(devices)})"
-        what = ", ".join(spec.model_paths)
-    console.print(
-        f"Model: [bold]{what}[/] on [bold]{where}[/], batch size {spec.batch_size}",
-        soft_wrap=True,
-    )
-
-
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Treat SIGTERM (SLURM preemption, ``kill``) like Ctrl-C: stop cleanly, keep journals."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

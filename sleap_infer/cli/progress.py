@@ -23,7 +23,6 @@ from rich.table import Table
 from rich.text import Text
 
 from sleap_infer.batch.tasks import DONE, SKIPPED, TRUNCATED, VideoOutcome, VideoTask
-from sleap_infer.io.video import VideoInfo
 
 console = Console(stderr=True)
 
@@ -63,25 +62,10 @@ def frame_progress(disable: bool = False) -> Progress:
     )
 
 
-class VideoBar:
-    """One progress task per video, created once the frame count is known."""
-
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-        self.task: TaskID | None = None
-
-    def start(self, info: VideoInfo, total: int) -> None:
-        self.task = self.progress.add_task(info.path.name, total=total)
-
-    def advance(self, n: int) -> None:
-        if self.task is not None:
-            self.progress.advance(self.task, n)
-
-
 class BatchProgress:
     """A bar per running video plus an overall one; prints one line per finished video.
 
-    Implements :class:`sleap_infer.batch.BatchEvents`.
+    Implements :class:`sleap_infer.batch.execute.BatchEvents`.
     """
 
     def __init__(self, n_videos: int, disable: bool = False) -> None:

@@ -28,10 +28,17 @@ clear error, or under ``--backend onnx|trt`` its own export on first use.
 Adding a model type
 -------------------
 1. an :class:`~sleap_infer.export.wrappers.ExportWrapper` subclass (its graph
-   and output specs), registered in ``export.wrappers.WRAPPERS``;
+   and output specs);
 2. an adapter layer in :mod:`sleap_infer.layers.exported` that subclasses the
-   torch layer and overrides only its decode step, registered in
-   ``EXPORTED_LAYERS``.
+   torch layer and overrides only its decode step;
+3. both named in the type's entry in :mod:`sleap_infer.model.registry`, with
+   what runs in the graph and on the host.
+
+Using an export
+---------------
+This package writes exports. Finding one that fits a run, or making one on
+first use, is :mod:`sleap_infer.runtimes` (one floor up); reading one is the
+artifact contract in :mod:`sleap_infer.vocab.artifact` (backends read it).
 
 Bottom-up
 ---------
@@ -48,7 +55,7 @@ the flat peak list it expects.
 
 Top-down (two models)
 ---------------------
-Two graphs, two sessions: ``build_layer`` calls the backend factory once per
+Two graphs, two sessions: ``build_layer`` calls the backend maker once per
 model, so a top-down layer gets two ``AutoExportBackend`` instances, each with
 its own export and cache key. Stage 1 is :class:`ExportedCentroidLayer` (its
 ``find_centroids`` returns the same ``Centroids`` as the torch layer). Crops
@@ -64,6 +71,6 @@ geometry and so parity, which is why it is not done.
 
 from __future__ import annotations
 
-from sleap_infer.export.settings import DecodeSettings, ExportSettings
+from sleap_infer.export.settings import ExportSettings
 
-__all__ = ["DecodeSettings", "ExportSettings"]
+__all__ = ["ExportSettings"]

@@ -5,13 +5,14 @@ boolean indexing, whose output sizes depend on the data; ONNX and TensorRT
 want every shape known from the input shape alone. So here:
 
 * global peaks are two ``argmax`` reductions (x from the column maxima, y from
-  the row maxima, as sleap-nn and the host path do);
+  the row maxima): the host's own :func:`~sleap_infer.ops.peaks.global_peak_indices`;
 * local peaks keep the strict 8-neighbour test, then ``topk`` to a fixed ``K``
   per channel; empty slots carry value ``-inf``, and the value of the first
   maximum that did not fit is returned too, so the host can tell a full channel;
 * refinement gathers a fixed ``k x k`` patch around every candidate with one
   ``GatherElements`` on the zero-padded, flattened map, then takes the
-  confidence-weighted mean offset, exactly the host formula.
+  confidence-weighted mean offset with the host's own
+  :func:`~sleap_infer.ops.peaks.integral_offsets`.
 """
 
 from __future__ import annotations
@@ -21,14 +22,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from sleap_infer.ops.peaks import neighbour_max
-
-
-def global_peak_indices(cms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(B, C, H, W)`` maps -> integer ``x``, ``y`` and the max value, each ``(B, C)``."""
-    col_max = cms.amax(dim=2)  # (B, C, W)
-    row_max = cms.amax(dim=3)  # (B, C, H)
-    return col_max.argmax(dim=2), row_max.argmax(dim=2), col_max.amax(dim=2)
+from sleap_infer.ops.peaks import integral_offsets, neighbour_max
 
 
 class LocalPeaks(NamedTuple):
@@ -93,16 +87,6 @@ def gather_patches(cms: torch.Tensor, x: torch.Tensor, y: torch.Tensor, size: in
     points = x.shape[-1]
     patches = torch.gather(flat, 2, index.reshape(batch, channels, points * size * size))
     return patches.reshape(batch, channels, points, size, size)
-
-
-def integral_offsets(patches: torch.Tensor) -> torch.Tensor:
-    """Confidence-weighted mean ``(dx, dy)`` of ``(..., k, k)`` patches, from their centre."""
-    size = patches.shape[-1]
-    weights = torch.arange(size, dtype=patches.dtype, device=patches.device) - (size - 1) / 2
-    total = patches.sum(dim=(-2, -1))
-    dx = (patches.sum(dim=-2) * weights).sum(dim=-1) / total
-    dy = (patches.sum(dim=-1) * weights).sum(dim=-1) / total
-    return torch.stack([dx, dy], dim=-1)
 
 
 def refined_points(

@@ -24,17 +24,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sleap_infer.errors import UsageError
 from sleap_infer.export.exporter import Notify, export_model, staged_directory
-from sleap_infer.export.metadata import PIPELINE_NAME, ExportInfo, read_export
-from sleap_infer.export.settings import EXPORT_LAYOUT_VERSION, ExportSettings
+from sleap_infer.export.settings import ExportSettings
 from sleap_infer.model.loader import LoadedModel, load_model
+from sleap_infer.model.registry import MODEL_TYPES, PairSpec, pair_roles
+from sleap_infer.vocab.artifact import (
+    EXPORT_LAYOUT_VERSION,
+    PIPELINE_NAME,
+    ExportInfo,
+    pair_folder_name,
+    read_export,
+)
+from sleap_infer.vocab.errors import UsageError
 
-INSTANCE_TYPES = ("centered_instance", "multi_class_topdown")
-PAIR_FOLDER = {
-    "centered_instance": "exported_topdown",
-    "multi_class_topdown": "exported_multi_class_topdown",
-}
 BETWEEN_STAGES = [
     "threshold, order and max_instances of the centroid stage's candidates",
     "one crop_size box per centroid in the size-matched frame: float top-left "
@@ -45,17 +47,19 @@ BETWEEN_STAGES = [
 ]
 
 
-def split_pair(models: Sequence[LoadedModel]) -> tuple[LoadedModel, LoadedModel]:
-    """``(centroid, instance)`` from two models given in either order, or a UsageError."""
-    centroid = [m for m in models if m.model_type == "centroid"]
-    instance = [m for m in models if m.model_type in INSTANCE_TYPES]
-    if len(models) != 2 or len(centroid) != 1 or len(instance) != 1:
+def split_pair(models: Sequence[LoadedModel]) -> tuple[LoadedModel, LoadedModel, PairSpec]:
+    """``(centroid, instance, pipeline)`` from two models in either order, or a UsageError."""
+    roles = pair_roles([m.model_type for m in models])
+    if roles is None:
         types = ", ".join(m.model_type for m in models)
         raise UsageError(
             f"cannot export models of types {types} together: give one model, or a centroid "
             "model plus a centered-instance (or multi-class top-down) model"
         )
-    return centroid[0], instance[0]
+    centroid, instance = models[roles[0]], models[roles[1]]
+    pair = MODEL_TYPES[instance.model_type].pair
+    assert pair is not None  # pair_roles only pairs types that have one
+    return centroid, instance, pair
 
 
 def _stage_entry(role: str, info: ExportInfo, folder: str) -> dict[str, Any]:
@@ -85,14 +89,14 @@ def export_topdown(
     """
     settings = settings or ExportSettings()
     loaded = [m if isinstance(m, LoadedModel) else load_model(m) for m in models]
-    centroid, instance = split_pair(loaded)
+    centroid, instance, pair = split_pair(loaded)
     out = (
         Path(out_dir).expanduser()
         if out_dir is not None
-        else centroid.path / PAIR_FOLDER[instance.model_type]
+        else centroid.path / pair_folder_name(pair.name)
     )
     crop_settings = replace(settings, frame_size=None, batch_size=None)
-    pipeline = "topdown" if instance.model_type == "centered_instance" else "multi_class_topdown"
+    pipeline = pair.name
     with staged_directory(out) as staging:
         stages = []
         for role, model, stage_settings in (

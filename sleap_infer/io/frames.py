@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sleap_infer.errors import UsageError
+from sleap_infer.vocab.errors import UsageError
 
 
 def _parts(spec: str) -> list[tuple[int, int | None]]:

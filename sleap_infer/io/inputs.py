@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from sleap_infer.errors import UsageError
+from sleap_infer.vocab.errors import UsageError
 
 T = TypeVar("T")
 

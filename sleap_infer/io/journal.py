@@ -33,9 +33,9 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from sleap_infer.errors import OutputError, ResumeError
 from sleap_infer.io.video import FrameError
-from sleap_infer.predictions import BatchPredictions
+from sleap_infer.vocab.errors import OutputError, ResumeError
+from sleap_infer.vocab.predictions import BatchPredictions
 
 MAGIC = b"SIJRNL1\n"
 FORMAT_VERSION = 1

@@ -1,4 +1,4 @@
-"""Output formats, their file names, and turning a finished journal into the output file.
+"""Output file names, and turning a finished journal into the output file.
 
 Every format is written to a temporary sibling, fsync-ed and renamed, so the
 output path only ever holds a complete file: that is also how
@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import importlib.util
 import os
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,41 +21,11 @@ import h5py
 import numpy as np
 import sleap_io as sio
 
-from sleap_infer.errors import OutputError, UsageError
+from sleap_infer.io.formats import FORMATS, OutputFormat
 from sleap_infer.io.journal import Journal
 from sleap_infer.io.slp_stream import StreamingSlpWriter
 from sleap_infer.io.writer import LabelsBuilder
-
-
-@dataclass(frozen=True)
-class OutputFormat:
-    name: str
-    suffix: str  # appended to ``<video name>.predictions``
-    needs: tuple[str, ...] = ()  # importable modules the sleap-io exporter requires
-
-
-FORMATS: dict[str, OutputFormat] = {
-    f.name: f
-    for f in (
-        OutputFormat("slp", ".slp"),
-        OutputFormat("nwb", ".nwb", ("pynwb", "ndx_pose")),
-        OutputFormat("analysis-h5", ".analysis.h5"),
-        OutputFormat("csv", ".csv", ("pandas",)),
-    )
-}
-
-
-def get_format(name: str) -> OutputFormat:
-    """The format called ``name``, checked to be usable here (its packages import)."""
-    key = name.strip().lower().replace("_", "-")
-    fmt = FORMATS.get(key)
-    if fmt is None:
-        raise UsageError(f"unknown --format {name!r} (choose from {', '.join(FORMATS)})")
-    missing = [m for m in fmt.needs if importlib.util.find_spec(m) is None]
-    if missing:
-        pkgs = " ".join(m.replace("_", "-") for m in missing)
-        raise UsageError(f"--format {fmt.name} needs {pkgs} (pip install {pkgs})")
-    return fmt
+from sleap_infer.vocab.errors import OutputError
 
 
 def default_output_path(video: Path, fmt: OutputFormat = FORMATS["slp"]) -> Path:

@@ -1,9 +1,10 @@
-"""What produced a prediction file: versions, machine, model, settings."""
+"""What produced a prediction file (or an export): versions, machine, model, settings."""
 
 from __future__ import annotations
 
 import platform
 import sys
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from importlib import metadata
 from typing import Any
@@ -12,13 +13,14 @@ import torch
 
 import sleap_infer
 
-_PACKAGES = ("sleap-io", "av", "numpy", "onnxruntime", "tensorrt")
+PREDICTION_PACKAGES = ("sleap-io", "av", "numpy", "onnxruntime", "tensorrt")
+"""The packages besides torch that affect predictions."""
 
 
-def package_versions() -> dict[str, str]:
-    """Versions of the packages that affect predictions (missing ones omitted)."""
+def package_versions(names: Sequence[str] = PREDICTION_PACKAGES) -> dict[str, str]:
+    """sleap_infer's and torch's versions plus those of ``names`` (missing ones omitted)."""
     out = {"sleap_infer": sleap_infer.__version__, "torch": torch.__version__}
-    for name in _PACKAGES:
+    for name in names:
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

@@ -21,7 +21,7 @@ import h5py
 import numpy as np
 import sleap_io as sio
 
-from sleap_infer.predictions import BatchPredictions
+from sleap_infer.vocab.predictions import BatchPredictions
 
 PREDICTED_INSTANCE = 1  # sleap-io InstanceType.PREDICTED
 _TABLES = ("frames", "instances", "pred_points")

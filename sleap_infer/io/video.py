@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from fractions import Fraction
 from pathlib import Path
 
 import av
 import numpy as np
 
-from sleap_infer.errors import VideoError
+from sleap_infer.vocab.errors import VideoError
 
 # Requested frames further ahead than this are reached by seeking instead of decoding.
 SEEK_GAP_FRAMES = 256
@@ -81,8 +82,6 @@ def runs(indices: Iterable[int]) -> Iterator[tuple[int, int]]:
 
 
 ErrorCallback = Callable[[FrameError], None]
-
-MP4_FAMILY = {".mp4", ".m4v", ".mov", ".3gp"}
 
 
 def _open(path: Path) -> av.container.InputContainer:
@@ -228,84 +227,158 @@ class VideoReader:
         wanted = None if indices is None else sorted(set(indices))
         if wanted is not None and not wanted:
             return
-        losses = _LossReporter(on_error, wanted, start)
-        pos = 0  # next position in ``wanted``
-        first = start if wanted is None else wanted[0]
-        seek_to: int | None = first if first > SEEK_GAP_FRAMES else None
-        last = -1  # index of the last decoded frame; -1 = none since (re)start
-        furthest = -1  # furthest frame decoded in this call, across seeks
-        from_origin = True  # no seek yet: a gap before the first decoded frame is a loss
-        pending: str | None = None  # latest decoder error not yet tied to lost frames
-        ended_early: str | None = None
+        cursor = _DecodeCursor(
+            wanted, start, _LossReporter(on_error, wanted, start), self._index_of, self._seek_target
+        )
         container = _open(self.path)
         try:
             stream = container.streams.video[0]
             stream.thread_type = "AUTO"
             stream.thread_count = self.threads
-            while True:
-                if seek_to is not None:
-                    try:
-                        container.seek(self._seek_target(seek_to), stream=stream, backward=True)
-                    except av.error.FFmpegError as exc:
-                        ended_early = f"cannot seek to frame {seek_to} ({_reason(exc)})"
-                        break
-                    last, from_origin, seek_to = -1, False, None
-                restart = False
-                packets = container.demux(stream)
-                while True:
-                    try:
-                        packet = next(packets)
-                    except StopIteration:
-                        break
-                    except av.error.FFmpegError as exc:
-                        ended_early = f"stream ended early ({_reason(exc)})"
-                        break
-                    try:
-                        decoded = packet.decode()
-                    except av.error.FFmpegError as exc:
-                        pending = f"decode error: {_reason(exc)}"
-                        continue
-                    for frame in decoded:
-                        index = self._index_of(frame, last + 1)
-                        if index <= last:
-                            index = last + 1
-                        if last >= 0 or from_origin:
-                            losses.gap(last + 1, index, pending or "frame missing from stream")
-                        pending = None
-                        last = index
-                        furthest = max(furthest, index)
-                        if wanted is not None:
-                            while pos < len(wanted) and wanted[pos] < index:
-                                pos += 1
-                            if pos >= len(wanted):
-                                return
-                            if wanted[pos] != index:
-                                if wanted[pos] - index > SEEK_GAP_FRAMES:
-                                    seek_to = wanted[pos]
-                                    restart = True
-                                    break
-                                continue
-                            pos += 1
-                        elif index < start:
-                            continue
-                        rgb = frame.to_ndarray(format="rgb24")
-                        yield index, (np.ascontiguousarray(rgb[..., :1]) if channels == 1 else rgb)
-                    if restart or ended_early:
-                        break
-                if not restart or ended_early:
-                    break
-            reason = ended_early or pending
-            if reason is None:
-                after = "before any frame" if furthest < 0 else f"after frame {furthest}"
-                reason = f"stream ended {after}; metadata says {self.info.n_frames} frames"
-            tail = (
-                wanted[pos:]
-                if wanted is not None
-                else range(max(last + 1, start), self.info.n_frames)
-            )
-            losses.tail(tail, reason)
+            while cursor.seek_if_asked(container, stream):
+                for index, frame in cursor.demux_pass(container, stream):
+                    yield index, _pixels(frame, channels)
+                if cursor.done:
+                    return  # every wanted frame is out: nothing is missing, so no tail
+                if cursor.seek_to is None:
+                    break  # the stream ran out or the demuxer gave up
+            cursor.report_tail(self.info.n_frames)
         finally:
             container.close()
+
+
+def _pixels(frame: av.VideoFrame, channels: int) -> np.ndarray:
+    """Convert only frames that are yielded: the RGB decode is the costly part."""
+    rgb = frame.to_ndarray(format="rgb24")
+    return np.ascontiguousarray(rgb[..., :1]) if channels == 1 else rgb
+
+
+class _Step(Enum):
+    """What to do with a decoded frame once its index is known."""
+
+    YIELD = "yield"  # a frame the caller asked for
+    SKIP = "skip"  # not wanted, and the next wanted frame is near enough to decode up to
+    SEEK = "seek"  # the next wanted frame is far ahead: seeking beats decoding up to it
+    DONE = "done"  # every wanted frame has been placed
+
+
+class _DecodeCursor:
+    """Where one :meth:`VideoReader.iter_frames` call stands, kept across seeks.
+
+    Seeking restarts the demuxer, so the state that must survive it (what is
+    still wanted, what was decoded, the error not yet blamed on a frame) lives
+    here rather than in loop variables of one long generator.
+    """
+
+    def __init__(
+        self,
+        wanted: list[int] | None,
+        start: int,
+        losses: _LossReporter,
+        index_of: Callable[[av.VideoFrame, int], int],
+        seek_target: Callable[[int], int],
+    ) -> None:
+        self.wanted = wanted
+        self.start = start
+        self.losses = losses
+        self.index_of = index_of
+        self.seek_target = seek_target
+        self.pos = 0  # next position in ``wanted``
+        first = start if wanted is None else wanted[0]
+        self.seek_to: int | None = first if first > SEEK_GAP_FRAMES else None
+        self.last = -1  # index of the last decoded frame; -1 = none since (re)start
+        self.furthest = -1  # furthest frame decoded in this call, across seeks
+        self.from_origin = True  # no seek yet: a gap before the first decoded frame is a loss
+        self.pending: str | None = None  # latest decoder error not yet tied to lost frames
+        self.ended_early: str | None = None
+        self.done = False
+
+    def seek_if_asked(
+        self, container: av.container.InputContainer, stream: av.video.stream.VideoStream
+    ) -> bool:
+        """Seek to ``seek_to`` if one is pending; False when the seek failed, ending the stream."""
+        if self.seek_to is None:
+            return True
+        try:
+            container.seek(self.seek_target(self.seek_to), stream=stream, backward=True)
+        except av.error.FFmpegError as exc:
+            self.ended_early = f"cannot seek to frame {self.seek_to} ({_reason(exc)})"
+            return False
+        # Frames decoded before a seek say nothing about gaps after it.
+        self.last, self.from_origin, self.seek_to = -1, False, None
+        return True
+
+    def demux_pass(
+        self, container: av.container.InputContainer, stream: av.video.stream.VideoStream
+    ) -> Iterator[tuple[int, av.VideoFrame]]:
+        """Decode packet by packet from here until the stream ends, a seek is due or all is done.
+
+        A bad packet only costs its frames (remembered in ``pending``); a
+        demuxer error ends the pass like the end of the stream does.
+        """
+        packets = container.demux(stream)
+        while True:
+            try:
+                packet = next(packets)
+            except StopIteration:
+                return
+            except av.error.FFmpegError as exc:
+                self.ended_early = f"stream ended early ({_reason(exc)})"
+                return
+            try:
+                decoded = packet.decode()
+            except av.error.FFmpegError as exc:
+                self.pending = f"decode error: {_reason(exc)}"
+                continue
+            for frame in decoded:
+                index = self._record(frame)
+                step = self._place(index)
+                if step is _Step.YIELD:
+                    yield index, frame
+                elif step is not _Step.SKIP:
+                    return  # SEEK or DONE: the caller acts on ``seek_to`` / ``done``
+
+    def _record(self, frame: av.VideoFrame) -> int:
+        """Index a decoded frame and report the frames the decoder skipped before it."""
+        index = self.index_of(frame, self.last + 1)
+        if index <= self.last:
+            index = self.last + 1  # timestamps went backwards or repeat: trust the order
+        if self.last >= 0 or self.from_origin:
+            self.losses.gap(self.last + 1, index, self.pending or "frame missing from stream")
+        self.pending = None
+        self.last = index
+        self.furthest = max(self.furthest, index)
+        return index
+
+    def _place(self, index: int) -> _Step:
+        """Whether frame ``index`` is yielded, skipped, or shows a seek (or the end) is due."""
+        if self.wanted is None:
+            return _Step.SKIP if index < self.start else _Step.YIELD
+        while self.pos < len(self.wanted) and self.wanted[self.pos] < index:
+            self.pos += 1
+        if self.pos >= len(self.wanted):
+            self.done = True
+            return _Step.DONE
+        target = self.wanted[self.pos]
+        if target == index:
+            self.pos += 1
+            return _Step.YIELD
+        if target - index > SEEK_GAP_FRAMES:
+            self.seek_to = target
+            return _Step.SEEK
+        return _Step.SKIP
+
+    def report_tail(self, n_frames: int) -> None:
+        """Report the frames the stream never reached, blaming the most specific cause known."""
+        reason = self.ended_early or self.pending
+        if reason is None:
+            after = "before any frame" if self.furthest < 0 else f"after frame {self.furthest}"
+            reason = f"stream ended {after}; metadata says {n_frames} frames"
+        if self.wanted is not None:
+            tail: Iterable[int] = self.wanted[self.pos :]
+        else:
+            tail = range(max(self.last + 1, self.start), n_frames)
+        self.losses.tail(tail, reason)
 
 
 class _LossReporter:

@@ -1,20 +1,20 @@
 """Turn :class:`BatchPredictions` into sleap-io ``Labels`` (whole video in memory).
 
 ``infer predict`` streams ``.slp`` files instead (:mod:`sleap_infer.io.slp_stream`);
-this builder serves the other formats and API users who want a ``Labels``.
+this builder serves the other formats (:mod:`sleap_infer.io.outputs`) and API
+users who want a ``Labels``.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import sleap_io as sio
 
 from sleap_infer.io.video import VideoInfo
-from sleap_infer.model.config import ModelConfig
-from sleap_infer.predictions import BatchPredictions
+from sleap_infer.vocab.config import ModelConfig
+from sleap_infer.vocab.predictions import BatchPredictions
 
 
 def make_skeleton(config: ModelConfig) -> sio.Skeleton:
@@ -45,20 +45,6 @@ def make_video(info: VideoInfo, n_frames: int | None = None) -> sio.Video:
         },
         open_backend=False,
     )
-
-
-def default_output_path(video_path: Path) -> Path:
-    """``video.mp4`` -> ``video.mp4.predictions.slp`` (see :mod:`sleap_infer.io.outputs`)."""
-    from sleap_infer.io.outputs import default_output_path as for_format  # (imports us)
-
-    return for_format(video_path)
-
-
-def atomic_save(labels: sio.Labels, path: Path) -> None:
-    """Save a whole ``Labels`` as ``.slp`` via a temporary sibling, fsync and rename."""
-    from sleap_infer.io.outputs import atomic_write
-
-    atomic_write(path, lambda tmp: sio.save_slp(labels, str(tmp)))
 
 
 class LabelsBuilder:

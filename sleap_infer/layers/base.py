@@ -1,44 +1,30 @@
 """``InferenceLayer``: model-type logic around any backend.
 
 A layer owns the preprocessing chain that turns raw frames into network
-input, and the postprocessing that turns network outputs into keypoints in
-original pixels. It does not care whether the backend is torch, ONNX Runtime
-or TensorRT: that is what lets 6 model types x 3 runtimes be 6 + 3 classes.
+input (:class:`~sleap_infer.layers.preprocessing.Preprocessor`), and the
+postprocessing that turns network outputs into keypoints in original pixels.
+It does not care whether the backend is torch, ONNX Runtime or TensorRT: that
+is what lets 6 model types x 3 runtimes be 6 + 3 classes. What it does care
+about is whether the backend returns raw maps or in-graph decoded peaks, so
+each layer class declares which one it decodes (``decodes_in_graph``) and
+refuses a backend of the other kind.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 import torch
 
 from sleap_infer.backends.base import ModelBackend
-from sleap_infer.layers.options import PredictOptions
-from sleap_infer.model.config import ModelConfig, Preprocessing
-from sleap_infer.ops.preprocess import (
-    as_nchw,
-    coerce_channels,
-    pad_to_stride,
-    scale_image,
-    size_match,
-)
-from sleap_infer.predictions import BatchPredictions
-from sleap_infer.timing import stage
-
-
-@dataclass(frozen=True)
-class PreprocInfo:
-    """What the coordinate ladder needs to map network coordinates back to frame pixels."""
-
-    eff_scale: np.ndarray  # (B,) size-matcher factor per frame
-    input_scale: float
-    orig_hw: tuple[int, int]
-    input_hw: tuple[int, int]  # network input size after scaling and stride padding
-    # Size-matched but unscaled uint8 frames, kept only for layers that crop from them.
-    source: torch.Tensor | None = None
+from sleap_infer.layers.preprocessing import Preprocessor, PreprocInfo
+from sleap_infer.ops.peaks import find_global_peaks, find_local_peaks
+from sleap_infer.vocab.config import ModelConfig, Preprocessing
+from sleap_infer.vocab.options import PredictOptions
+from sleap_infer.vocab.predictions import BatchPredictions
+from sleap_infer.vocab.timing import stage
 
 
 def grid_to_frame(
@@ -54,10 +40,12 @@ def grid_to_frame(
     return points * (output_stride / input_scale) / scale
 
 
-class InferenceLayer(ABC):
+class InferenceLayer(Preprocessor, ABC):
     """Preprocess -> backend -> postprocess for one model type."""
 
     model_type: ClassVar[str]
+    decodes_in_graph: bool = False
+    """True for layers reading an exported graph's decoded peaks instead of raw maps."""
 
     def __init__(
         self,
@@ -68,71 +56,16 @@ class InferenceLayer(ABC):
     ) -> None:
         if not isinstance(backend, ModelBackend):
             raise TypeError(f"backend must satisfy ModelBackend, got {type(backend).__name__}")
-        self.config = config
+        if backend.does_baked_postproc != self.decodes_in_graph:
+            wants = "an exported graph" if self.decodes_in_graph else "raw confidence maps"
+            raise TypeError(f"{type(self).__name__} needs a backend returning {wants}")
+        super().__init__(config, preprocessing)
         self.backend = backend
         self.options = options or PredictOptions()
-        self.preprocessing = preprocessing or config.preprocessing
 
-    # ------------------------------------------------------------------ inputs
     @property
     def device(self) -> torch.device:
         return self.backend.device
-
-    @property
-    def input_channels(self) -> int:
-        """Channels the network wants after coercion (frames may arrive with either)."""
-        if self.preprocessing.ensure_rgb:
-            return 3
-        if self.preprocessing.ensure_grayscale:
-            return 1
-        return self.config.in_channels
-
-    def size_frames(self, frames: np.ndarray | torch.Tensor) -> tuple[torch.Tensor, float]:
-        """Channels, then the size matcher, on uint8: the image top-down crops are cut from."""
-        x = as_nchw(frames)
-        if x.device != self.device and self.device.type != "cpu":
-            x = x.to(self.device, non_blocking=True)
-        pre = self.preprocessing
-        x = coerce_channels(x, pre.ensure_rgb, pre.ensure_grayscale)
-        return size_match(x, pre.max_height, pre.max_width)
-
-    def network_input(self, sized: torch.Tensor) -> torch.Tensor:
-        """Input scale, then zero padding to the backbone's max stride (still uint8)."""
-        return pad_to_stride(scale_image(sized, self.preprocessing.scale), self.config.max_stride)
-
-    def preprocess(
-        self, frames: np.ndarray | torch.Tensor, keep_source: bool = False
-    ) -> tuple[torch.Tensor, PreprocInfo]:
-        """Channels -> size matcher -> input scale -> pad to max stride, all on uint8.
-
-        ``keep_source`` keeps the size-matched frames in ``info.source`` for cropping.
-        """
-        if isinstance(frames, torch.Tensor):  # (B, C, H, W)
-            orig_hw = (int(frames.shape[-2]), int(frames.shape[-1]))
-        else:  # (B, H, W, C)
-            orig_hw = (int(frames.shape[-3]), int(frames.shape[-2]))
-        sized, eff = self.size_frames(frames)
-        x = self.network_input(sized)
-        info = PreprocInfo(
-            eff_scale=np.full(x.shape[0], eff, dtype=np.float64),
-            input_scale=self.preprocessing.scale,
-            orig_hw=orig_hw,
-            input_hw=(int(x.shape[-2]), int(x.shape[-1])),
-            source=sized if keep_source else None,
-        )
-        return x, info
-
-    def info_for_input(
-        self, x: torch.Tensor, eff_scale: float = 1.0, source: torch.Tensor | None = None
-    ) -> PreprocInfo:
-        """Info for an input that is already preprocessed (parity fixtures, exports)."""
-        return PreprocInfo(
-            eff_scale=np.full(x.shape[0], eff_scale, dtype=np.float64),
-            input_scale=self.preprocessing.scale,
-            orig_hw=(int(x.shape[-2]), int(x.shape[-1])),
-            input_hw=(int(x.shape[-2]), int(x.shape[-1])),
-            source=source,
-        )
 
     # ----------------------------------------------------------------- running
     @abstractmethod
@@ -165,6 +98,32 @@ class InferenceLayer(ABC):
             torch.cuda.synchronize(self.device)
 
     # ---------------------------------------------------------------- helpers
+    def local_peaks(
+        self, outputs: dict[str, torch.Tensor], threshold: float | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Local peaks of the confidence-map head with this layer's refinement options.
+
+        Returns points in confmap grid units, values, and each peak's sample and channel.
+        """
+        opts = self.options
+        return find_local_peaks(
+            outputs[self.config.confmap_head.name],
+            opts.peak_threshold if threshold is None else threshold,
+            refine=opts.refine,
+            patch_size=opts.integral_patch_size,
+        )
+
+    def global_peaks(self, outputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """One peak per channel of the confidence-map head with this layer's options:
+        ``(S, N, 2)`` points in confmap grid units (NaN below the threshold), ``(S, N)`` values."""
+        opts = self.options
+        return find_global_peaks(
+            outputs[self.config.confmap_head.name],
+            opts.peak_threshold,
+            refine=opts.refine,
+            patch_size=opts.integral_patch_size,
+        )
+
     @property
     def n_nodes(self) -> int:
         return len(self.config.node_names)
@@ -172,3 +131,9 @@ class InferenceLayer(ABC):
     def _maybe_keep(self, preds: BatchPredictions, name: str, value: torch.Tensor) -> None:
         if self.options.return_confmaps:
             preds.extras[name] = value.detach().cpu().numpy()
+
+    def _keep_maps(self, preds: BatchPredictions, outputs: dict[str, torch.Tensor]) -> None:
+        """``--return-confmaps``: every spatial head's output, under its section's name."""
+        for head in self.config.heads:
+            if head.is_spatial and head.name in outputs:
+                self._maybe_keep(preds, head.section, outputs[head.name])

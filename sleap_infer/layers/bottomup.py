@@ -15,8 +15,7 @@ import torch
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo
 from sleap_infer.ops.grouping import FrameInstances, edge_order, group_frame
 from sleap_infer.ops.paf import Candidates, connection_candidates, score_candidates
-from sleap_infer.ops.peaks import find_local_peaks
-from sleap_infer.predictions import BatchPredictions
+from sleap_infer.vocab.predictions import BatchPredictions
 
 
 @dataclass
@@ -69,8 +68,6 @@ def pack_instances(
 
 class BottomUpLayer(InferenceLayer):
     model_type = "bottomup"
-    head_name = "MultiInstanceConfmapsHead"
-    paf_head = "PartAffinityFieldsHead"
 
     @property
     def paf_edges(self) -> tuple[tuple[int, int], ...]:
@@ -81,20 +78,17 @@ class BottomUpLayer(InferenceLayer):
 
         The decode step alone, so exported graphs (which score in-graph) can replace it.
         """
-        cms = outputs[self.head_name]
-        pafs = outputs[self.paf_head]
+        paf_head = self.config.head_for("pafs")
         opts = self.options
-        points, values, sample, channel = find_local_peaks(
-            cms, opts.peak_threshold, refine=opts.refine, patch_size=opts.integral_patch_size
-        )
-        points = points * self.config.head(self.head_name).output_stride
+        points, values, sample, channel = self.local_peaks(outputs)
+        points = points * self.config.confmap_head.output_stride
         cands = connection_candidates(sample, channel, self.paf_edges)
         line_scores = score_candidates(
-            pafs,
+            outputs[paf_head.name],
             points,
             sample,
             cands,
-            paf_stride=self.config.head(self.paf_head).output_stride,
+            paf_stride=paf_head.output_stride,
             n_points=opts.n_points,
             max_edge_length_ratio=opts.max_edge_length_ratio,
             dist_penalty_weight=opts.dist_penalty_weight,
@@ -115,9 +109,7 @@ class BottomUpLayer(InferenceLayer):
             batch=len(info.eff_scale),
         )
         preds = pack_instances(frames, self.n_nodes, info.eff_scale, self.options.max_instances)
-        for name, head in (("confmaps", self.head_name), ("pafs", self.paf_head)):
-            if head in outputs:
-                self._maybe_keep(preds, name, outputs[head])
+        self._keep_maps(preds, outputs)
         return preds
 
     def _group(

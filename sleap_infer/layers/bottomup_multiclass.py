@@ -14,8 +14,7 @@ import torch
 
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo
 from sleap_infer.ops.identity import group_peaks_by_class, nanmean_last, sample_class_maps
-from sleap_infer.ops.peaks import find_local_peaks
-from sleap_infer.predictions import BatchPredictions
+from sleap_infer.vocab.predictions import BatchPredictions
 
 
 def keep_best_classes(valid: np.ndarray, scores: np.ndarray, max_instances: int) -> np.ndarray:
@@ -44,28 +43,22 @@ class ClassPeaks:
 
 class BottomUpMultiClassLayer(InferenceLayer):
     model_type = "multi_class_bottomup"
-    head_name = "MultiInstanceConfmapsHead"
-    class_head = "ClassMapsHead"
 
     @property
     def n_classes(self) -> int:
-        return self.config.head(self.class_head).channels
+        return self.config.head_for("class_maps").channels
 
     def find_class_peaks(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> ClassPeaks:
         """Local peaks and the class maps sampled at them.
 
         The decode step alone, so exported graphs (which sample in-graph) can replace it.
         """
-        cms = outputs[self.head_name]
-        class_maps = outputs[self.class_head]
-        opts = self.options
-        points, values, sample, channel = find_local_peaks(
-            cms, opts.peak_threshold, refine=opts.refine, patch_size=opts.integral_patch_size
-        )
-        class_stride = self.config.head(self.class_head).output_stride
+        class_head = self.config.head_for("class_maps")
+        points, values, sample, channel = self.local_peaks(outputs)
+        class_stride = class_head.output_stride
         # Into class-map pixels and back again, in sleap-nn's order of operations.
-        points = points * self.config.head(self.head_name).output_stride / class_stride
-        probs = sample_class_maps(class_maps, points, sample)
+        points = points * self.config.confmap_head.output_stride / class_stride
+        probs = sample_class_maps(outputs[class_head.name], points, sample)
         points = points * class_stride / info.input_scale
         return ClassPeaks(points, values, sample, channel, probs)
 
@@ -98,7 +91,5 @@ class BottomUpMultiClassLayer(InferenceLayer):
             class_scores=class_scores,
         )
         preds.extras["node_class_probs"] = groups.class_probs
-        for name, head in (("confmaps", self.head_name), ("class_maps", self.class_head)):
-            if head in outputs:
-                self._maybe_keep(preds, name, outputs[head])
+        self._keep_maps(preds, outputs)
         return preds

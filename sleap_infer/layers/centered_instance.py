@@ -12,12 +12,9 @@ from dataclasses import dataclass
 
 import torch
 
-from sleap_infer.errors import ConfigError
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo
-from sleap_infer.ops.peaks import find_global_peaks
-from sleap_infer.ops.preprocess import coerce_channels
-from sleap_infer.predictions import BatchPredictions
-from sleap_infer.timing import stage
+from sleap_infer.vocab.predictions import BatchPredictions
+from sleap_infer.vocab.timing import stage
 
 
 @dataclass
@@ -31,22 +28,6 @@ class CropPeaks:
 
 class CenteredInstanceLayer(InferenceLayer):
     model_type = "centered_instance"
-    head_name = "CenteredInstanceConfmapsHead"
-
-    @property
-    def crop_size(self) -> int:
-        """Crop side from the training config (``preprocessing.crop_size``)."""
-        size = self.preprocessing.crop_size
-        if size is None or size < 1:
-            raise ConfigError(
-                f"{self.model_type} model has no preprocessing.crop_size in its config"
-            )
-        return size
-
-    def crop_input(self, crops: torch.Tensor) -> torch.Tensor:
-        """uint8 crops -> network input: channel coercion, input scale, stride padding."""
-        pre = self.preprocessing
-        return self.network_input(coerce_channels(crops, pre.ensure_rgb, pre.ensure_grayscale))
 
     def run_crops(self, crops: torch.Tensor) -> CropPeaks:
         """Crops ``(n, C, h, w)`` uint8 -> peaks in crop pixels."""
@@ -57,12 +38,8 @@ class CenteredInstanceLayer(InferenceLayer):
         return self.decode(outputs, self.preprocessing.scale)
 
     def decode(self, outputs: dict[str, torch.Tensor], input_scale: float) -> CropPeaks:
-        cms = outputs[self.head_name]
-        opts = self.options
-        points, values = find_global_peaks(
-            cms, opts.peak_threshold, refine=opts.refine, patch_size=opts.integral_patch_size
-        )
-        stride = self.config.head(self.head_name).output_stride
+        points, values = self.global_peaks(outputs)
+        stride = self.config.confmap_head.output_stride
         return CropPeaks(points=points * (stride / input_scale), values=values)
 
     def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
@@ -75,8 +52,7 @@ class CenteredInstanceLayer(InferenceLayer):
         preds = BatchPredictions(
             points=pts, point_scores=vals, instance_scores=vals.sum(axis=2), valid=valid
         )
-        if self.head_name in outputs:
-            self._maybe_keep(preds, "confmaps", outputs[self.head_name])
+        self._keep_maps(preds, outputs)
         return preds
 
 
@@ -84,9 +60,8 @@ class MultiClassCenteredInstanceLayer(CenteredInstanceLayer):
     """Centered-instance confmaps plus one class-probability vector per crop."""
 
     model_type = "multi_class_topdown"
-    class_head = "ClassVectorsHead"
 
     def decode(self, outputs: dict[str, torch.Tensor], input_scale: float) -> CropPeaks:
         peaks = super().decode(outputs, input_scale)
-        peaks.class_probs = outputs[self.class_head]
+        peaks.class_probs = outputs[self.config.head_for("class_vectors").name]
         return peaks

@@ -13,8 +13,7 @@ import numpy as np
 import torch
 
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo, grid_to_frame
-from sleap_infer.ops.peaks import find_local_peaks
-from sleap_infer.predictions import BatchPredictions
+from sleap_infer.vocab.predictions import BatchPredictions
 
 
 @dataclass
@@ -43,7 +42,6 @@ def _slots(
 
 class CentroidLayer(InferenceLayer):
     model_type = "centroid"
-    head_name = "CentroidConfmapsHead"
 
     @property
     def threshold(self) -> float:
@@ -58,14 +56,10 @@ class CentroidLayer(InferenceLayer):
         Frames with more peaks than ``max_instances`` keep the strongest (sorted by
         value); others keep raster order, as sleap-nn does.
         """
-        cms = outputs[self.head_name]
         opts = self.options
-        points, values, sample, _ = find_local_peaks(
-            cms, self.threshold, refine=opts.refine, patch_size=opts.integral_patch_size
-        )
-        stride = self.config.head(self.head_name).output_stride
-        points = points * (stride / info.input_scale)
-        batch = cms.shape[0]
+        points, values, sample, _ = self.local_peaks(outputs, self.threshold)
+        points = points * (self.config.confmap_head.output_stride / info.input_scale)
+        batch = outputs[self.config.confmap_head.name].shape[0]
         counts = torch.bincount(sample, minlength=batch)
         width = int(counts.max()) if counts.numel() and len(sample) else 0
         if opts.max_instances is not None:
@@ -99,6 +93,5 @@ class CentroidLayer(InferenceLayer):
             points=points, point_scores=scores, instance_scores=vals, valid=valid
         )
         preds.extras["centroids"] = pts
-        if self.head_name in outputs:
-            self._maybe_keep(preds, "confmaps", outputs[self.head_name])
+        self._keep_maps(preds, outputs)
         return preds

@@ -16,22 +16,20 @@ unchanged. Where a frame has more peaks than the graph has slots, the host
 sees it (the graph reports the first value left out) and warns
 (:class:`PeakOverflowWarning`) instead of silently differing.
 
-Adding a model type: subclass its layer, override its decode method, register
-the class in :data:`EXPORTED_LAYERS` (and its wrapper in ``export.wrappers``).
+Adding a model type: subclass its layer, override its decode method, and name
+the class as ``exported_layer`` in the type's registry entry
+(:mod:`sleap_infer.model.registry`), next to its export wrapper.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 
-from sleap_infer.backends.base import ModelBackend
-from sleap_infer.errors import UsageError
-from sleap_infer.export.settings import DEFAULT_MAX_PEAKS, DecodeSettings
-from sleap_infer.layers.base import InferenceLayer, PreprocInfo, grid_to_frame
+from sleap_infer.backends.base import GraphBackend
+from sleap_infer.layers.base import PreprocInfo, grid_to_frame
 from sleap_infer.layers.bottomup import BottomUpLayer, ScoredPeaks
 from sleap_infer.layers.bottomup_multiclass import BottomUpMultiClassLayer, ClassPeaks
 from sleap_infer.layers.centered_instance import (
@@ -40,39 +38,21 @@ from sleap_infer.layers.centered_instance import (
     MultiClassCenteredInstanceLayer,
 )
 from sleap_infer.layers.centroid import CentroidLayer, Centroids
-from sleap_infer.layers.options import PredictOptions
 from sleap_infer.layers.single_instance import SingleInstanceLayer
-from sleap_infer.model.config import ModelConfig, Preprocessing
 from sleap_infer.ops.paf import Candidates
+from sleap_infer.vocab.config import ModelConfig, Preprocessing
+from sleap_infer.vocab.errors import UsageError
+from sleap_infer.vocab.options import PredictOptions
 
 
 class PeakOverflowWarning(UserWarning):
     """A frame had more local peaks above the threshold than the exported graph keeps."""
 
 
-def decode_settings_for(options: PredictOptions) -> DecodeSettings:
-    """The in-graph decoding a set of predict options needs.
-
-    Local-peak graphs keep a fixed number of candidates; with ``max_instances``
-    = m they need m + 1 (to tell "exactly m" from "overflowing"), else a default.
-    """
-    wanted = DEFAULT_MAX_PEAKS
-    if options.max_instances is not None:
-        wanted = max(wanted, options.max_instances + 1)
-    return DecodeSettings(
-        refine=options.refine,
-        integral_patch_size=options.integral_patch_size,
-        max_peaks=wanted,
-        peak_threshold=options.peak_threshold,
-        n_points=options.n_points,
-        max_edge_length_ratio=options.max_edge_length_ratio,
-        dist_penalty_weight=options.dist_penalty_weight,
-    )
-
-
 class BakedDecodeMixin:
     """Tells the backend which decoding the graph must contain, before the first batch."""
 
+    decodes_in_graph = True
     options: PredictOptions
     config: ModelConfig
     model_type: str
@@ -80,16 +60,14 @@ class BakedDecodeMixin:
     def __init__(
         self,
         config: ModelConfig,
-        backend: ModelBackend,
+        backend: GraphBackend,
         options: PredictOptions | None = None,
         preprocessing: Preprocessing | None = None,
     ) -> None:
         super().__init__(config, backend, options, preprocessing)  # type: ignore[call-arg]
         if self.options.return_confmaps:
             raise UsageError("exported graphs do not return confidence maps; use --backend torch")
-        bind: Any = getattr(backend, "bind_decode", None)
-        if bind is not None:
-            bind(decode_settings_for(self.options))
+        backend.bind_decode(self.options.decode_settings())
         self.overflow_frames = 0  # frames in which some channel had more peaks than kept
 
     def check_overflow(
@@ -267,23 +245,3 @@ class ExportedBottomUpMultiClassLayer(BakedDecodeMixin, BottomUpMultiClassLayer)
             channel=n,
             class_probs=outputs["class_probs"].float()[b, n, k],
         )
-
-
-EXPORTED_LAYERS: dict[str, type[InferenceLayer]] = {
-    "single_instance": ExportedSingleInstanceLayer,
-    "centroid": ExportedCentroidLayer,
-    "centered_instance": ExportedCenteredInstanceLayer,
-    "multi_class_topdown": ExportedMultiClassCenteredInstanceLayer,
-    "bottomup": ExportedBottomUpLayer,
-    "multi_class_bottomup": ExportedBottomUpMultiClassLayer,
-}
-
-
-def exported_layer_class(model_type: str) -> type[InferenceLayer]:
-    cls = EXPORTED_LAYERS.get(model_type)
-    if cls is None:
-        raise UsageError(
-            f"model type {model_type!r} cannot run on an exported backend yet "
-            f"(supported: {', '.join(sorted(EXPORTED_LAYERS))}); use --backend torch"
-        )
-    return cls

@@ -5,13 +5,11 @@ from __future__ import annotations
 import torch
 
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo, grid_to_frame
-from sleap_infer.ops.peaks import find_global_peaks
-from sleap_infer.predictions import BatchPredictions
+from sleap_infer.vocab.predictions import BatchPredictions
 
 
 class SingleInstanceLayer(InferenceLayer):
     model_type = "single_instance"
-    head_name = "SingleInstanceConfmapsHead"
 
     def find_peaks(
         self, outputs: dict[str, torch.Tensor], info: PreprocInfo
@@ -20,12 +18,8 @@ class SingleInstanceLayer(InferenceLayer):
 
         The decode step alone, so exported graphs (which decode in-graph) can replace it.
         """
-        cms = outputs[self.head_name]
-        opts = self.options
-        points, values = find_global_peaks(
-            cms, opts.peak_threshold, refine=opts.refine, patch_size=opts.integral_patch_size
-        )
-        stride = self.config.head(self.head_name).output_stride
+        points, values = self.global_peaks(outputs)
+        stride = self.config.confmap_head.output_stride
         return grid_to_frame(points, stride, info.input_scale, info.eff_scale), values
 
     def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
@@ -36,6 +30,5 @@ class SingleInstanceLayer(InferenceLayer):
         # sleap-nn scores a single instance by the sum of its node confidences.
         scores = vals.sum(axis=2)
         preds = BatchPredictions(points=pts, point_scores=vals, instance_scores=scores, valid=valid)
-        if self.head_name in outputs:
-            self._maybe_keep(preds, "confmaps", outputs[self.head_name])
+        self._keep_maps(preds, outputs)
         return preds

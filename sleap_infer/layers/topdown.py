@@ -19,7 +19,6 @@ import torch.nn.functional as F
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo
 from sleap_infer.layers.centered_instance import CenteredInstanceLayer
 from sleap_infer.layers.centroid import CentroidLayer, Centroids
-from sleap_infer.layers.options import PredictOptions
 from sleap_infer.ops.crops import (
     centered_boxes,
     crop_origin,
@@ -28,8 +27,9 @@ from sleap_infer.ops.crops import (
     zero_beyond_extent,
 )
 from sleap_infer.ops.identity import assign_crop_classes
-from sleap_infer.predictions import BatchPredictions
-from sleap_infer.timing import stage
+from sleap_infer.vocab.options import PredictOptions
+from sleap_infer.vocab.predictions import BatchPredictions
+from sleap_infer.vocab.timing import stage
 
 
 @dataclass
@@ -44,6 +44,7 @@ class Crops:
 
 class TopDownLayer(InferenceLayer):
     model_type = "topdown"
+    multi_class = False  # identities from a multi-class instance model's class vectors
 
     def __init__(
         self,
@@ -53,16 +54,21 @@ class TopDownLayer(InferenceLayer):
     ) -> None:
         # Frames are preprocessed like the centroid model's input; the output skeleton (and
         # classes) are the instance model's.
+        self.decodes_in_graph = centroid.decodes_in_graph
         super().__init__(
             instance.config, centroid.backend, options, preprocessing=centroid.preprocessing
         )
         self.centroid = centroid
         self.instance = instance
-        self.crop_size = instance.crop_size
+        self._crop_size = instance.crop_size  # a config without one fails here, not mid-video
 
     @property
     def input_channels(self) -> int:
         return self.centroid.input_channels
+
+    @property
+    def crop_size(self) -> int:
+        return self._crop_size
 
     def preprocess(
         self, frames: np.ndarray | torch.Tensor, keep_source: bool = True
@@ -121,7 +127,7 @@ class TopDownLayer(InferenceLayer):
         )
         if peaks is not None and peaks.class_probs is not None:
             self._add_classes(preds, peaks.class_probs[:n].cpu().numpy(), frame, slot)
-        elif self.instance.model_type == "multi_class_topdown":
+        elif self.multi_class:
             preds.class_ids = np.full((batch, width), -1, np.int32)
             preds.class_scores = np.full((batch, width), np.nan, np.float32)
         centroids = cents.points.cpu().numpy() / eff[:, None, None]
@@ -146,14 +152,13 @@ class TopDownLayer(InferenceLayer):
         crops = torch.zeros(
             (frame_shape[0], self.instance.input_channels, crop, crop), dtype=torch.uint8
         )
-        x = self.instance.crop_input(crops)
+        shape = tuple(self.instance.crop_input(crops).shape)
         for _ in range(iterations):
-            self.instance.backend(x)
-        if self.instance.device.type == "cuda":
-            torch.cuda.synchronize(self.instance.device)
+            self.instance.backend.warmup(shape)
 
 
 class TopDownMultiClassLayer(TopDownLayer):
     """Top-down with a multi-class centered-instance model: identities from class vectors."""
 
     model_type = "multi_class_topdown"
+    multi_class = True

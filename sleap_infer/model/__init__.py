@@ -1,0 +1,1 @@
+"""Trained model directories: the model-type registry, config parsing, checkpoint loading."""

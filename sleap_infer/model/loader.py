@@ -14,9 +14,11 @@ from pathlib import Path
 
 import torch
 
-from sleap_infer.errors import ModelError
 from sleap_infer.model.checkpoint import load_state_dict
-from sleap_infer.model.config import ModelConfig, load_config
+from sleap_infer.model.config import load_config
+from sleap_infer.nets import build_network
+from sleap_infer.vocab.config import ModelConfig
+from sleap_infer.vocab.errors import ModelError
 
 CONFIG_NAME = "training_config.yaml"
 CKPT_NAME = "best.ckpt"
@@ -77,8 +79,6 @@ def _describe_mismatch(missing: list[str], unexpected: list[str]) -> str:
 
 def load_model(path: str | Path) -> LoadedModel:
     """Parse the config, rebuild the network and load ``best.ckpt`` strictly."""
-    from sleap_infer.nets import build_network
-
     model_dir = resolve_model_dir(path)
     config = load_config(model_dir / CONFIG_NAME)
     ckpt_path = model_dir / CKPT_NAME

@@ -4,26 +4,26 @@ from __future__ import annotations
 
 from torch import nn
 
-from sleap_infer.errors import ConfigError
-from sleap_infer.model.backbone_configs import parse_convnext, parse_swint
-from sleap_infer.model.config import ModelConfig, parse_unet
 from sleap_infer.nets.network import PoseNetwork
+from sleap_infer.vocab.config import ConvNeXtConfig, ModelConfig, SwinTConfig, UNetConfig
+from sleap_infer.vocab.errors import ConfigError
 
 
 def build_backbone(config: ModelConfig) -> nn.Module:
-    """Instantiate the backbone named by the config (weights uninitialised)."""
-    if config.backbone_type == "unet":
+    """Instantiate the config's (typed) backbone, weights uninitialised."""
+    backbone = config.backbone
+    if isinstance(backbone, UNetConfig):
         from sleap_infer.nets.unet import UNet
 
-        return UNet(parse_unet(config.backbone))
-    if config.backbone_type == "convnext":
+        return UNet(backbone)
+    if isinstance(backbone, ConvNeXtConfig):
         from sleap_infer.nets.hierarchical import convnext
 
-        return convnext(parse_convnext(config.backbone))
-    if config.backbone_type == "swint":
+        return convnext(backbone)
+    if isinstance(backbone, SwinTConfig):
         from sleap_infer.nets.hierarchical import swint
 
-        return swint(parse_swint(config.backbone))
+        return swint(backbone)
     raise ConfigError(f"backbone {config.backbone_type!r} is not supported yet")
 
 

@@ -8,6 +8,8 @@ Module attribute names mirror sleap-nn's exactly (``blocks``, ``{prefix}_conv0``
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -109,3 +111,34 @@ class UpBlock(nn.Module):
         for mod in mods[self.n_up :]:
             up = mod(up)
         return up
+
+
+@dataclass
+class BackboneOutput:
+    """What heads read: the middle (deepest) features and each decoder level with its stride."""
+
+    middle: torch.Tensor
+    levels: list[torch.Tensor]
+    strides: list[int]
+
+
+def run_decoder(
+    middle: torch.Tensor,
+    blocks: Iterable[UpBlock],
+    skips: Iterable[torch.Tensor | None],
+    max_stride: int,
+) -> BackboneOutput:
+    """Upsample from the middle features through ``blocks``, each halving the stride.
+
+    ``skips`` pairs with ``blocks`` in order (deepest first); ``None`` is a block without one.
+    """
+    x = middle
+    levels: list[torch.Tensor] = []
+    strides: list[int] = []
+    stride = max_stride
+    for block, skip in zip(blocks, skips):
+        x = block(x, skip)
+        stride //= 2
+        levels.append(x)
+        strides.append(stride)
+    return BackboneOutput(middle=middle, levels=levels, strides=strides)

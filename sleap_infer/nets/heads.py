@@ -6,14 +6,12 @@ from collections import OrderedDict
 
 from torch import nn
 
-from sleap_infer.model.config import HeadConfig
-
-_SIGMOID_HEADS = {"ClassMapsHead"}
+from sleap_infer.vocab.config import HeadConfig
 
 
 def make_spatial_head(head: HeadConfig, in_channels: int) -> nn.Sequential:
     """A 1x1 conv (+ sigmoid for class maps) wrapped the way sleap-nn nests it."""
-    act: nn.Module = nn.Sigmoid() if head.name in _SIGMOID_HEADS else nn.Identity()
+    act: nn.Module = nn.Sigmoid() if head.activation == "sigmoid" else nn.Identity()
     conv = nn.Conv2d(in_channels, head.channels, kernel_size=1, padding="same")
     return nn.Sequential(OrderedDict({head.name: nn.Sequential(conv, act)}))
 

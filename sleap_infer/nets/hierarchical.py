@@ -10,13 +10,13 @@ checkpoints load strictly.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import torch
 from torch import nn
 
-from sleap_infer.model.backbone_configs import ConvNeXtConfig, DecoderSettings, SwinTConfig
-from sleap_infer.nets.blocks import ConvBlock, SamePadMaxPool, UpBlock
+from sleap_infer.nets.blocks import BackboneOutput, ConvBlock, SamePadMaxPool, UpBlock, run_decoder
 from sleap_infer.nets.torchvision_blocks import (
     CNBlock,
     LayerNorm2d,
@@ -24,7 +24,7 @@ from sleap_infer.nets.torchvision_blocks import (
     Permute,
     SwinTransformerBlock,
 )
-from sleap_infer.nets.unet import BackboneOutput
+from sleap_infer.vocab.config import ConvNeXtConfig, DecoderSettings, SwinTConfig
 
 N_SKIPS = 4  # stem + three downsamplings
 
@@ -180,16 +180,9 @@ class HierarchicalBackbone(nn.Module):
         x = self.additional_pool(feats[-1])
         for block in self.middle_blocks:
             x = block(x)
-        middle = x
-        levels: list[torch.Tensor] = []
-        strides: list[int] = []
-        stride = self.max_stride
-        for j, block in enumerate(self.dec.decoder_stack):
-            x = block(x, skips[j] if j < len(skips) else None)
-            stride //= 2
-            levels.append(x)
-            strides.append(stride)
-        return BackboneOutput(middle=middle, levels=levels, strides=strides)
+        # Blocks past the last skip upsample without one.
+        skips_or_none = itertools.chain(skips, itertools.repeat(None))
+        return run_decoder(x, self.dec.decoder_stack, skips_or_none, self.max_stride)
 
 
 def convnext(cfg: ConvNeXtConfig) -> HierarchicalBackbone:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from sleap_infer.errors import ConfigError
-from sleap_infer.model.config import ModelConfig
 from sleap_infer.nets.heads import make_class_vectors_head, make_spatial_head
+from sleap_infer.vocab.config import ModelConfig
+from sleap_infer.vocab.errors import ConfigError
 
 
 def to_model_channels(x: torch.Tensor, in_channels: int) -> torch.Tensor:
@@ -35,6 +35,7 @@ class PoseNetwork(nn.Module):
         self.backbone = backbone
         self.head_names = [h.name for h in config.heads]
         self.head_strides = [h.output_stride for h in config.heads]
+        self.head_is_vector = [h.vector for h in config.heads]
         self.in_channels = config.in_channels
         layers = []
         for head in config.heads:
@@ -57,8 +58,9 @@ class PoseNetwork(nn.Module):
         x = to_model_channels(x, self.in_channels)
         feats = self.backbone(x)
         outputs: dict[str, torch.Tensor] = {}
-        for name, stride, layer in zip(self.head_names, self.head_strides, self.head_layers):
-            if name == "ClassVectorsHead" or not feats.levels or stride not in feats.strides:
+        heads = zip(self.head_names, self.head_strides, self.head_is_vector, self.head_layers)
+        for name, stride, vector, layer in heads:
+            if vector or not feats.levels or stride not in feats.strides:
                 source = feats.middle
             else:
                 source = feats.levels[feats.strides.index(stride)]

@@ -4,22 +4,12 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from sleap_infer.model.config import UNetConfig
-from sleap_infer.nets.blocks import ConvBlock, SamePadMaxPool, UpBlock
-
-
-@dataclass
-class BackboneOutput:
-    """What heads read: the middle (deepest) features and each decoder level with its stride."""
-
-    middle: torch.Tensor
-    levels: list[torch.Tensor]
-    strides: list[int]
+from sleap_infer.nets.blocks import BackboneOutput, ConvBlock, SamePadMaxPool, UpBlock, run_decoder
+from sleap_infer.vocab.config import UNetConfig
 
 
 class _EncoderStack(nn.Module):
@@ -43,32 +33,60 @@ class UNet(nn.Module):
 
     def __init__(self, cfg: UNetConfig) -> None:
         super().__init__()
-        depth = int(math.log2(cfg.max_stride))
-        n_up = int(math.log2(cfg.max_stride / cfg.output_stride))
-        k = cfg.kernel_size
+        self.cfg = cfg
+        self.depth = int(math.log2(cfg.max_stride))
+        dec = self._decoder_blocks()
+        # Registration order (encoders, decoders, middle) matches sleap-nn's key order.
+        self.encoders = nn.ModuleList([_EncoderStack(self._encoder_blocks())])
+        self.decoders = nn.ModuleList([_DecoderStack(dec)])
+        self.middle_blocks = nn.ModuleList(self._middle_blocks())
+        self.middle_filters = self.width(self.depth)
+        self.stride_to_filters: dict[int, int] = {cfg.max_stride: self.middle_filters}
+        for j, block in enumerate(dec):
+            self.stride_to_filters[cfg.max_stride // 2 ** (j + 1)] = block.filters
+        self.max_stride = cfg.max_stride
 
-        def width(level: int) -> int:
-            return int(cfg.filters * cfg.filters_rate**level)
+    def width(self, level: int) -> int:
+        """Filters of encoder level ``level`` (sleap-nn truncates ``filters * rate**level``)."""
+        return int(self.cfg.filters * self.cfg.filters_rate**level)
 
-        enc: list[nn.Module] = []
-        for i in range(depth):
-            enc.append(
-                ConvBlock(
-                    f"stack0_enc{i}",
-                    cfg.in_channels if i == 0 else width(i - 1),
-                    width(i),
-                    cfg.convs_per_block,
-                    k,
-                    pool_first=i > 0,
-                )
+    def _encoder_blocks(self) -> list[nn.Module]:
+        cfg, depth = self.cfg, self.depth
+        enc: list[nn.Module] = [
+            ConvBlock(
+                f"stack0_enc{i}",
+                cfg.in_channels if i == 0 else self.width(i - 1),
+                self.width(i),
+                cfg.convs_per_block,
+                cfg.kernel_size,
+                pool_first=i > 0,
             )
+            for i in range(depth)
+        ]
         enc.append(nn.Sequential(OrderedDict({f"stack0_enc{depth}_last_pool": SamePadMaxPool()})))
+        return enc
 
+    def _middle_blocks(self) -> list[nn.Module]:
+        cfg, depth, k = self.cfg, self.depth, self.cfg.kernel_size
+        deepest = self.width(depth)
+        return [
+            ConvBlock(
+                f"stack0_enc{depth + 1}_middle_expand",
+                self.width(depth - 1),
+                deepest,
+                cfg.convs_per_block - 1,
+                k,
+            ),
+            ConvBlock(f"stack0_enc{depth + 2}_middle_contract", deepest, deepest, 1, k),
+        ]
+
+    def _decoder_blocks(self) -> list[UpBlock]:
+        cfg, depth = self.cfg, self.depth
         dec: list[UpBlock] = []
-        in_ch = width(depth)
-        for j in range(n_up):
+        in_ch = self.width(depth)
+        for j in range(int(math.log2(cfg.max_stride / cfg.output_stride))):
             stride = cfg.max_stride // 2**j
-            out_ch = width(max(0, depth - 1 - j))
+            out_ch = self.width(max(0, depth - 1 - j))
             dec.append(
                 UpBlock(
                     f"stack0_dec{j}_s{stride}_to_s{stride // 2}",
@@ -76,34 +94,12 @@ class UNet(nn.Module):
                     skip_channels=out_ch,
                     out_channels=out_ch,
                     num_refine=cfg.convs_per_block,
-                    kernel_size=k,
+                    kernel_size=cfg.kernel_size,
                     interpolate=cfg.up_interpolate,
                 )
             )
             in_ch = out_ch
-
-        # Registration order (encoders, decoders, middle) matches sleap-nn's key order.
-        self.encoders = nn.ModuleList([_EncoderStack(enc)])
-        self.decoders = nn.ModuleList([_DecoderStack(dec)])
-        self.middle_blocks = nn.ModuleList(
-            [
-                ConvBlock(
-                    f"stack0_enc{depth + 1}_middle_expand",
-                    width(depth - 1),
-                    width(depth),
-                    cfg.convs_per_block - 1,
-                    k,
-                ),
-                ConvBlock(
-                    f"stack0_enc{depth + 2}_middle_contract", width(depth), width(depth), 1, k
-                ),
-            ]
-        )
-        self.middle_filters = width(depth)
-        self.stride_to_filters: dict[int, int] = {cfg.max_stride: width(depth)}
-        for j, block in enumerate(dec):
-            self.stride_to_filters[cfg.max_stride // 2 ** (j + 1)] = block.filters
-        self.max_stride = cfg.max_stride
+        return dec
 
     def forward(self, x: torch.Tensor) -> BackboneOutput:
         skips: list[torch.Tensor] = []
@@ -114,13 +110,4 @@ class UNet(nn.Module):
         x = stack[-1](x)
         for block in self.middle_blocks:
             x = block(x)
-        middle = x
-        levels: list[torch.Tensor] = []
-        strides: list[int] = []
-        stride = self.max_stride
-        for block, skip in zip(self.decoders[0].decoder_stack, reversed(skips)):
-            x = block(x, skip)
-            stride //= 2
-            levels.append(x)
-            strides.append(stride)
-        return BackboneOutput(middle=middle, levels=levels, strides=strides)
+        return run_decoder(x, self.decoders[0].decoder_stack, reversed(skips), self.max_stride)

@@ -40,11 +40,31 @@ def refine_integral(
     rows = (yi[:, None] + grid[None, :])[:, :, None]  # (P, k, 1)
     cols = (xi[:, None] + grid[None, :])[:, None, :]  # (P, 1, k)
     patches = padded[map_index.long()[:, None, None], rows, cols]  # (P, k, k)
-    weights = grid.to(maps.dtype) - (k - 1) / 2
-    total = patches.sum(dim=(1, 2))
-    dx = (patches.sum(dim=1) * weights).sum(dim=1) / total
-    dy = (patches.sum(dim=2) * weights).sum(dim=1) / total
-    return torch.stack([dx, dy], dim=1)
+    return integral_offsets(patches)
+
+
+def integral_offsets(patches: torch.Tensor) -> torch.Tensor:
+    """Confidence-weighted mean ``(dx, dy)`` of ``(..., k, k)`` patches, from their centre.
+
+    Shared by the host path and the exported graphs, so both round identically.
+    """
+    size = patches.shape[-1]
+    weights = torch.arange(size, dtype=patches.dtype, device=patches.device) - (size - 1) / 2
+    total = patches.sum(dim=(-2, -1))
+    dx = (patches.sum(dim=-2) * weights).sum(dim=-1) / total
+    dy = (patches.sum(dim=-1) * weights).sum(dim=-1) / total
+    return torch.stack([dx, dy], dim=-1)
+
+
+def global_peak_indices(cms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(S, C, H, W)`` maps -> integer ``x``, ``y`` and the max value, each ``(S, C)``.
+
+    x comes from the column maxima and y from the row maxima, computed separately
+    (sleap-nn's rule; it differs from the argmax of the flat map on ties).
+    """
+    col_max = cms.amax(dim=2)  # (S, C, W)
+    row_max = cms.amax(dim=3)  # (S, C, H)
+    return col_max.argmax(dim=2), row_max.argmax(dim=2), col_max.amax(dim=2)
 
 
 def find_global_peaks(
@@ -59,12 +79,7 @@ def find_global_peaks(
         ``points (S, C, 2)`` as ``(x, y)`` (NaN below threshold) and ``values (S, C)``.
     """
     samples, channels, _, width = cms.shape
-    # x from the column maxima and y from the row maxima, computed separately (sleap-nn).
-    col_max = cms.amax(dim=2)  # (S, C, W)
-    row_max = cms.amax(dim=3)  # (S, C, H)
-    x = col_max.argmax(dim=2)
-    y = row_max.argmax(dim=2)
-    values = col_max.amax(dim=2)
+    x, y, values = global_peak_indices(cms)
     points = torch.stack([x, y], dim=-1).to(cms.dtype)
     if refine:
         flat = points.reshape(-1, 2)

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sleap_infer.layers.base import InferenceLayer
-from sleap_infer.predictions import BatchPredictions
 from sleap_infer.runner.prefetch import Prefetcher
-from sleap_infer.timing import StageTimer
+from sleap_infer.vocab.predictions import BatchPredictions
+from sleap_infer.vocab.timing import StageTimer
 
 
 @dataclass
@@ -65,7 +65,6 @@ class RunStats:
     wait_s: float = 0.0  # main thread waiting for decoded batches
     predict_s: float = 0.0
     sink_s: float = 0.0  # writer time
-    extra: dict[str, float] = field(default_factory=dict)
     # Exclusive seconds per layer stage (preprocess, network, postprocess, ...), timed batches
     # only: the profile ``infer bench`` and the provenance report.
     stages: dict[str, float] = field(default_factory=dict)

@@ -1,62 +1,27 @@
-"""Export wrappers by model type: adding a type means one class here plus one adapter layer.
+"""Export wrappers by model type: the network plus the decoding traced after it.
 
 A wrapper is an ``nn.Module`` taking the uint8 network input and returning
-decoded peaks (see :class:`ExportWrapper`); its host-side counterpart lives in
-:mod:`sleap_infer.layers.exported`.
+decoded peaks (see :class:`ExportWrapper`); its host-side counterpart is the
+model type's exported layer in :mod:`sleap_infer.layers.exported`. Both are
+named in the type's entry in :mod:`sleap_infer.model.registry`.
 """
 
 from __future__ import annotations
 
-from sleap_infer.errors import UsageError
 from sleap_infer.export.wrappers.base import ExportWrapper, OutputSpec
-from sleap_infer.export.wrappers.bottomup import BottomUpWrapper, MultiClassBottomUpWrapper
-from sleap_infer.export.wrappers.centered_instance import (
-    CenteredInstanceWrapper,
-    MultiClassTopDownWrapper,
-)
-from sleap_infer.export.wrappers.centroid import CentroidWrapper
-from sleap_infer.export.wrappers.single_instance import SingleInstanceWrapper
-
-WRAPPERS: dict[str, type[ExportWrapper]] = {}
-
-
-def register_wrapper(cls: type[ExportWrapper]) -> type[ExportWrapper]:
-    """Make ``cls`` the export wrapper for ``cls.model_type`` (usable as a decorator)."""
-    WRAPPERS[cls.model_type] = cls
-    return cls
-
-
-for _wrapper in (
-    SingleInstanceWrapper,
-    CentroidWrapper,
-    CenteredInstanceWrapper,
-    MultiClassTopDownWrapper,
-    BottomUpWrapper,
-    MultiClassBottomUpWrapper,
-):
-    register_wrapper(_wrapper)
+from sleap_infer.model.registry import named_class
+from sleap_infer.vocab.errors import UsageError
 
 
 def wrapper_for(model_type: str) -> type[ExportWrapper]:
-    cls = WRAPPERS.get(model_type)
+    """The export wrapper of ``model_type`` (from its registry entry), or a UsageError."""
+    cls, exportable = named_class(model_type, "wrapper")
     if cls is None:
         raise UsageError(
             f"model type {model_type!r} cannot be exported yet "
-            f"(exportable: {', '.join(sorted(WRAPPERS))})"
+            f"(exportable: {', '.join(exportable)})"
         )
     return cls
 
 
-__all__ = [
-    "WRAPPERS",
-    "BottomUpWrapper",
-    "CenteredInstanceWrapper",
-    "CentroidWrapper",
-    "ExportWrapper",
-    "MultiClassBottomUpWrapper",
-    "MultiClassTopDownWrapper",
-    "OutputSpec",
-    "SingleInstanceWrapper",
-    "register_wrapper",
-    "wrapper_for",
-]
+__all__ = ["ExportWrapper", "OutputSpec", "wrapper_for"]

@@ -9,8 +9,8 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from sleap_infer.export.settings import DecodeSettings
-from sleap_infer.model.config import ModelConfig
+from sleap_infer.vocab.config import ModelConfig
+from sleap_infer.vocab.options import DecodeSettings
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,6 @@ class ExportWrapper(nn.Module):
     """
 
     model_type: ClassVar[str]
-    head_name: ClassVar[str]
     output_names: ClassVar[tuple[str, ...]]
     decode_fields: ClassVar[tuple[str, ...]] = ("refine", "integral_patch_size")
     slot_values: ClassVar[tuple[str, ...]] = ()
@@ -83,7 +82,8 @@ class ExportWrapper(nn.Module):
         self.config = config
         self.decode = self.normalise(decode)
         self.fp16 = fp16
-        stride = config.head(self.head_name).output_stride
+        self.confmap_name = config.confmap_head.name
+        stride = config.confmap_head.output_stride
         self.coordinate_scale = stride / config.preprocessing.scale
 
     @classmethod
@@ -102,10 +102,18 @@ class ExportWrapper(nn.Module):
 
     def confmaps(self, image: torch.Tensor) -> torch.Tensor:
         """The confidence-map head's maps as float32."""
-        return self.head_outputs(image)[self.head_name]
+        return self.head_outputs(image)[self.confmap_name]
 
-    def stride_of(self, head_name: str) -> int:
-        return self.config.head(head_name).output_stride
+    def head_for(self, section: str) -> tuple[str, int]:
+        """Output name and stride of the head configured under ``section``."""
+        head = self.config.head_for(section)
+        return head.name, head.output_stride
+
+    def slots(self, input_shape: tuple[int, int, int, int]) -> int:
+        """Local-peak slots per channel: ``max_peaks``, or every pixel of a smaller map."""
+        stride = self.config.confmap_head.output_stride
+        height, width = input_shape[2] // stride, input_shape[3] // stride
+        return min(self.decode.max_peaks, height * width)
 
     def output_specs(self, input_shape: tuple[int, int, int, int]) -> list[OutputSpec]:
         """Output shapes for an input of ``input_shape`` (batch left symbolic)."""

@@ -29,7 +29,6 @@ Outputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Te
 class _PeakSlotsWrapper(ExportWrapper):
     """Shared part: the confidence-map head's peak slots, in confmap grid units."""
 
-    head_name = "MultiInstanceConfmapsHead"
     slot_values = ("peak_vals",)
 
     def peak_slots(self, cms: torch.Tensor) -> tuple[LocalPeaks, torch.Tensor]:
@@ -40,12 +39,8 @@ class _PeakSlotsWrapper(ExportWrapper):
         )
         return peaks, grid
 
-    def slots(self, input_shape: tuple[int, int, int, int]) -> int:
-        stride = self.stride_of(self.head_name)
-        return min(self.decode.max_peaks, (input_shape[2] // stride) * (input_shape[3] // stride))
-
     def peak_specs(self, input_shape: tuple[int, int, int, int]) -> list[OutputSpec]:
-        nodes, k = self.config.head(self.head_name).channels, self.slots(input_shape)
+        nodes, k = self.config.confmap_head.channels, self.slots(input_shape)
         return [
             OutputSpec("peaks", "float32", ("batch", nodes, k, 2)),
             OutputSpec("peak_vals", "float32", ("batch", nodes, k)),
@@ -63,7 +58,6 @@ class BottomUpWrapper(_PeakSlotsWrapper):
     """
 
     model_type = "bottomup"
-    paf_head = "PartAffinityFieldsHead"
     output_names = ("peaks", "peak_vals", "peak_valid", "dropped_peak_vals", "line_scores")
     decode_fields = (
         "refine",
@@ -76,10 +70,11 @@ class BottomUpWrapper(_PeakSlotsWrapper):
 
     def forward(self, image: torch.Tensor) -> Outputs:
         heads = self.head_outputs(image)
-        cms, pafs = heads[self.head_name], heads[self.paf_head]
+        paf_name, paf_stride = self.head_for("pafs")
+        cms, pafs = heads[self.confmap_name], heads[paf_name]
         peaks, grid = self.peak_slots(cms)
-        points = grid * self.stride_of(self.head_name)  # network-input pixels, as on the host
-        paf_stride = self.stride_of(self.paf_head)
+        # Network-input pixels, as on the host.
+        points = grid * self.config.confmap_head.output_stride
         scores = paf_line_scores(
             pafs,
             points,
@@ -107,25 +102,24 @@ class MultiClassBottomUpWrapper(_PeakSlotsWrapper):
     (B, N, K, n_classes): the class maps at each slot's nearest class-map pixel."""
 
     model_type = "multi_class_bottomup"
-    class_head = "ClassMapsHead"
     output_names = ("peaks", "peak_vals", "peak_valid", "dropped_peak_vals", "class_probs")
     decode_fields = ("refine", "integral_patch_size", "max_peaks")
 
     def forward(self, image: torch.Tensor) -> Outputs:
         heads = self.head_outputs(image)
-        cms, class_maps = heads[self.head_name], heads[self.class_head]
+        class_name, class_stride = self.head_for("class_maps")
+        cms, class_maps = heads[self.confmap_name], heads[class_name]
         peaks, grid = self.peak_slots(cms)
-        class_stride = self.stride_of(self.class_head)
         # Into class-map pixels and back, in the torch path's order of operations.
-        in_class_pixels = grid * self.stride_of(self.head_name) / class_stride
+        in_class_pixels = grid * self.config.confmap_head.output_stride / class_stride
         probs = sample_maps_at(class_maps, in_class_pixels)
         points = in_class_pixels * class_stride / self.config.preprocessing.scale
         valid = peaks.values > self.decode.peak_threshold
         return points, peaks.values, valid, peaks.dropped, probs
 
     def output_specs(self, input_shape: tuple[int, int, int, int]) -> list[OutputSpec]:
-        nodes, k = self.config.head(self.head_name).channels, self.slots(input_shape)
-        classes = self.config.head(self.class_head).channels
+        nodes, k = self.config.confmap_head.channels, self.slots(input_shape)
+        classes = self.config.head_for("class_maps").channels
         return [
             *self.peak_specs(input_shape),
             OutputSpec("class_probs", "float32", ("batch", nodes, k, classes)),

@@ -18,7 +18,6 @@ class CenteredInstanceWrapper(SingleInstanceWrapper):
     """Outputs ``peaks`` (B, N, 2) in crop pixels, ``peak_vals`` (B, N), ``peak_valid`` (B, N)."""
 
     model_type = "centered_instance"
-    head_name = "CenteredInstanceConfmapsHead"
 
 
 class MultiClassTopDownWrapper(CenteredInstanceWrapper):
@@ -29,18 +28,17 @@ class MultiClassTopDownWrapper(CenteredInstanceWrapper):
     """
 
     model_type = "multi_class_topdown"
-    class_head = "ClassVectorsHead"
     output_names = ("peaks", "peak_vals", "peak_valid", "class_probs")
 
     def forward(
         self, image: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         heads = self.head_outputs(image)  # one network pass for both heads
-        points, values, valid = self.global_peaks(heads[self.head_name])
-        return points, values, valid, heads[self.class_head]
+        points, values, valid = self.global_peaks(heads[self.confmap_name])
+        return points, values, valid, heads[self.head_for("class_vectors")[0]]
 
     def output_specs(self, input_shape: tuple[int, int, int, int]) -> list[OutputSpec]:
-        classes = self.config.head(self.class_head).channels
+        classes = self.config.head_for("class_vectors").channels
         return [
             *super().output_specs(input_shape),
             OutputSpec("class_probs", "float32", ("batch", classes)),

@@ -19,7 +19,6 @@ class CentroidWrapper(ExportWrapper):
     """
 
     model_type = "centroid"
-    head_name = "CentroidConfmapsHead"
     output_names = ("centroids", "centroid_vals", "instance_valid", "dropped_centroid_vals")
     decode_fields = ("refine", "integral_patch_size", "max_peaks")
     slot_values = ("centroid_vals",)
@@ -39,11 +38,6 @@ class CentroidWrapper(ExportWrapper):
             values > self.decode.peak_threshold,
             peaks.dropped[:, 0],
         )
-
-    def slots(self, input_shape: tuple[int, int, int, int]) -> int:
-        stride = self.config.head(self.head_name).output_stride
-        height, width = input_shape[2] // stride, input_shape[3] // stride
-        return min(self.decode.max_peaks, height * width)
 
     def output_specs(self, input_shape: tuple[int, int, int, int]) -> list[OutputSpec]:
         k = self.slots(input_shape)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from sleap_infer.export.graph_ops import global_peak_indices, refined_points
+from sleap_infer.export.graph_ops import refined_points
 from sleap_infer.export.wrappers.base import ExportWrapper, OutputSpec
+from sleap_infer.ops.peaks import global_peak_indices
 
 
 class SingleInstanceWrapper(ExportWrapper):
@@ -16,7 +17,6 @@ class SingleInstanceWrapper(ExportWrapper):
     """
 
     model_type = "single_instance"
-    head_name = "SingleInstanceConfmapsHead"
     output_names = ("peaks", "peak_vals", "peak_valid")
 
     def forward(self, image: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -31,7 +31,7 @@ class SingleInstanceWrapper(ExportWrapper):
         return points * self.coordinate_scale, values, values >= self.decode.peak_threshold
 
     def output_specs(self, input_shape: tuple[int, int, int, int]) -> list[OutputSpec]:
-        nodes = self.config.head(self.head_name).channels
+        nodes = self.config.confmap_head.channels
         return [
             OutputSpec("peaks", "float32", ("batch", nodes, 2)),
             OutputSpec("peak_vals", "float32", ("batch", nodes)),

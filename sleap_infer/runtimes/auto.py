@@ -9,66 +9,54 @@ session. The layer declares the decoding it needs via ``bind_decode``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from sleap_infer.backends.base import ModelBackend
-from sleap_infer.export.cache import ExportRequest, ensure_export
-from sleap_infer.export.settings import DEFAULT_OPSET, DecodeSettings
+from sleap_infer.export.settings import DEFAULT_OPSET
 from sleap_infer.model.loader import LoadedModel
+from sleap_infer.runtimes.cache import ExportRequest, ensure_export
+from sleap_infer.vocab.options import DecodeSettings
+
+if TYPE_CHECKING:
+    from sleap_infer.runtimes.runtime import ExportedRuntime, Notify
 
 
 class AutoExportBackend:
-    """Resolves (or creates) the export for each input shape, then runs it."""
+    """Resolves (or creates) the export for each input shape, then runs it.
+
+    ``partners``: the other model directories of a top-down pair, whose pair
+    export folders hold this model's stage too.
+    """
 
     does_baked_postproc = True
 
     def __init__(
         self,
         model: LoadedModel,
-        runtime: str,
-        device: str | torch.device = "auto",
+        runtime: ExportedRuntime,
+        device: torch.device,
         fp16: bool = False,
         opset: int = DEFAULT_OPSET,
-        notify: Callable[[str], None] | None = None,
+        notify: Notify | None = None,
+        partners: Sequence[Path] = (),
         **runtime_options: Any,
     ) -> None:
         self.model = model
         self.runtime = runtime
+        self.device = device
         self.fp16 = fp16
         self.opset = opset
         self.notify = notify
+        self.partners = list(partners)
         self.runtime_options = runtime_options
         self.decode = DecodeSettings()
-        self._trt_version: str | None = None
-        self._gpu: Any = None
-        if runtime == "onnx":
-            from sleap_infer.backends.onnx_backend import resolve_onnx_device
-
-            self.device = resolve_onnx_device(device)
-        elif runtime == "trt":
-            from sleap_infer.backends.tensorrt_backend import (
-                GpuInfo,
-                require_cuda,
-                require_tensorrt,
-            )
-
-            self._trt_version = require_tensorrt().__version__
-            self.device = require_cuda(device)
-            self._gpu = GpuInfo.of(self.device)
-        else:
-            raise ValueError(f"unknown exported runtime {runtime!r}")
+        self.target = runtime.target(device)
         self._backends: dict[tuple[int, ...], ModelBackend] = {}
         self.exports: list[Path] = []
-        self.partners: list[Path] = []
-
-    def search_also(self, model_dir: Path) -> None:
-        """Look for this model's exports in ``model_dir``'s pair exports too (top-down)."""
-        if model_dir not in self.partners:
-            self.partners.append(model_dir)
 
     def bind_decode(self, decode: DecodeSettings) -> None:
         """Called by exported layers: the in-graph decoding their postprocessing relies on."""
@@ -76,7 +64,7 @@ class AutoExportBackend:
         self._backends.clear()
 
     def _backend_for(self, shape: tuple[int, ...]) -> ModelBackend:
-        key = shape if self.runtime == "trt" else shape[1:]
+        key = shape if self.runtime.static_batch else shape[1:]
         backend = self._backends.get(key)
         if backend is not None:
             return backend
@@ -86,19 +74,10 @@ class AutoExportBackend:
             decode=self.decode,
             fp16=self.fp16,
             opset=self.opset,
-            trt_version=self._trt_version,
-            gpu=self._gpu,
+            target=self.target,
         )
         info = ensure_export(self.model, request, str(self.device), self.notify, self.partners)
-        if self.runtime == "onnx":
-            from sleap_infer.backends.onnx_backend import ONNXBackend
-
-            backend = ONNXBackend(info, self.device, **self.runtime_options)
-        else:
-            from sleap_infer.backends.tensorrt_backend import TensorRTBackend
-
-            assert info.engine_path is not None
-            backend = TensorRTBackend(info.engine_path, self.device)
+        backend = self.runtime.open(info, self.device, **self.runtime_options)
         self._backends[key] = backend
         self.exports.append(info.path)
         return backend
@@ -110,4 +89,4 @@ class AutoExportBackend:
         self._backend_for(tuple(shape)).warmup(tuple(shape))
 
     def provenance(self) -> dict[str, Any]:
-        return {"runtime": self.runtime, "exports": [str(p) for p in self.exports]}
+        return {"runtime": self.runtime.name, "exports": [str(p) for p in self.exports]}

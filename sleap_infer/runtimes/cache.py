@@ -16,23 +16,29 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sleap_infer
-from sleap_infer.errors import ExportError
-from sleap_infer.export.metadata import METADATA_NAME, ExportInfo, decode_misfit, read_export
-from sleap_infer.export.settings import (
-    DEFAULT_OPSET,
-    EXPORT_LAYOUT_VERSION,
-    DecodeSettings,
-    ExportSettings,
-    stable_key,
-)
+from sleap_infer.export.exporter import export_model
+from sleap_infer.export.settings import DEFAULT_OPSET, ExportSettings, stable_key
 from sleap_infer.export.wrappers import wrapper_for
 from sleap_infer.model.loader import LoadedModel
+from sleap_infer.model.registry import pipeline_names
+from sleap_infer.vocab.artifact import (
+    EXPORT_FOLDER,
+    EXPORT_LAYOUT_VERSION,
+    METADATA_NAME,
+    ExportInfo,
+    pair_folder_name,
+    read_export,
+)
+from sleap_infer.vocab.errors import ExportError
+from sleap_infer.vocab.options import DecodeSettings
+
+if TYPE_CHECKING:
+    from sleap_infer.runtimes.runtime import EngineTarget, ExportedRuntime
 
 CACHE_ENV = "SLEAP_INFER_CACHE"
-NEXT_TO_MODEL = "exported"
 
 
 def cache_root() -> Path:
@@ -46,17 +52,20 @@ def cache_root() -> Path:
 class ExportRequest:
     """What a running layer needs from an export."""
 
-    runtime: str  # "onnx" or "trt"
+    runtime: ExportedRuntime
     input_shape: tuple[int, int, int, int]  # the batch a backend is about to run
     decode: DecodeSettings
     fp16: bool = False
     opset: int = DEFAULT_OPSET
-    trt_version: str | None = None
-    gpu: Any = None  # GpuInfo for trt
+    target: EngineTarget | None = None  # TensorRT version and GPU, for engines
 
     @property
     def static_batch(self) -> bool:
-        return self.runtime == "trt"  # engines are fastest built for the exact batch
+        return self.runtime.static_batch
+
+    @property
+    def needs_engine(self) -> bool:
+        return "trt" in self.runtime.export_formats
 
 
 def misfit(info: ExportInfo, model: LoadedModel, request: ExportRequest) -> str | None:
@@ -67,12 +76,10 @@ def misfit(info: ExportInfo, model: LoadedModel, request: ExportRequest) -> str 
         return f"it is a {info.model_type} export"
     if (info.data.get("precision") == "fp16") != request.fp16:
         return f"it is {info.data.get('precision')}"
-    why = info.misfit(request.input_shape) or decode_misfit(
-        info.decode, request.decode, info.decode_fields
-    )
+    why = info.misfit(request.input_shape) or info.decode_misfit(request.decode)
     if why is not None:
         return why
-    if request.runtime == "trt":
+    if request.needs_engine:
         return _engine_misfit(info, request)
     return None
 
@@ -81,19 +88,15 @@ def _engine_misfit(info: ExportInfo, request: ExportRequest) -> str | None:
     meta = info.data.get("tensorrt")
     if info.engine_path is None or not info.engine_path.is_file() or not meta:
         return "it has no TensorRT engine"
-    if meta.get("tensorrt_version") != request.trt_version:
+    target = request.target
+    if target is not None and meta.get("tensorrt_version") != target.trt_version:
         return f"its engine is for TensorRT {meta.get('tensorrt_version')}"
-    gpu = request.gpu
-    if gpu is not None and meta.get("compute_capability") != gpu.compute_capability:
+    if target is not None and meta.get("compute_capability") != target.gpu.compute_capability:
         return f"its engine is for {meta.get('gpu_name')}"
     low, high = meta["profile"]["min"][0], meta["profile"]["max"][0]
     if not low <= request.input_shape[0] <= high:
         return f"its engine takes batches of {low}-{high}"
     return None
-
-
-PAIR_FOLDERS = ("exported_topdown", "exported_multi_class_topdown")
-"""Where ``infer export CENTROID INSTANCE`` puts both stages (see ``export.pipeline``)."""
 
 
 def candidates_next_to(model_dir: Path, partners: Sequence[Path] = ()) -> list[Path]:
@@ -102,13 +105,13 @@ def candidates_next_to(model_dir: Path, partners: Sequence[Path] = ()) -> list[P
     ``partners``: the other model directories of a top-down pair, whose pair
     exports hold this model's stage too.
     """
-    root = model_dir / NEXT_TO_MODEL
+    root = model_dir / EXPORT_FOLDER
     found = [root] if (root / METADATA_NAME).is_file() else []
     if root.is_dir():
         found += sorted(p for p in root.iterdir() if (p / METADATA_NAME).is_file())
     for folder in (model_dir, *partners):
-        for name in PAIR_FOLDERS:
-            pair = folder / name
+        for pipeline in pipeline_names():
+            pair = folder / pair_folder_name(pipeline)
             if pair.is_dir():
                 found += sorted(p for p in pair.iterdir() if (p / METADATA_NAME).is_file())
     return found
@@ -126,11 +129,11 @@ def cache_key(model: LoadedModel, request: ExportRequest) -> str:
         "batch": request.input_shape[0] if request.static_batch else "dynamic",
         "opset": request.opset,
         "fp16": request.fp16,
-        "runtime": request.runtime,
+        "runtime": request.runtime.name,
     }
-    if request.runtime == "trt":
-        payload["trt"] = request.trt_version
-        payload["gpu"] = None if request.gpu is None else vars(request.gpu)
+    if request.target is not None:
+        payload["trt"] = request.target.trt_version
+        payload["gpu"] = vars(request.target.gpu)
     return stable_key(payload)
 
 
@@ -142,8 +145,6 @@ def ensure_export(
     partners: Sequence[Path] = (),
 ) -> ExportInfo:
     """An export serving ``request``: next to the model, in the cache, or freshly made."""
-    from sleap_infer.export.exporter import export_model
-
     say = notify or (lambda _msg: None)
     skipped: list[str] = []
     for candidate in candidates_next_to(model.path, partners):
@@ -170,11 +171,11 @@ def ensure_export(
         say(f"not using {line}")
     shape = "x".join(str(d) for d in request.input_shape)
     say(
-        f"Exporting {model.path.name} to {request.runtime} for {shape} input "
+        f"Exporting {model.path.name} to {request.runtime.name} for {shape} input "
         f"(first use; cached in {target})"
     )
     settings = ExportSettings(
-        formats=("onnx", "trt") if request.runtime == "trt" else ("onnx",),
+        formats=request.runtime.export_formats,
         opset=request.opset,
         fp16=request.fp16,
         batch_size=request.input_shape[0] if request.static_batch else None,

@@ -1,0 +1,183 @@
+"""A whole batch, callable from Python: what ``infer predict`` does between parsing and summary.
+
+Order of work, so that mistakes surface before any time is spent:
+:func:`plan_batch` expands the inputs (names only) and plans every output
+path; :meth:`Batch.load` builds the model (a bad model directory fails here,
+before any video is opened); :meth:`Batch.run` skips finished outputs, then
+predicts video by video on one device or over a pool of device workers. A
+video that fails is one outcome, never the end of the batch; SIGTERM (SLURM
+preemption, ``kill``) stops it like Ctrl-C, with every journal kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sleap_infer.batch.execute import BatchEvents, JobSettings, run_sequential
+from sleap_infer.batch.pool import PredictorSpec, run_on_devices
+from sleap_infer.batch.tasks import SKIPPED, VideoOutcome, VideoTask, already_done, plan_tasks
+from sleap_infer.io.formats import OutputFormat, get_format
+from sleap_infer.io.inputs import expand_inputs, take_shard
+from sleap_infer.vocab.errors import UsageError
+
+if TYPE_CHECKING:
+    from sleap_infer.predictor import Predictor
+
+
+@dataclass
+class BatchResult:
+    """Every task's outcome, in input order, and whether the run was interrupted."""
+
+    outcomes: list[VideoOutcome]
+    interrupted: bool
+
+    @property
+    def failed(self) -> bool:
+        return any(not o.ok for o in self.outcomes)
+
+
+@dataclass(frozen=True)
+class ModelSummary:
+    """What runs where, for the line printed once the model is loaded."""
+
+    what: str
+    where: str
+    batch_size: int
+
+
+def plan_batch(
+    videos: Sequence[str | Path],
+    output: Path | None,
+    fmt: OutputFormat,
+    recursive: bool = False,
+    shard: tuple[int, int] | None = None,
+) -> list[VideoTask]:
+    """One task per video named by ``videos`` (files, folders, globs, lists), this shard's."""
+    return take_shard(plan_tasks(expand_inputs(videos, recursive), output, fmt), shard)
+
+
+def device_list(devices: str | None, device: str) -> list[str]:
+    """``--devices a,b`` (one worker each) or the single ``--device``."""
+    if devices is None:
+        return [device]
+    if device != "auto":
+        raise UsageError("give either --device or --devices, not both")
+    out = [d.strip() for d in devices.split(",") if d.strip()]
+    if not out:
+        raise UsageError(f"--devices {devices!r}: expected e.g. cuda:0,cuda:1")
+    return out
+
+
+class Batch:
+    """Tasks, the model to run them with, and where to run it."""
+
+    def __init__(
+        self,
+        tasks: Sequence[VideoTask],
+        spec: PredictorSpec,
+        settings: JobSettings,
+        devices: Sequence[str] = ("auto",),
+        skip_existing: bool = False,
+    ) -> None:
+        self.spec = spec
+        self.settings = settings
+        self.devices = list(devices)
+        fmt = get_format(settings.output_format)
+        skip = skip_existing or settings.resume  # resuming never redoes a finished video
+        self.skipped: list[VideoOutcome] = []
+        self.todo: list[VideoTask] = []
+        for task in tasks:
+            if skip and already_done(task, fmt):
+                self.skipped.append(
+                    VideoOutcome(task, SKIPPED, message=f"{task.output} is complete")
+                )
+            else:
+                self.todo.append(task)
+        self.predictor: Predictor | None = None
+
+    def load(self) -> ModelSummary:
+        """Load the models now: one predictor, or (several devices) check they all work."""
+        spec = self.spec
+        if len(self.devices) == 1:
+            self.predictor = spec.build(self.devices[0])
+            types = ", ".join(m.model_type for m in self.predictor.models)
+            return ModelSummary(
+                f"{type(self.predictor.layer).__name__} ({types})",
+                f"{self.predictor.backend_name}/{self.predictor.device}",
+                spec.batch_size,
+            )
+        spec.check(self.devices)
+        return ModelSummary(
+            ", ".join(spec.model_paths),
+            f"{spec.backend}, {len(self.devices)} workers ({', '.join(self.devices)})",
+            spec.batch_size,
+        )
+
+    def run(
+        self, events: BatchEvents, on_worker_error: Callable[[str], None] | None = None
+    ) -> BatchResult:
+        """Report the skipped videos, predict the rest; outcomes in task order.
+
+        ``on_worker_error`` hears about device workers that fail or die (several devices).
+        """
+        with sigterm_as_interrupt():
+            for outcome in self.skipped:
+                events.video_finished(outcome)
+            if not self.todo:
+                outcomes, interrupted = [], False
+            elif len(self.devices) == 1:
+                if self.predictor is None:
+                    self.load()
+                assert self.predictor is not None
+                outcomes, interrupted = run_sequential(
+                    self.predictor, self.todo, self.settings, events
+                )
+            else:
+                outcomes, interrupted = run_on_devices(
+                    self.devices,
+                    self.spec,
+                    self.todo,
+                    self.settings,
+                    events,
+                    on_worker_error or (lambda _line: None),
+                )
+        everything = sorted(self.skipped + outcomes, key=lambda o: o.task.index)
+        return BatchResult(everything, interrupted)
+
+
+def run_batch(
+    tasks: Sequence[VideoTask],
+    spec: PredictorSpec,
+    settings: JobSettings,
+    events: BatchEvents,
+    devices: Sequence[str] = ("auto",),
+    skip_existing: bool = False,
+) -> BatchResult:
+    """Load the model once and predict every task (see :class:`Batch` to load separately)."""
+    batch = Batch(tasks, spec, settings, devices, skip_existing)
+    if batch.todo:
+        batch.load()
+    return batch.run(events)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM (SLURM preemption, ``kill``) like Ctrl-C: stop cleanly, keep journals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,43 @@
+"""The output formats ``infer predict --format`` offers, and what each needs installed.
+
+Kept apart from the writers (:mod:`sleap_infer.io.outputs`, which import
+h5py and sleap-io) so the command line can list the choices cheaply.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+
+from sleap_infer.vocab.errors import UsageError
+
+
+@dataclass(frozen=True)
+class OutputFormat:
+    name: str
+    suffix: str  # appended to ``<video name>.predictions``
+    needs: tuple[str, ...] = ()  # importable modules the sleap-io exporter requires
+
+
+FORMATS: dict[str, OutputFormat] = {
+    f.name: f
+    for f in (
+        OutputFormat("slp", ".slp"),
+        OutputFormat("nwb", ".nwb", ("pynwb", "ndx_pose")),
+        OutputFormat("analysis-h5", ".analysis.h5"),
+        OutputFormat("csv", ".csv", ("pandas",)),
+    )
+}
+
+
+def get_format(name: str) -> OutputFormat:
+    """The format called ``name``, checked to be usable here (its packages import)."""
+    key = name.strip().lower().replace("_", "-")
+    fmt = FORMATS.get(key)
+    if fmt is None:
+        raise UsageError(f"unknown --format {name!r} (choose from {', '.join(FORMATS)})")
+    missing = [m for m in fmt.needs if importlib.util.find_spec(m) is None]
+    if missing:
+        pkgs = " ".join(m.replace("_", "-") for m in missing)
+        raise UsageError(f"--format {fmt.name} needs {pkgs} (pip install {pkgs})")
+    return fmt

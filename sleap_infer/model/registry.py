@@ -1,0 +1,233 @@
+"""One registry of model types: adding a type is one entry here plus its layer.
+
+An entry says everything the floors above need to know about a model type:
+which ``head_configs`` blocks it has and what each head outputs (the config
+parser builds the heads from this, the networks their output layers), which
+layer runs it on a backend that returns raw maps, which layer runs it on an
+exported graph that decodes in-graph, which wrapper traces that graph, and
+what of the decoding runs in the graph versus on the host (written into every
+export's metadata).
+
+Classes are named as ``"module:Class"`` and imported on first use, by the
+floor that owns them (:func:`sleap_infer.layers.registry.layer_class`,
+:func:`sleap_infer.export.wrappers.wrapper_for`): the registry sits below
+layers and export, so it may name them but never imports them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sleap_infer.vocab.errors import ConfigError
+
+# What a head's channels count (HeadSpec.channels).
+NODES = "nodes"  # one per skeleton node
+ONE = "one"  # a single map (centroids)
+PAF_COMPONENTS = "paf_components"  # x and y per PAF edge
+CLASSES = "classes"  # one per identity class
+
+_LAYERS = "sleap_infer.layers"
+_WRAPPERS = "sleap_infer.export.wrappers"
+
+
+@dataclass(frozen=True)
+class HeadSpec:
+    """One output head of a model type."""
+
+    name: str  # sleap-nn's head class: the key of its output and of its weights
+    section: str  # its block under ``head_configs.<model type>``
+    channels: str = NODES
+    activation: str = "none"  # "sigmoid": class maps are probabilities
+    vector: bool = False  # pooled to one vector per image (class vectors)
+
+
+@dataclass(frozen=True)
+class PairSpec:
+    """Top-down: a detector model (centroids) finds the animals, this type poses each crop."""
+
+    name: str  # the combined pipeline's type, e.g. "topdown"
+    layer: str  # "module:Class" of the layer running both stages
+    detector: str = "centroid"  # the model type that finds the animals
+
+
+@dataclass(frozen=True)
+class ModelType:
+    """Everything the floors above need to run, export and describe one model type."""
+
+    name: str
+    heads: tuple[HeadSpec, ...]
+    layer: str  # "module:Class": decodes raw maps on the host (torch backend)
+    exported_layer: str | None = None  # the same model type on a graph that decodes in-graph
+    wrapper: str | None = None  # the export wrapper that traces that graph
+    in_graph: tuple[str, ...] = ()  # decoding steps inside the exported graph
+    on_host: tuple[str, ...] = ()  # type-specific steps the host runs around the graph
+    pair: PairSpec | None = None  # set for top-down stage-2 types: they need a centroid model
+
+    @property
+    def needs_centroids(self) -> bool:
+        return self.pair is not None
+
+
+def load_class(path: str) -> Any:
+    """Import ``"package.module:Class"`` (called by the floor that owns the class)."""
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def named_class(model_type: str, role: str) -> tuple[Any | None, list[str]]:
+    """The class an entry names for ``role`` (``layer``, ``exported_layer``, ``wrapper``),
+    or None; plus the types that name one, for the error message when it is None."""
+    having = sorted(t.name for t in MODEL_TYPES.values() if getattr(t, role))
+    entry = MODEL_TYPES.get(model_type)
+    path = None if entry is None else getattr(entry, role)
+    return (None if path is None else load_class(path)), having
+
+
+# ----------------------------------------------------------------- descriptions
+_NETWORK = ("uint8 -> float32 / 255", "network")
+_REFINE = "integral refinement (fixed-size patch gather)"
+_LOCAL_PEAKS = (
+    "local peaks (strict 8-neighbour maxima, top-K, raster order; "
+    "value of the first maximum that did not fit)"
+)
+_GLOBAL_PEAKS = "global peaks (argmax of column / row maxima)"
+_SCALE = "coordinates x output_stride / input_scale"
+_CROP_HOST = (
+    "crops of crop_size around each centroid, cut from the size-matched frame",
+    "crop keypoints + the box's float top-left",
+)
+
+# ------------------------------------------------------------------------ heads
+_CONFMAPS_MULTI = HeadSpec("MultiInstanceConfmapsHead", "confmaps")
+_CONFMAPS_CROP = HeadSpec("CenteredInstanceConfmapsHead", "confmaps")
+
+MODEL_TYPES: dict[str, ModelType] = {
+    t.name: t
+    for t in (
+        ModelType(
+            "single_instance",
+            heads=(HeadSpec("SingleInstanceConfmapsHead", "confmaps"),),
+            layer=f"{_LAYERS}.single_instance:SingleInstanceLayer",
+            exported_layer=f"{_LAYERS}.exported:ExportedSingleInstanceLayer",
+            wrapper=f"{_WRAPPERS}.single_instance:SingleInstanceWrapper",
+            in_graph=(*_NETWORK, _GLOBAL_PEAKS, _REFINE, _SCALE),
+        ),
+        ModelType(
+            "centroid",
+            heads=(HeadSpec("CentroidConfmapsHead", "confmaps", channels=ONE),),
+            layer=f"{_LAYERS}.centroid:CentroidLayer",
+            exported_layer=f"{_LAYERS}.exported:ExportedCentroidLayer",
+            wrapper=f"{_WRAPPERS}.centroid:CentroidWrapper",
+            in_graph=(*_NETWORK, _LOCAL_PEAKS, _REFINE, _SCALE),
+        ),
+        ModelType(
+            "centered_instance",
+            heads=(_CONFMAPS_CROP,),
+            layer=f"{_LAYERS}.centered_instance:CenteredInstanceLayer",
+            exported_layer=f"{_LAYERS}.exported:ExportedCenteredInstanceLayer",
+            wrapper=f"{_WRAPPERS}.centered_instance:CenteredInstanceWrapper",
+            in_graph=(*_NETWORK, f"{_GLOBAL_PEAKS} on one crop", _REFINE, _SCALE),
+            on_host=_CROP_HOST,
+            pair=PairSpec("topdown", f"{_LAYERS}.topdown:TopDownLayer"),
+        ),
+        ModelType(
+            "multi_class_topdown",
+            heads=(
+                _CONFMAPS_CROP,
+                HeadSpec("ClassVectorsHead", "class_vectors", channels=CLASSES, vector=True),
+            ),
+            layer=f"{_LAYERS}.centered_instance:MultiClassCenteredInstanceLayer",
+            exported_layer=f"{_LAYERS}.exported:ExportedMultiClassCenteredInstanceLayer",
+            wrapper=f"{_WRAPPERS}.centered_instance:MultiClassTopDownWrapper",
+            in_graph=(
+                *_NETWORK,
+                f"{_GLOBAL_PEAKS} on one crop",
+                _REFINE,
+                _SCALE,
+                "class probabilities of the crop (softmax of the class-vector head)",
+            ),
+            on_host=(*_CROP_HOST, "Hungarian assignment of each frame's crops to classes"),
+            pair=PairSpec("multi_class_topdown", f"{_LAYERS}.topdown:TopDownMultiClassLayer"),
+        ),
+        ModelType(
+            "bottomup",
+            heads=(
+                _CONFMAPS_MULTI,
+                HeadSpec("PartAffinityFieldsHead", "pafs", channels=PAF_COMPONENTS),
+            ),
+            layer=f"{_LAYERS}.bottomup:BottomUpLayer",
+            exported_layer=f"{_LAYERS}.exported:ExportedBottomUpLayer",
+            wrapper=f"{_WRAPPERS}.bottomup:BottomUpWrapper",
+            in_graph=(
+                *_NETWORK,
+                f"{_LOCAL_PEAKS}, per node",
+                _REFINE,
+                "PAF line scores of all K x K slot pairs per edge (n_points samples rounded "
+                "to PAF pixels, distance penalty)",
+                _SCALE,
+            ),
+            on_host=(
+                "Hungarian matching per edge, instance assembly, min_line_scores, "
+                "min_instance_peaks (sleap_infer.ops.grouping)",
+            ),
+        ),
+        ModelType(
+            "multi_class_bottomup",
+            heads=(
+                _CONFMAPS_MULTI,
+                HeadSpec("ClassMapsHead", "class_maps", channels=CLASSES, activation="sigmoid"),
+            ),
+            layer=f"{_LAYERS}.bottomup_multiclass:BottomUpMultiClassLayer",
+            exported_layer=f"{_LAYERS}.exported:ExportedBottomUpMultiClassLayer",
+            wrapper=f"{_WRAPPERS}.bottomup:MultiClassBottomUpWrapper",
+            in_graph=(
+                *_NETWORK,
+                f"{_LOCAL_PEAKS}, per node",
+                _REFINE,
+                "class maps sampled at each peak slot (nearest class-map pixel)",
+                _SCALE,
+            ),
+            on_host=(
+                "Hungarian assignment of each node's peaks to classes (sleap_infer.ops.identity)",
+            ),
+        ),
+    )
+}
+
+NOT_YET_SUPPORTED = (
+    "bottomup_segmentation",
+    "centered_instance_segmentation",
+    "semantic_segmentation",
+)
+"""sleap-nn head types we recognise but cannot run yet (a clearer error than "unknown")."""
+
+
+def model_type(name: str) -> ModelType:
+    """The registry entry for ``name``, or a ConfigError saying whether it is known at all."""
+    entry = MODEL_TYPES.get(name)
+    if entry is not None:
+        return entry
+    if name in NOT_YET_SUPPORTED:
+        raise ConfigError(f"model type {name!r} is not supported")
+    raise ConfigError(f"unknown model type {name!r}")
+
+
+def pair_roles(types: Sequence[str]) -> tuple[int, int] | None:
+    """Positions of the detector and the crop model in ``types``, given in either order,
+    or None when the types do not form a two-stage (top-down) pair."""
+    if len(types) != 2:
+        return None
+    for detector, instance in ((0, 1), (1, 0)):
+        entry = MODEL_TYPES.get(types[instance])
+        pair = None if entry is None else entry.pair
+        if pair is not None and types[detector] == pair.detector:
+            return detector, instance
+    return None
+
+
+def pipeline_names() -> tuple[str, ...]:
+    """Names of the two-stage pipelines (``topdown``, ``multi_class_topdown``)."""
+    return tuple(t.pair.name for t in MODEL_TYPES.values() if t.pair is not None)

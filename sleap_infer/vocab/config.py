@@ -1,0 +1,183 @@
+"""Typed view of a trained model: what ``training_config.yaml`` says, parsed once.
+
+These are plain frozen records, with no parsing logic (that lives in
+:mod:`sleap_infer.model.config`), so every floor can share them: the
+networks are built from them, layers read their preprocessing and heads,
+writers name skeletons and tracks from them. Backbones are typed too, so no
+code re-reads the YAML dict (and a ``max_stride: null`` in it means the
+default, not a crash).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from sleap_infer.vocab.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Preprocessing:
+    """How raw frames are turned into network input (``data_config.preprocessing``)."""
+
+    ensure_rgb: bool = False
+    ensure_grayscale: bool = False
+    max_height: int | None = None
+    max_width: int | None = None
+    scale: float = 1.0
+    crop_size: int | None = None
+
+
+@dataclass(frozen=True)
+class HeadConfig:
+    """One output head: its sleap-nn class name (the key of its output and weights),
+    width, stride, and the ``head_configs`` block it came from."""
+
+    name: str
+    channels: int
+    output_stride: int
+    section: str = "confmaps"
+    activation: str = "none"  # "sigmoid": class maps
+    vector: bool = False  # one vector per image (class vectors), not a map
+    # Vector heads only.
+    num_fc_layers: int = 0
+    num_fc_units: int = 0
+    global_pool: bool = True
+
+    @property
+    def is_spatial(self) -> bool:
+        return not self.vector
+
+
+@dataclass(frozen=True)
+class UNetConfig:
+    """``backbone_config.unet`` with sleap-nn's defaults."""
+
+    kind: ClassVar[str] = "unet"
+
+    in_channels: int = 1
+    kernel_size: int = 3
+    filters: int = 32
+    filters_rate: float = 1.5
+    max_stride: int = 16
+    stem_stride: int | None = None
+    middle_block: bool = True
+    up_interpolate: bool = True
+    stacks: int = 1
+    convs_per_block: int = 2
+    output_stride: int = 1
+
+
+@dataclass(frozen=True)
+class DecoderSettings:
+    """The knobs shared by the ConvNeXt and Swin decoders."""
+
+    in_channels: int = 1
+    kernel_size: int = 3
+    filters_rate: float = 2.0
+    convs_per_block: int = 2
+    up_interpolate: bool = True
+    output_stride: int = 1
+    stem_stride: int = 2
+
+    @property
+    def max_stride(self) -> int:
+        """Stem stride, three 2x downsamplings and one extra pool (sleap-nn ignores the
+        configured ``max_stride`` for these backbones)."""
+        return self.stem_stride * 16
+
+
+class _WithDecoder:
+    """ConvNeXt and Swin-T: input channels and max stride are their decoder's settings."""
+
+    decoder: DecoderSettings
+
+    @property
+    def in_channels(self) -> int:
+        return self.decoder.in_channels
+
+    @property
+    def max_stride(self) -> int:
+        return self.decoder.max_stride
+
+
+@dataclass(frozen=True)
+class ConvNeXtConfig(_WithDecoder):
+    kind: ClassVar[str] = "convnext"
+
+    depths: tuple[int, ...]
+    channels: tuple[int, ...]
+    stem_kernel: int
+    decoder: DecoderSettings
+
+
+@dataclass(frozen=True)
+class SwinTConfig(_WithDecoder):
+    kind: ClassVar[str] = "swint"
+
+    embed: int
+    depths: tuple[int, ...]
+    num_heads: tuple[int, ...]
+    patch_size: tuple[int, int]
+    window_size: tuple[int, int]
+    decoder: DecoderSettings
+
+
+BackboneConfig = UNetConfig | ConvNeXtConfig | SwinTConfig
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Everything inference needs to know about one trained model directory."""
+
+    model_type: str
+    backbone: BackboneConfig
+    heads: tuple[HeadConfig, ...]
+    preprocessing: Preprocessing
+    node_names: tuple[str, ...]
+    edges: tuple[tuple[int, int], ...]
+    skeleton_name: str = "Skeleton-0"
+    symmetries: tuple[tuple[int, int], ...] = ()
+    part_names: tuple[str, ...] = ()
+    anchor_part: str | None = None
+    paf_edges: tuple[tuple[int, int], ...] = ()
+    class_names: tuple[str, ...] = ()
+    total_params: int | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def backbone_type(self) -> str:
+        return self.backbone.kind
+
+    @property
+    def in_channels(self) -> int:
+        return self.backbone.in_channels
+
+    @property
+    def max_stride(self) -> int:
+        """Stride the input must be padded to: the deepest downsampling of the backbone."""
+        return self.backbone.max_stride
+
+    def head(self, name: str) -> HeadConfig:
+        for head in self.heads:
+            if head.name == name:
+                return head
+        raise KeyError(name)
+
+    def head_for(self, section: str) -> HeadConfig:
+        """The head configured under ``head_configs.<model type>.<section>``."""
+        for head in self.heads:
+            if head.section == section:
+                return head
+        raise ConfigError(f"{self.model_type} model has no {section} head")
+
+    @property
+    def confmap_head(self) -> HeadConfig:
+        """The confidence-map head: the one peaks are found on."""
+        return self.head_for("confmaps")
+
+    @property
+    def anchor_index(self) -> int | None:
+        if self.anchor_part is None:
+            return None
+        return self.node_names.index(self.anchor_part)
