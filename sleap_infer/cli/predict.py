@@ -7,7 +7,7 @@ Exit codes: 0 when every video is done or skipped, 1 when any video failed
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -31,6 +31,9 @@ from sleap_infer.cli.progress import BatchProgress, console, print_summary
 from sleap_infer.vocab import options as defaults
 from sleap_infer.vocab.errors import UsageError
 from sleap_infer.vocab.options import PredictOptions
+
+if TYPE_CHECKING:
+    from sleap_infer.batch.run import Batch
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -199,16 +202,21 @@ def predict(
         extra_provenance={"cli_args": cli_args},
     )
     batch = Batch(tasks, spec, settings, worker_devices, skip_existing=skip_existing)
+    _run(batch, len(tasks), quiet)
+
+
+def _run(batch: Batch, n_tasks: int, quiet: bool) -> None:
+    """Load the model (every model problem surfaces here, before any video is opened),
+    predict with a progress display, print the summary, exit non-zero on trouble."""
     if batch.todo:
         with console.status("Loading model...", spinner="dots"):
-            # Every model problem surfaces here, before any video is opened.
             summary = batch.load()
         console.print(
             f"Model: [bold]{escape(summary.what)}[/] on [bold]{escape(summary.where)}[/], "
             f"batch size {summary.batch_size}",
             soft_wrap=True,
         )
-    with BatchProgress(len(tasks), disable=quiet) as progress:
+    with BatchProgress(n_tasks, disable=quiet) as progress:
         result = batch.run(progress, on_worker_error=progress.note)
     print_summary(result.outcomes)
     if result.interrupted:
