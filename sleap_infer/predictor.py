@@ -38,7 +38,7 @@ from sleap_infer.io.writer import make_skeleton, make_video
 from sleap_infer.layers import build_layer
 from sleap_infer.model.loader import LoadedModel, load_model
 from sleap_infer.runner import Runner, RunStats
-from sleap_infer.runtimes import backend_maker
+from sleap_infer.runtimes import get_runtime
 from sleap_infer.vocab.errors import OutputError, ResumeError
 from sleap_infer.vocab.options import BATCH_SIZE, PredictOptions
 from sleap_infer.vocab.predictions import BatchPredictions
@@ -107,8 +107,9 @@ class Predictor:
     ) -> None:
         self.models: list[LoadedModel] = [load_model(p) for p in model_paths]
         self.options = options or PredictOptions()
-        make_backend = backend_maker(backend, device, **(backend_options or {}))
-        self.backend_name = backend.strip().lower()
+        runtime = get_runtime(backend)
+        make_backend = runtime.maker(device, **(backend_options or {}))
+        self.backend_name = runtime.name
         self.layer = build_layer(self.models, make_backend, self.options)
         self.runner = Runner(self.layer, batch_size=batch_size)
         self.batch_size = batch_size

@@ -30,6 +30,7 @@ from sleap_infer.vocab.options import PredictOptions
 from sleap_infer.vocab.predictions import BatchPredictions
 
 BASELINE = "torch"
+DEFAULT_BACKENDS = ("torch", "onnx")
 # Extra rows that are a backend with options, e.g. ``infer bench --bf16``.
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {"torch+bf16": ("torch", {"bf16": True})}
 
@@ -38,7 +39,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {"torch+bf16": ("torch", {"bf1
 class BenchConfig:
     model_paths: Sequence[str | Path]
     device: str = "auto"
-    backends: Sequence[str] = ("torch", "onnx")
+    backends: Sequence[str] = DEFAULT_BACKENDS
     batch_sizes: Sequence[int] = (1, 4, 16)
     video: str | Path | None = None
     size: tuple[int, int] | None = None  # (H, W) of synthetic frames when no video

@@ -21,8 +21,6 @@ from sleap_infer.vocab.errors import OutputError, UsageError
 if TYPE_CHECKING:
     from sleap_infer.bench.suite import BenchConfig
 
-DEFAULT_BACKENDS = ("torch", "onnx")
-
 
 def bench(
     model: ModelDirs,
@@ -60,7 +58,13 @@ def bench(
 ) -> None:
     """Benchmark backends x batch sizes: cold start, warmup, p50/p95 latency, FPS, memory,
     and the keypoint difference against the torch backend on the same frames."""
-    from sleap_infer.bench.suite import BenchConfig, parse_backends, parse_batch_sizes, run_bench
+    from sleap_infer.bench.suite import (
+        DEFAULT_BACKENDS,
+        BenchConfig,
+        parse_backends,
+        parse_batch_sizes,
+        run_bench,
+    )
     from sleap_infer.vocab.options import PredictOptions
 
     if input is not None and size is not None:

@@ -128,12 +128,10 @@ class InferenceLayer(Preprocessor, ABC):
     def n_nodes(self) -> int:
         return len(self.config.node_names)
 
-    def _maybe_keep(self, preds: BatchPredictions, name: str, value: torch.Tensor) -> None:
-        if self.options.return_confmaps:
-            preds.extras[name] = value.detach().cpu().numpy()
-
     def _keep_maps(self, preds: BatchPredictions, outputs: dict[str, torch.Tensor]) -> None:
-        """``--return-confmaps``: every spatial head's output, under its section's name."""
+        """``return_confmaps``: every spatial head's output, under its section's name."""
+        if not self.options.return_confmaps:
+            return
         for head in self.config.heads:
             if head.is_spatial and head.name in outputs:
-                self._maybe_keep(preds, head.section, outputs[head.name])
+                preds.extras[head.section] = outputs[head.name].detach().cpu().numpy()

@@ -59,7 +59,7 @@ class CentroidLayer(InferenceLayer):
         opts = self.options
         points, values, sample, _ = self.local_peaks(outputs, self.threshold)
         points = points * (self.config.confmap_head.output_stride / info.input_scale)
-        batch = outputs[self.config.confmap_head.name].shape[0]
+        batch = len(info.eff_scale)
         counts = torch.bincount(sample, minlength=batch)
         width = int(counts.max()) if counts.numel() and len(sample) else 0
         if opts.max_instances is not None:
