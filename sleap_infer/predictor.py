@@ -52,6 +52,8 @@ class VideoResult:
     output: Path
     frames: int = 0  # frames predicted, including those of resumed runs
     instances: int = 0
+    frames_with_instances: int = 0
+    mean_score: float | None = None  # mean instance score; None when nothing was found
     fps: float = 0.0  # this run's throughput
     stats: RunStats | None = None
     bad_frames: list[FrameError] = field(default_factory=list)
@@ -300,6 +302,9 @@ class Predictor:
         result.decoded_frames = highest + 1
         result.frames = journal.n_predicted
         result.instances = journal.n_instances
+        result.frames_with_instances = journal.frames_with_instances
+        if journal.n_instances:
+            result.mean_score = journal.score_sum / journal.n_instances
         result.fps = result.stats.fps if result.stats else 0.0
         provenance = self.provenance(info, indices)
         provenance.update(

@@ -61,6 +61,8 @@ def outcome_from_result(task: VideoTask, result: VideoResult) -> VideoOutcome:
         status=TRUNCATED if result.truncated else DONE,
         frames=result.frames,
         instances=result.instances,
+        frames_with_instances=result.frames_with_instances,
+        mean_score=result.mean_score,
         fps=result.fps,
         bad_frames=result.n_bad_frames,
         resumed_frames=result.resumed_frames,

@@ -38,6 +38,8 @@ class VideoOutcome:
     status: str
     frames: int = 0
     instances: int = 0
+    frames_with_instances: int = 0
+    mean_score: float | None = None  # mean instance score; None when nothing was found
     fps: float = 0.0
     bad_frames: int = 0
     resumed_frames: int = 0

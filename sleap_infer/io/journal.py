@@ -120,6 +120,8 @@ class Journal:
     bad_frames: list[FrameError] = field(default_factory=list)
     predicted: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     n_instances: int = 0
+    frames_with_instances: int = 0
+    score_sum: float = 0.0  # of the valid instances' scores (the run summary's mean score)
     valid_bytes: int = 0
     torn_bytes: int = 0  # bytes after the last intact record (a crash mid-write)
 
@@ -168,6 +170,8 @@ def read_journal(path: Path) -> Journal:
         bad: list[FrameError] = []
         predicted: list[np.ndarray] = []
         n_instances = 0
+        frames_with_instances = 0
+        score_sum = 0.0
         valid = len(MAGIC)
         for end, meta, arrays in _records(fh):
             kind = meta.get("type")
@@ -179,7 +183,10 @@ def read_journal(path: Path) -> Journal:
                 sessions.append(meta)
             elif kind == "batch":
                 predicted.append(arrays["frame_indices"].astype(np.int64))
-                n_instances += int(arrays["valid"].sum())
+                found = arrays["valid"]
+                n_instances += int(found.sum())
+                frames_with_instances += int(found.any(axis=1).sum()) if found.ndim == 2 else 0
+                score_sum += float(np.nansum(arrays["instance_scores"][found]))
             if kind in ("batch", "bad_frames"):
                 bad.extend(_frame_errors_from_json(meta.get("bad_frames", [])))
             valid = end
@@ -195,6 +202,8 @@ def read_journal(path: Path) -> Journal:
         bad_frames=bad,
         predicted=done,
         n_instances=n_instances,
+        frames_with_instances=frames_with_instances,
+        score_sum=score_sum,
         valid_bytes=valid,
         torn_bytes=size - valid,
     )
