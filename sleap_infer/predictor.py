@@ -22,13 +22,16 @@ from typing import Any
 import numpy as np
 
 from sleap_infer.io.formats import OutputFormat, get_format
-from sleap_infer.io.frames import parse_frames
+from sleap_infer.io.frames import select_frames
 from sleap_infer.io.journal import (
+    EmptyJournalError,
     Journal,
     JournalWriter,
     check_compatible,
+    fingerprint_changes,
     in_use,
     journal_path,
+    mark_failed,
     read_journal,
 )
 from sleap_infer.io.outputs import default_output_path, write_from_journal
@@ -60,6 +63,7 @@ class VideoResult:
     resumed_frames: int = 0  # frames already in the journal when this run started
     metadata_frames: int = 0  # what the container claims
     decoded_frames: int = 0  # one past the highest frame index that decoded
+    warnings: list[str] = field(default_factory=list)  # e.g. --frames clamped to the video
 
     @property
     def truncated(self) -> bool:
@@ -112,18 +116,19 @@ class Predictor:
         runtime = get_runtime(backend)
         make_backend = runtime.maker(device, **(backend_options or {}))
         self.backend_name = runtime.name
+        # Engines built for one exact batch need every batch padded to it; everything else
+        # takes a short video in one smaller batch instead of padding it with blank frames.
+        self._pads_short_videos = runtime.static_batch
         self.layer = build_layer(self.models, make_backend, self.options)
         self.runner = Runner(self.layer, batch_size=batch_size)
         self.batch_size = batch_size
+        self.warnings: list[str] = skeleton_warnings(self.models, self.primary)
 
     @property
     def primary(self) -> LoadedModel:
         """The model whose skeleton and classes the output uses (top-down: the instance model,
         whichever order the models were given in)."""
-        for model in self.models:
-            if model.config is self.layer.config:
-                return model
-        return self.models[-1]
+        return output_model(self.models, self.layer.config)
 
     @property
     def device(self) -> str:
@@ -167,8 +172,20 @@ class Predictor:
         }
 
     def _open_journal(
-        self, path: Path, fingerprint: dict[str, Any], resume: bool, overwrite: bool
+        self,
+        path: Path,
+        fingerprint: dict[str, Any],
+        resume: bool,
+        overwrite: bool,
+        warnings: list[str],
     ) -> Journal | None:
+        """The journal to continue, or None to start afresh (removing what may be removed).
+
+        Only a journal holding predictions of an *interrupted* run blocks a plain
+        run: one cut off before its first prediction has nothing to lose, and one
+        whose run failed on an error (see :func:`~sleap_infer.io.journal.mark_failed`)
+        is continued when its settings match, else replaced with a warning.
+        """
         if not path.exists():
             return None
         if in_use(path):
@@ -176,14 +193,42 @@ class Predictor:
         if overwrite:
             path.unlink()
             return None
+        try:
+            journal = read_journal(path)
+        except EmptyJournalError:
+            path.unlink()
+            return None
+        if journal.n_predicted == 0 and not journal.bad_frames:
+            path.unlink()  # e.g. Ctrl-C while the model warmed up
+            return None
+        if journal.failed is not None and not resume:
+            return self._after_failure(journal, fingerprint, warnings)
         if not resume:
             raise ResumeError(
-                f"{path}: partial predictions of an interrupted run exist; "
-                "pass --resume to continue them or --overwrite to start over"
+                f"{path}: partial predictions of an interrupted run exist "
+                f"({journal.n_predicted} frames); pass --resume to continue them or "
+                "--overwrite to start over"
             )
-        journal = read_journal(path)
         check_compatible(journal, fingerprint)
         return journal
+
+    @staticmethod
+    def _after_failure(
+        journal: Journal, fingerprint: dict[str, Any], warnings: list[str]
+    ) -> Journal | None:
+        changes = fingerprint_changes(journal.header.get("fingerprint", {}), fingerprint)
+        if not changes:
+            warnings.append(
+                f"{journal.path}: continuing the {journal.n_predicted} frames of a run that "
+                f"failed ({journal.failed})"
+            )
+            return journal
+        journal.path.unlink()
+        warnings.append(
+            f"{journal.path}: discarded {journal.n_predicted} frames of a run that failed "
+            f"({journal.failed}) with other settings ({'; '.join(changes)})"
+        )
+        return None
 
     def predict_video(
         self,
@@ -210,27 +255,34 @@ class Predictor:
         )
         reader = self.open(video)
         info = reader.info
-        indices = parse_frames(frames, info.n_frames)
+        indices, clamped = select_frames(frames, info.n_frames, video)
         out_path = Path(output) if output is not None else default_output_path(info.path, fmt)
         jpath = journal_path(out_path)
         fingerprint = self.fingerprint(info, indices)
-        journal = self._open_journal(jpath, fingerprint, resume, overwrite)
+        warnings = [clamped] if clamped else []
+        journal = self._open_journal(jpath, fingerprint, resume, overwrite, warnings)
         result = VideoResult(
             video=info.path,
             output=out_path,
             metadata_frames=info.n_frames,
             resumed_frames=journal.n_predicted if journal else 0,
+            warnings=warnings,
         )
         bad = _BadFrameLog()
         stream, total = self._remaining(reader, indices, journal, bad.add)
         if on_start is not None:
             on_start(info, total)
         t0 = time.perf_counter()
-        with self._journal_writer(jpath, journal, fingerprint, info, result) as writer:
-            result.stats = self._run_into(writer, stream, bad, on_progress)
-        finished = read_journal(jpath)
-        self._write_output(finished, info, indices, out_path, fmt, time.perf_counter() - t0,
-                           extra_provenance, result)  # fmt: skip
+        try:
+            with self._journal_writer(jpath, journal, fingerprint, info, result) as writer:
+                result.stats = self._run_into(writer, stream, bad, on_progress, total)
+            finished = read_journal(jpath)
+            self._write_output(finished, info, indices, out_path, fmt, time.perf_counter() - t0,
+                               extra_provenance, result)  # fmt: skip
+        except Exception as exc:  # not KeyboardInterrupt: that leaves an "interrupted" journal
+            if jpath.exists():
+                mark_failed(jpath, _one_line(exc))
+            raise
         with contextlib.suppress(FileNotFoundError):
             jpath.unlink()  # only once the output is safely in place
         return result
@@ -273,14 +325,17 @@ class Predictor:
         stream: Iterator[tuple[int, np.ndarray]],
         bad: _BadFrameLog,
         on_progress: Callable[[int], None] | None,
+        total: int,
     ) -> RunStats:
         """Predict ``stream``, appending each batch (and new bad frames) to the journal."""
 
         def sink(preds: BatchPredictions) -> None:
             writer.write_batch(preds, bad.drain())
 
+        # --batch-size 1000 on 166 frames must not allocate (and run) 834 blank frames.
+        batch_size = None if self._pads_short_videos else max(1, min(self.batch_size, total))
         try:
-            return self.runner.run(stream, sink=sink, progress=on_progress)
+            return self.runner.run(stream, sink=sink, progress=on_progress, batch_size=batch_size)
         finally:
             with contextlib.suppress(OutputError):  # keep the original error, if any
                 writer.write_bad_frames(bad.drain())
@@ -365,6 +420,41 @@ class Predictor:
                     yield i, frame
 
         return not_done(), max(0, n - int(done[:n].sum()))
+
+
+def output_model(models: Sequence[LoadedModel], output_config: object) -> LoadedModel:
+    """The model whose config the layer writes its output with."""
+    for model in models:
+        if model.config is output_config:
+            return model
+    return models[-1]
+
+
+def skeleton_warnings(models: Sequence[LoadedModel], primary: LoadedModel) -> list[str]:
+    """A warning when the models of a pair were trained on different skeletons.
+
+    Top-down needs only the centroid model's anchor node, so such a pair runs,
+    but it usually means two models from different projects were paired by
+    mistake; the output uses the instance model's skeleton.
+    """
+    out = []
+    for other in models:
+        if other is primary:
+            continue
+        a, b = other.config, primary.config
+        if (a.node_names, a.edges) != (b.node_names, b.edges):
+            out.append(
+                f"{other.path} and {primary.path} were trained on different skeletons "
+                f"({len(a.node_names)} nodes {', '.join(a.node_names)} vs "
+                f"{len(b.node_names)} nodes {', '.join(b.node_names)}, or other edges); "
+                f"the output uses {primary.path.name}'s"
+            )
+    return out
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _export_provenance(described: dict[str, Any]) -> dict[str, Any]:

@@ -243,7 +243,7 @@ def test_run_batch_is_callable_without_the_command_line(tmp_path: Path) -> None:
     assert result.outcomes[0].frames == 6
     assert "missing.mp4: video not found" in result.outcomes[1].message
     assert (tmp_path / "out" / "a.mp4.predictions.slp").is_file()
-    again = run_batch(tasks[:1], spec, JobSettings(), _Events(), ["cpu"], skip_existing=True)
+    again = run_batch(tasks[:1], spec, JobSettings(), _Events(), ["cpu"])
     assert [o.status for o in again.outcomes] == [SKIPPED] and not again.failed
 
 

@@ -19,7 +19,7 @@ from sleap_infer.runtimes import backend_maker
 from sleap_infer.runtimes.auto import AutoExportBackend
 from sleap_infer.runtimes.cache import cache_root
 from sleap_infer.vocab.artifact import METADATA_NAME
-from sleap_infer.vocab.errors import BackendError
+from sleap_infer.vocab.errors import BackendError, ExportError
 
 from model_factory import config_dict, write_model_dir
 
@@ -117,3 +117,34 @@ def test_onnx_device_and_session_options(tmp_path: Path) -> None:
     backend.warmup((1, 1, 48, 48))
     with pytest.raises(BackendError, match="unknown graph optimisation level 'max'"):
         ONNXBackend(info, "cpu", graph_optimization="max")
+
+
+def test_a_damaged_cache_entry_is_exported_again(tmp_path: Path) -> None:
+    raw = config_dict("single_instance", preprocessing=SIZED)
+    model = load_model(write_model_dir(tmp_path / "m", raw))
+    frames = np.random.default_rng(1).integers(0, 256, (2, 40, 60, 1), dtype=np.uint8)
+    first = _onnx_layer(model, PredictOptions(), [])
+    want = first.predict(frames)
+    cached = first.backend.exports[0]
+    onnx_file = cached / "model.onnx"
+    onnx_file.write_bytes(onnx_file.read_bytes()[:3000])  # a disk that filled up mid-write
+    messages: list[str] = []
+    again = _onnx_layer(model, PredictOptions(), messages)
+    got = again.predict(frames)
+    assert again.backend.exports == [cached]
+    assert any(m.startswith(f"cached export {cached} is damaged") for m in messages)
+    np.testing.assert_array_equal(got.points, want.points)
+
+
+def test_a_damaged_export_next_to_the_model_names_the_folder_to_delete(tmp_path: Path) -> None:
+    raw = config_dict("single_instance", preprocessing=SIZED)
+    model = load_model(write_model_dir(tmp_path / "m", raw))
+    export_model(model)
+    onnx_file = model.path / "exported" / "model.onnx"
+    onnx_file.write_bytes(b"\x00" * 100)
+    layer = _onnx_layer(model, PredictOptions(), [])
+    frames = np.zeros((2, 40, 60, 1), np.uint8)
+    with pytest.raises(
+        ExportError, match=r"the export in .*exported is damaged: delete that folder"
+    ):
+        layer.predict(frames)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -46,10 +47,16 @@ def test_folder_lists_its_videos_sorted_and_recursive_goes_deeper(tree: Path) ->
 
 def test_globs_lists_and_duplicates(tree: Path) -> None:
     listing = tree / "videos.txt"
-    listing.write_text(f"# my videos\nb.mp4\n\n{tree / 'sub' / 'c.MP4'}  # absolute\nsub/deeper\n")
+    (tree / "mouse #3.mp4").write_bytes(b"x")
+    listing.write_text(
+        f"# my videos\nb.mp4\n\n  # indented comment\n{tree / 'sub' / 'c.MP4'}\nsub/deeper\n"
+        "mouse #3.mp4\n"
+    )
     got = expand_inputs([str(tree / "*.avi"), listing, tree / "b.mp4"])
-    # b.mp4 appears in the list and again on the command line: predicted once.
-    assert [i.path.name for i in got] == ["a.avi", "b.mp4", "c.MP4", "d.mkv"]
+    # b.mp4 appears in the list and again on the command line: predicted once. A '#' inside
+    # a name is part of it; only lines starting with '#' are comments.
+    assert [i.path.name for i in got] == ["a.avi", "b.mp4", "c.MP4", "d.mkv", "mouse #3.mp4"]
+    assert all(i.problem is None for i in got)
     recursive_glob = expand_inputs([str(tree / "**" / "*.mkv")])
     assert [i.path.name for i in recursive_glob] == ["d.mkv"]
 
@@ -63,8 +70,12 @@ def test_inputs_that_name_nothing_become_problems(tree: Path) -> None:
         ("*.mov", "no files match this pattern"),
         ("empty", "no videos in folder (use --recursive to search subfolders)"),
         ("blank.txt", "list of videos is empty"),
-        ("missing.mp4", None),  # left to the video reader: "video not found"
+        ("missing.mp4", "video not found"),  # found out before the model loads
     ]
+    (tree / "locked.mp4").write_bytes(b"x")
+    (tree / "locked.mp4").chmod(0)
+    unreadable = expand_inputs([tree / "locked.mp4"])[0].problem
+    assert unreadable == ("permission denied" if os.geteuid() != 0 else None)  # root reads all
 
 
 def test_shards_partition_the_list_deterministically(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from sleap_infer.io.journal import (
     MAGIC,
     JournalWriter,
     check_compatible,
+    fingerprint_changes,
     in_use,
     journal_path,
     read_journal,
@@ -116,8 +117,20 @@ def test_not_a_journal_and_header_checks(tmp_path: Path) -> None:
     _write(path, [_batch(0)])
     journal = read_journal(path)
     check_compatible(journal, {"k": 1})
-    with pytest.raises(ResumeError, match=r"cannot resume: k differs .*\(1 then, 2 now\)"):
+    with pytest.raises(ResumeError, match=r"cannot resume, .* differs: k: 1 then, 2 now; use"):
         check_compatible(journal, {"k": 2})
+
+
+def test_mismatch_names_each_nested_key_with_both_values() -> None:
+    old = {"options": {"peak_threshold": 0.2, "refine": True, "n_points": 10}, "frames": "all"}
+    new = {"options": {"peak_threshold": 0.5, "refine": True}, "frames": "0-9", "extra": [1]}
+    assert fingerprint_changes(old, new) == [
+        "extra: unset then, [1] now",
+        'frames: "all" then, "0-9" now',
+        "options.n_points: 10 then, unset now",
+        "options.peak_threshold: 0.2 then, 0.5 now",
+    ]
+    assert fingerprint_changes(old, old) == []
 
 
 def test_one_writer_at_a_time(tmp_path: Path) -> None:

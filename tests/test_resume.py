@@ -97,9 +97,11 @@ def test_resume_refuses_a_journal_from_other_settings(
         with pytest.raises(KeyboardInterrupt):
             first.predict_video(video, output=out)
     other = Predictor([SYNTHETIC_MODEL], device="cpu", options=PredictOptions(peak_threshold=0.5))
-    with pytest.raises(ResumeError, match=r"cannot resume: options differs .*use --overwrite"):
+    with pytest.raises(
+        ResumeError, match=r"differs: options.peak_threshold: 0.2 then, 0.5 now; use --overwrite"
+    ):
         other.predict_video(video, output=out, resume=True)
-    with pytest.raises(ResumeError, match="cannot resume: frames differs"):
+    with pytest.raises(ResumeError, match='differs: frames: "all" then, "0-9" now;'):
         first.predict_video(video, output=out, resume=True, frames="0-9")
     result = other.predict_video(video, output=out, overwrite=True)
     assert result.resumed_frames == 0 and result.frames == 40

@@ -154,6 +154,22 @@ def test_more_frames_than_metadata_are_all_decoded(tmp_path: Path) -> None:
     assert got == list(range(60)) and errors == []
 
 
+def test_frames_far_past_the_real_end_are_reported_not_sought_forever(tmp_path: Path) -> None:
+    # Metadata promises 1000 frames, the file holds 60: a seek to frame 900 lands on the
+    # last keyframe, far short of its target. It must not seek there again and again.
+    avi = avi_claiming(tmp_path / "liar.avi", counter_frames(60), claimed=1000)
+    errors: list[FrameError] = []
+    got = [i for i, _ in VideoReader(avi).iter_frames([5, 900, 950], 1, errors.append)]
+    assert got == [5]
+    assert [(e.index, e.count, e.kind) for e in errors] == [
+        (900, 1, MISSING_AT_END),
+        (950, 1, MISSING_AT_END),
+    ]
+    errors.clear()
+    assert list(VideoReader(avi).iter_frames(None, 1, errors.append, start=700)) == []
+    assert [(e.index, e.count) for e in errors] == [(700, 300)]
+
+
 def test_start_skips_earlier_frames_by_seeking(tmp_path: Path) -> None:
     n = SEEK_GAP_FRAMES + 60
     path = write_video(tmp_path / "long.mp4", counter_frames(n, 32, 32))

@@ -44,7 +44,7 @@ class BatchEvents(Protocol):
 
 
 def outcome_from_result(task: VideoTask, result: VideoResult) -> VideoOutcome:
-    warnings = []
+    warnings = list(result.warnings)
     missing = 0
     for err in result.bad_frames:
         if err.kind == MISSING_AT_END:

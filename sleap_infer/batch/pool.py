@@ -47,16 +47,21 @@ class PredictorSpec:
     options: PredictOptions = field(default_factory=PredictOptions)
     backend_options: dict[str, Any] = field(default_factory=dict)
 
-    def check(self, devices: Sequence[str]) -> None:
-        """Before spawning workers: the models load and combine, and every device exists."""
+    def check(self, devices: Sequence[str]) -> list[str]:
+        """Before spawning workers: the models load and combine, and every device exists.
+
+        Returns warnings about the models (as :attr:`Predictor.warnings`).
+        """
         from sleap_infer.layers import build_layer
         from sleap_infer.model.loader import load_model
+        from sleap_infer.predictor import output_model, skeleton_warnings
         from sleap_infer.runtimes import backend_maker
 
         models = [load_model(p) for p in self.model_paths]
         for device in devices:
             backend_maker(self.backend, device, **self.backend_options)
-        build_layer(models, backend_maker("torch", "cpu"), self.options)
+        layer = build_layer(models, backend_maker("torch", "cpu"), self.options)
+        return skeleton_warnings(models, output_model(models, layer.config))
 
     def build(self, device: str) -> Any:
         from sleap_infer.predictor import Predictor

@@ -2,9 +2,10 @@
 
 Order of work, so that mistakes surface before any time is spent:
 :func:`plan_batch` expands the inputs (names only) and plans every output
-path; :meth:`Batch.load` builds the model (a bad model directory fails here,
-before any video is opened); :meth:`Batch.run` skips finished outputs, then
-predicts video by video on one device or over a pool of device workers. A
+path, and settles what needs no model (finished outputs are skipped, missing
+inputs fail); :meth:`Batch.load` builds the model (a bad model directory fails
+here, before any video is opened); :meth:`Batch.run` reports the settled
+tasks, then predicts video by video on one device or over a pool of device workers. A
 video that fails is one outcome, never the end of the batch; SIGTERM (SLURM
 preemption, ``kill``) stops it like Ctrl-C, with every journal kept.
 """
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from sleap_infer.batch.execute import BatchEvents, JobSettings, run_sequential
 from sleap_infer.batch.pool import PredictorSpec, run_on_devices
-from sleap_infer.batch.tasks import SKIPPED, VideoOutcome, VideoTask, already_done, plan_tasks
+from sleap_infer.batch.tasks import VideoOutcome, VideoTask, plan_tasks, settled_before_running
 from sleap_infer.io.formats import OutputFormat, get_format
 from sleap_infer.io.inputs import expand_inputs, take_shard
 from sleap_infer.vocab.errors import UsageError
@@ -49,6 +50,7 @@ class ModelSummary:
     what: str
     where: str
     batch_size: int
+    warnings: tuple[str, ...] = ()  # e.g. a top-down pair trained on different skeletons
 
 
 def plan_batch(
@@ -83,22 +85,22 @@ class Batch:
         spec: PredictorSpec,
         settings: JobSettings,
         devices: Sequence[str] = ("auto",),
-        skip_existing: bool = False,
+        skip_existing: bool = True,  # TODO(coordinator): drop once cli/predict.py stops passing it
     ) -> None:
         self.spec = spec
         self.settings = settings
         self.devices = list(devices)
         fmt = get_format(settings.output_format)
-        skip = skip_existing or settings.resume  # resuming never redoes a finished video
+        # Settled without the model: finished outputs (skipped unless --overwrite) and inputs
+        # that cannot be attempted. When that is every task, the model is never loaded.
         self.skipped: list[VideoOutcome] = []
         self.todo: list[VideoTask] = []
         for task in tasks:
-            if skip and already_done(task, fmt):
-                self.skipped.append(
-                    VideoOutcome(task, SKIPPED, message=f"{task.output} is complete")
-                )
-            else:
+            settled = settled_before_running(task, fmt, settings.overwrite)
+            if settled is None:
                 self.todo.append(task)
+            else:
+                self.skipped.append(settled)
         self.predictor: Predictor | None = None
 
     def load(self) -> ModelSummary:
@@ -111,12 +113,14 @@ class Batch:
                 f"{type(self.predictor.layer).__name__} ({types})",
                 f"{self.predictor.backend_name}/{self.predictor.device}",
                 spec.batch_size,
+                tuple(self.predictor.warnings),
             )
-        spec.check(self.devices)
+        warnings = spec.check(self.devices)
         return ModelSummary(
             ", ".join(spec.model_paths),
             f"{spec.backend}, {len(self.devices)} workers ({', '.join(self.devices)})",
             spec.batch_size,
+            tuple(warnings),
         )
 
     def run(
@@ -157,10 +161,9 @@ def run_batch(
     settings: JobSettings,
     events: BatchEvents,
     devices: Sequence[str] = ("auto",),
-    skip_existing: bool = False,
 ) -> BatchResult:
     """Load the model once and predict every task (see :class:`Batch` to load separately)."""
-    batch = Batch(tasks, spec, settings, devices, skip_existing)
+    batch = Batch(tasks, spec, settings, devices)
     if batch.todo:
         batch.load()
     return batch.run(events)

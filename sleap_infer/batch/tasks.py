@@ -9,9 +9,9 @@ from pathlib import Path
 
 from sleap_infer.io.formats import FORMATS, OutputFormat
 from sleap_infer.io.inputs import VideoInput
-from sleap_infer.io.journal import journal_path
+from sleap_infer.io.journal import journal_path, read_journal
 from sleap_infer.io.outputs import default_output_path, is_complete
-from sleap_infer.vocab.errors import UsageError
+from sleap_infer.vocab.errors import SleapInferError, UsageError
 
 # VideoOutcome.status values.
 DONE = "done"
@@ -99,6 +99,43 @@ def already_done(task: VideoTask, fmt: OutputFormat) -> bool:
     return is_complete(task.output, fmt) and not journal_path(task.output).exists()
 
 
+def settled_before_running(
+    task: VideoTask, fmt: OutputFormat, overwrite: bool
+) -> VideoOutcome | None:
+    """The outcome of a task that needs no model: an input that cannot be attempted, or
+    an output that is already there.
+
+    Finished outputs are protected by default, as DeepLabCut does: a rerun of
+    the same command (after a crash, or with more videos added to the folder)
+    skips them, and never replaces hours of predictions by accident, say with
+    a 10-frame ``--frames`` test. ``--overwrite`` replaces them. A file at the
+    output path that is not a complete output of this format (someone else's
+    file, a damaged copy) is refused, not replaced.
+    """
+    if task.problem is not None:
+        return VideoOutcome(task, FAILED, message=f"{task.video}: {task.problem}")
+    if overwrite or journal_path(task.output).exists() or not task.output.exists():
+        return None  # a journal is the predictor's to judge (resume, or ask for a flag)
+    if is_complete(task.output, fmt):
+        return VideoOutcome(
+            task, SKIPPED, message=f"{task.output} exists (--overwrite replaces it)"
+        )
+    return VideoOutcome(
+        task,
+        FAILED,
+        message=f"{task.output}: exists but is not a complete {fmt.name} output; "
+        "move it away or pass --overwrite to replace it",
+    )
+
+
+def saved_frames(task: VideoTask) -> int:
+    """Frames already saved in the video's journal (0 if there is none or it is unreadable)."""
+    try:
+        return read_journal(journal_path(task.output)).n_predicted
+    except (SleapInferError, OSError):
+        return 0
+
+
 def kept_hint(task: VideoTask) -> str:
     """What became of an unfinished video's predictions."""
     journal = journal_path(task.output)
@@ -108,4 +145,10 @@ def kept_hint(task: VideoTask) -> str:
 
 
 def interrupted_outcome(task: VideoTask) -> VideoOutcome:
-    return VideoOutcome(task, INTERRUPTED, message=f"{task.video}: interrupted; {kept_hint(task)}")
+    """The frames count is what the journal holds, so the summary shows what was saved."""
+    return VideoOutcome(
+        task,
+        INTERRUPTED,
+        frames=saved_frames(task),
+        message=f"{task.video}: interrupted; {kept_hint(task)}",
+    )

@@ -2,9 +2,11 @@
 
 An argument may be a video file, a folder (its videos; all levels with
 ``recursive``), a glob (``'data/*.mp4'``, ``'data/**/*.avi'``), or a ``.txt``
-file listing any of these, one per line (``#`` comments; relative entries
-are relative to the list's folder). Expansion only lists names: nothing is
-opened, so it is cheap and happens before the model loads. Folder and glob
+file listing any of these, one per line (a line starting with ``#`` is a
+comment; a ``#`` inside a path is part of the name, since file names may hold
+one; relative entries are relative to the list's folder). Expansion only
+lists names and checks that files exist and are readable: nothing is opened,
+so it is cheap, and a mistyped path fails before the model loads. Folder and glob
 matches are sorted, so every SLURM array task sees the same list and
 ``--shard`` splits it the same way.
 """
@@ -12,6 +14,7 @@ matches are sorted, so every SLURM array task sees the same list and
 from __future__ import annotations
 
 import glob
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,7 +68,18 @@ def _expand_one(arg: str, recursive: bool, base: Path | None, in_list: bool) -> 
         if not files:
             return [VideoInput(path, problem="no files match this pattern")]
         return [VideoInput(m) for m in files]
-    return [VideoInput(path)]  # a file (or a missing path: the reader reports it)
+    return [VideoInput(path, problem=_path_problem(path))]
+
+
+def _path_problem(path: Path) -> str | None:
+    """Why a named video cannot even be attempted (same words as the video reader's)."""
+    if not path.exists():
+        return "video not found"
+    if not path.is_file():
+        return "not a regular file"
+    if not os.access(path, os.R_OK):
+        return "permission denied"
+    return None
 
 
 def _expand_list(list_file: Path, recursive: bool) -> list[VideoInput]:
@@ -75,8 +89,8 @@ def _expand_list(list_file: Path, recursive: bool) -> list[VideoInput]:
         return [VideoInput(list_file, problem=f"cannot read list of videos ({exc})")]
     out: list[VideoInput] = []
     for raw in lines:
-        entry = raw.split("#", 1)[0].strip()
-        if entry:
+        entry = raw.strip()
+        if entry and not entry.startswith("#"):
             out.extend(_expand_one(entry, recursive, list_file.parent, in_list=True))
     if not out:
         return [VideoInput(list_file, problem="list of videos is empty")]

@@ -13,8 +13,9 @@ record, which :func:`read_journal` detects (short read or bad CRC) and drops;
 ``fsync``-ed at most every ``sync_interval`` seconds and on close.
 
 Record types: ``header`` (first; what the predictions depend on),
-``session`` (one per run that appended), ``batch`` (one per predicted batch)
-and ``bad_frames`` (frames that could not be decoded).
+``session`` (one per run that appended), ``batch`` (one per predicted batch),
+``bad_frames`` (frames that could not be decoded) and ``failed`` (the run
+stopped on an error, not an interruption; see :func:`mark_failed`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from sleap_infer.io.video import FrameError
-from sleap_infer.vocab.errors import OutputError, ResumeError
+from sleap_infer.vocab.errors import OutputError, ResumeError, SleapInferError
 from sleap_infer.vocab.predictions import BatchPredictions
 
 MAGIC = b"SIJRNL1\n"
@@ -50,6 +51,10 @@ _BATCH_ARRAYS = (
     "class_ids",
     "class_scores",
 )
+
+
+class EmptyJournalError(ResumeError):
+    """The journal was cut off before its header: it holds no predictions to protect."""
 
 
 def journal_path(output: Path) -> Path:
@@ -124,6 +129,7 @@ class Journal:
     score_sum: float = 0.0  # of the valid instances' scores (the run summary's mean score)
     valid_bytes: int = 0
     torn_bytes: int = 0  # bytes after the last intact record (a crash mid-write)
+    failed: str | None = None  # why the last run stopped, when it failed rather than being cut off
 
     @property
     def n_predicted(self) -> int:
@@ -163,13 +169,17 @@ def read_journal(path: Path) -> Journal:
     except OSError as exc:
         raise ResumeError(f"{path}: cannot read partial predictions ({exc.strerror})") from exc
     with fh:
-        if fh.read(len(MAGIC)) != MAGIC:
+        magic = fh.read(len(MAGIC))
+        if len(magic) < len(MAGIC) and MAGIC.startswith(magic):
+            raise EmptyJournalError(f"{path}: journal was cut off before its header")
+        if magic != MAGIC:
             raise ResumeError(f"{path}: not a sleap_infer journal (delete it or use --overwrite)")
         header: dict[str, Any] | None = None
         sessions: list[dict[str, Any]] = []
         bad: list[FrameError] = []
         predicted: list[np.ndarray] = []
         n_instances = 0
+        failed: str | None = None
         frames_with_instances = 0
         score_sum = 0.0
         valid = len(MAGIC)
@@ -181,6 +191,9 @@ def read_journal(path: Path) -> Journal:
                 header = meta
             elif kind == "session":
                 sessions.append(meta)
+                failed = None  # a later run took over: only its own end counts
+            elif kind == "failed":
+                failed = str(meta.get("reason", "unknown error"))
             elif kind == "batch":
                 predicted.append(arrays["frame_indices"].astype(np.int64))
                 found = arrays["valid"]
@@ -192,7 +205,7 @@ def read_journal(path: Path) -> Journal:
             valid = end
         size = fh.seek(0, os.SEEK_END)
     if header is None:
-        raise ResumeError(f"{path}: journal has no header (delete it or use --overwrite)")
+        raise EmptyJournalError(f"{path}: journal has no header (delete it or use --overwrite)")
     done = np.unique(np.concatenate(predicted)) if predicted else np.zeros(0, np.int64)
     bad = list(dict.fromkeys(bad))  # a resumed run may meet the same bad frames again
     return Journal(
@@ -206,6 +219,7 @@ def read_journal(path: Path) -> Journal:
         score_sum=score_sum,
         valid_bytes=valid,
         torn_bytes=size - valid,
+        failed=failed,
     )
 
 
@@ -216,19 +230,37 @@ def check_compatible(journal: Journal, fingerprint: dict[str, Any]) -> None:
             f"{journal.path}: journal format {journal.header.get('format')!r} "
             f"is not {FORMAT_VERSION}; delete it or use --overwrite"
         )
-    old = journal.header.get("fingerprint", {})
-    for key, value in fingerprint.items():
-        if old.get(key) != value:
-            raise ResumeError(
-                f"{journal.path}: cannot resume: {key} differs from the interrupted run "
-                f"({_short(old.get(key))} then, {_short(value)} now); "
-                "use --overwrite to start over"
-            )
+    changes = fingerprint_changes(journal.header.get("fingerprint", {}), fingerprint)
+    if changes:
+        raise ResumeError(
+            f"{journal.path}: cannot resume, the interrupted run differs: {'; '.join(changes)}; "
+            "use --overwrite to start over"
+        )
 
 
-def _short(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True)
-    return text if len(text) <= 60 else text[:57] + "..."
+def fingerprint_changes(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """``"key: OLD then, NEW now"`` for every leaf that differs, nested keys dotted
+    (``options.peak_threshold``), so the message names exactly what changed
+    instead of printing two long JSON blobs cut off before the difference."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for key in sorted(set(old) | set(new), key=str):
+            name = f"{prefix}.{key}" if prefix else str(key)
+            out += fingerprint_changes(old.get(key, _ABSENT), new.get(key, _ABSENT), name)
+        return out
+    if old == new:
+        return []
+    return [f"{prefix or 'value'}: {_shown(old)} then, {_shown(new)} now"]
+
+
+_ABSENT = object()
+
+
+def _shown(value: Any) -> str:
+    if value is _ABSENT:
+        return "unset"
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _write_error(path: Path, exc: OSError) -> OutputError:
@@ -335,6 +367,10 @@ class JournalWriter:
         self._append({"type": "batch", "bad_frames": _frame_errors_to_json(bad_frames)}, arrays)
         self.batches_written += 1
 
+    def write_failed(self, reason: str) -> None:
+        self._append({"type": "failed", "reason": reason})
+        os.fsync(self._fh.fileno())
+
     def write_bad_frames(self, bad_frames: Sequence[FrameError]) -> None:
         if bad_frames:
             self._append({"type": "bad_frames", "bad_frames": _frame_errors_to_json(bad_frames)})
@@ -352,3 +388,20 @@ class JournalWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def mark_failed(path: Path, reason: str) -> None:
+    """Record that the run writing ``path`` stopped on an error (best effort, never raises).
+
+    An interrupted run's journal makes the next plain run stop and ask for
+    ``--resume`` or ``--overwrite``, so that a forgotten flag never throws
+    predictions away. A run that *failed* (out of memory, a full disk while
+    building the output, a bug) is different: the user reruns it after fixing
+    the cause and expects it to just work, so such a journal is continued by a
+    plain run. A kill or power cut cannot leave this mark; those journals stay
+    "interrupted", which is what they are.
+    """
+    with contextlib.suppress(SleapInferError, OSError):
+        journal = read_journal(path)
+        with JournalWriter(path, existing=journal) as writer:
+            writer.write_failed(reason)

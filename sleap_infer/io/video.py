@@ -183,7 +183,9 @@ class VideoReader:
                 elif container.duration:
                     n_frames = round(container.duration / av.time_base * float(self._rate))
             self.info = VideoInfo(
-                path=self.path,
+                # Absolute (not resolved: a lab's symlinked data path is what it should see),
+                # so the output's video reference works from any working directory.
+                path=self.path.absolute(),
                 n_frames=max(n_frames, 1),
                 fps=float(self._rate),
                 height=int(rgb.shape[0]),
@@ -286,6 +288,10 @@ class _DecodeCursor:
         self.pos = 0  # next position in ``wanted``
         first = start if wanted is None else wanted[0]
         self.seek_to: int | None = first if first > SEEK_GAP_FRAMES else None
+        # The target of the last seek. A seek lands on the keyframe before its target; when
+        # the stream ends before the target (metadata promising more frames than exist), it
+        # lands far short again, and seeking once more would loop forever: decode on instead.
+        self.sought: int | None = None
         self.last = -1  # index of the last decoded frame; -1 = none since (re)start
         self.furthest = -1  # furthest frame decoded in this call, across seeks
         self.from_origin = True  # no seek yet: a gap before the first decoded frame is a loss
@@ -305,6 +311,7 @@ class _DecodeCursor:
             self.ended_early = f"cannot seek to frame {self.seek_to} ({_reason(exc)})"
             return False
         # Frames decoded before a seek say nothing about gaps after it.
+        self.sought = self.seek_to
         self.last, self.from_origin, self.seek_to = -1, False, None
         return True
 
@@ -363,7 +370,7 @@ class _DecodeCursor:
         if target == index:
             self.pos += 1
             return _Step.YIELD
-        if target - index > SEEK_GAP_FRAMES:
+        if target - index > SEEK_GAP_FRAMES and target != self.sought:
             self.seek_to = target
             return _Step.SEEK
         return _Step.SKIP

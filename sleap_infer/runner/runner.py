@@ -102,10 +102,14 @@ class Runner:
         frames: Iterable[tuple[int, np.ndarray]],
         sink: Callable[[BatchPredictions], None] | None = None,
         progress: Callable[[int], None] | None = None,
+        batch_size: int | None = None,
     ) -> RunStats:
+        """Predict ``frames`` batch by batch; ``batch_size`` overrides the runner's own for
+        this run (the predictor passes a smaller one for a video shorter than a batch)."""
         stats = RunStats()
         timer = StageTimer()
-        batches = Prefetcher(make_batches(frames, self.batch_size), maxsize=self.prefetch)
+        size = batch_size or self.batch_size
+        batches = Prefetcher(make_batches(frames, size), maxsize=self.prefetch)
         start: float | None = None
         late_warmup = 0.0  # warmups for a new shape mid-run are not throughput time
         t_wait = time.perf_counter()

@@ -9,6 +9,7 @@ session. The layer declares the decoding it needs via ``bind_decode``.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,9 @@ import torch
 from sleap_infer.backends.base import ModelBackend
 from sleap_infer.export.settings import DEFAULT_OPSET
 from sleap_infer.model.loader import LoadedModel
-from sleap_infer.runtimes.cache import ExportRequest, ensure_export
+from sleap_infer.runtimes.cache import ExportRequest, cache_root, ensure_export
+from sleap_infer.vocab.artifact import ExportInfo
+from sleap_infer.vocab.errors import ExportError
 from sleap_infer.vocab.options import DecodeSettings
 
 if TYPE_CHECKING:
@@ -77,10 +80,29 @@ class AutoExportBackend:
             target=self.target,
         )
         info = ensure_export(self.model, request, str(self.device), self.notify, self.partners)
-        backend = self.runtime.open(info, self.device, **self.runtime_options)
+        try:
+            backend = self.runtime.open(info, self.device, **self.runtime_options)
+        except ExportError as exc:  # its files are there but do not load: damaged
+            info, backend = self._replace_damaged(info, request, exc)
         self._backends[key] = backend
         self.exports.append(info.path)
         return backend
+
+    def _replace_damaged(
+        self, info: ExportInfo, request: ExportRequest, exc: ExportError
+    ) -> tuple[ExportInfo, ModelBackend]:
+        """Export again over a damaged cache entry (a disk that filled up mid-export, a
+        half-copied cache); an export the user made next to the model is theirs to delete."""
+        if not info.path.resolve().is_relative_to(cache_root().resolve()):
+            raise ExportError(
+                f"{exc}; the export in {info.path} is damaged: delete that folder (or run "
+                "infer export again) and rerun"
+            ) from exc
+        if self.notify is not None:
+            self.notify(f"cached export {info.path} is damaged ({exc}); exporting it again")
+        shutil.rmtree(info.path, ignore_errors=True)
+        info = ensure_export(self.model, request, str(self.device), self.notify, self.partners)
+        return info, self.runtime.open(info, self.device, **self.runtime_options)
 
     def __call__(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         return self._backend_for(tuple(x.shape))(x)

@@ -29,6 +29,20 @@ sleap-nn's exports keep 20, which the barely trained fixture models already exce
 bottom-up graph scores K x K pairs per edge, so K costs quadratically there, but 64^2
 samples per edge are still cheap next to the network."""
 BATCH_SIZE = 4
+MAX_INTEGRAL_PATCH_SIZE = 15
+"""Refinement averages a patch of the confidence map around each peak. An even side has
+no centre pixel (sleap-nn's patches are odd), and a wide patch averages in the
+neighbouring animals' and nodes' peaks: 999 moved points by 80 px on the fixtures. 15
+output pixels already spans several Gaussian sigmas at any usual stride."""
+
+
+def check_integral_patch_size(size: int) -> None:
+    """One rule for ``predict``, ``export`` and ``bench``: odd, 1 to 15."""
+    if size < 1 or size % 2 == 0 or size > MAX_INTEGRAL_PATCH_SIZE:
+        raise UsageError(
+            f"--integral-patch-size {size}: must be an odd number from 1 to "
+            f"{MAX_INTEGRAL_PATCH_SIZE} (default {INTEGRAL_PATCH_SIZE})"
+        )
 
 
 @dataclass(frozen=True)
@@ -49,10 +63,9 @@ class PredictOptions:
     return_confmaps: bool = False
 
     def __post_init__(self) -> None:
-        if self.integral_patch_size < 1:
-            raise ValueError("integral_patch_size must be >= 1")
+        check_integral_patch_size(self.integral_patch_size)
         if self.max_instances is not None and self.max_instances < 1:
-            raise ValueError("max_instances must be >= 1")
+            raise UsageError("--max-instances must be >= 1")
 
     def decode_settings(self) -> DecodeSettings:
         """The in-graph decoding these options need from an export.
@@ -93,8 +106,7 @@ class DecodeSettings:
     dist_penalty_weight: float = DIST_PENALTY_WEIGHT
 
     def __post_init__(self) -> None:
-        if self.integral_patch_size < 1:
-            raise UsageError("integral patch size must be >= 1")
+        check_integral_patch_size(self.integral_patch_size)
         if self.max_peaks < 1:
             raise UsageError("max peaks must be >= 1")
         if self.n_points < 2:
