@@ -1,9 +1,11 @@
 """``infer predict`` over many videos: failures per video, bad models, kill and resume,
-shards, skip-existing, formats, and several worker processes."""
+shards, finished outputs kept, formats, and several worker processes."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -270,7 +272,7 @@ def test_sigterm_stops_like_ctrl_c(tmp_path: Path, clips: Path) -> None:
     assert not [p for p in tmp_path.iterdir() if ".tmp" in p.name]
 
 
-def test_shards_partition_the_batch_and_skip_existing_skips(
+def test_shards_partition_the_batch_and_a_rerun_skips_finished_outputs(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, clips: Path
 ) -> None:
     listing = tmp_path / "videos.txt"
@@ -288,10 +290,16 @@ def test_shards_partition_the_batch_and_skip_existing_skips(
     ]
     out = tmp_path / "0of2"
     before = (out / "clip0.mp4.predictions.slp").stat().st_mtime_ns
-    code, err = run_cli(capsys, *base, "-o", out, "--skip-existing")
+    code, err = run_cli(capsys, *base, "-o", out)  # the default: finished outputs are kept
     assert code == 0, err
     assert err.count(": skipped, ") == 2 and "clip1.mp4: 4 frames" in err
+    assert err.count("exists (--overwrite replaces it)") == 2
     assert (out / "clip0.mp4.predictions.slp").stat().st_mtime_ns == before
+    code, err = run_cli(capsys, *base, "-o", out, "--skip-existing")  # old scripts still run
+    assert code == 0 and err.count(": skipped, ") == 3, err
+    code, err = run_cli(capsys, *base, "-o", out, "--frames", "0-1", "--overwrite")
+    assert code == 0 and "clip0.mp4: 2 frames" in err, err
+    assert (out / "clip0.mp4.predictions.slp").stat().st_mtime_ns != before
     code, err = run_cli(capsys, *base, "--shard", "5/4")
     assert code == 2 and "--shard '5/4'" in error_lines(err)[0]
     code, err = run_cli(capsys, *base, "--shard", "3/4")  # 3 videos: shard 3 gets none
@@ -403,3 +411,82 @@ def test_a_dead_worker_costs_only_its_video(tmp_path: Path) -> None:
     assert any("worker on broken: device 'broken'" in n for n in notes)
     assert sorted(events.finished) == sorted(names) and events.frames == 9
     assert all((tmp_path / f"{n}.out").exists() for n in names if n != "crash.mp4")
+
+
+# ------------------------------------------------------------- run summary
+def _slp_counts(path: Path) -> tuple[int, int, float]:
+    """Instances, frames with instances, and their mean score, read back from a .slp."""
+    labels = sio.load_slp(str(path))
+    scores = [inst.score for lf in labels for inst in lf.instances]
+    frames_with = sum(1 for lf in labels if len(lf.instances) > 0)
+    return len(scores), frames_with, sum(scores) / len(scores)
+
+
+def test_summary_json_and_json_progress_of_a_real_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, clips: Path
+) -> None:
+    out, summary_path = tmp_path / "out", tmp_path / "logs" / "run.json"
+    with pytest.raises(SystemExit) as exit_info:
+        main(
+            ["predict", str(clips), str(tmp_path / "gone.mp4"), "-m", MODEL, "--device", "cpu",
+             "--frames", "0-7", "-o", str(out), "--progress", "json", "--summary-json",
+             str(summary_path)]
+        )  # fmt: skip
+    captured = capsys.readouterr()
+    assert exit_info.value.code == 1, captured.err  # the missing video failed
+    summary = json.loads(summary_path.read_text())
+    assert not [p for p in summary_path.parent.iterdir() if p != summary_path]
+    assert summary["status"] == "failed" and summary["exit_code"] == 1
+    assert summary["output_folder"] == str(out.resolve())
+    assert summary["model"]["where"] == "torch/cpu" and summary["model"]["batch_size"] == 4
+    videos = {Path(v["video"]).name: v for v in summary["videos"]}
+    assert videos["gone.mp4"]["status"] == FAILED
+    assert "gone.mp4: video not found" in videos["gone.mp4"]["message"]
+    for i in range(3):
+        v = videos[f"clip{i}.mp4"]
+        slp = out / f"clip{i}.mp4.predictions.slp"
+        instances, frames_with, mean_score = _slp_counts(slp)
+        assert (v["status"], v["output"], v["frames"]) == (DONE, str(slp), 8)
+        assert (v["instances"], v["frames_with_instances"]) == (instances, frames_with)
+        assert v["mean_score"] == pytest.approx(mean_score, abs=1e-5)
+        assert v["fps"] > 0 and v["journal"] is None
+    assert summary["totals"] == {
+        "videos": 4, "done": 3, "truncated": 0, "skipped": 0, "failed": 1, "interrupted": 0,
+        "not_started": 0, "frames": 24, "instances": sum(v["instances"] for v in videos.values()),
+    }  # fmt: skip
+    # stdout: nothing but JSON events, ending with the same summary.
+    events = [json.loads(line) for line in captured.out.splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "model_loaded" and kinds[-1] == "summary"
+    assert kinds.count("video_started") == 3 and kinds.count("video_finished") == 4
+    assert {k: v for k, v in events[-1].items() if k not in ("event", "time")} == summary
+    finished = {Path(e["video"]).name: e for e in events if e["event"] == "video_finished"}
+    assert finished["clip1.mp4"]["instances"] == videos["clip1.mp4"]["instances"]
+    assert "outputs in " + str(out.resolve()) in captured.err  # the table's heading
+
+
+def test_interrupted_run_writes_its_summary_and_shows_frames_saved(
+    tmp_path: Path, clips: Path
+) -> None:
+    out, summary_path = tmp_path / "out", tmp_path / "run.json"
+    stopped = infer_stopping(
+        "SIGTERM", 2, "predict", clips, "-m", MODEL, "--device", "cpu", "-b", "2",
+        "-o", out, "--summary-json", summary_path, "--progress-interval", "0",
+    )  # fmt: skip
+    assert stopped.returncode == 130, stopped.stderr
+    summary = json.loads(summary_path.read_text())
+    assert summary["status"] == "interrupted" and summary["exit_code"] == 130
+    first, *rest = summary["videos"]
+    journal = journal_path(out / "clip0.mp4.predictions.slp")
+    saved = read_journal(journal).n_predicted
+    assert saved == 4
+    assert (first["status"], first["frames"], first["journal"]) == ("interrupted", 4, str(journal))
+    assert [v["status"] for v in rest] == ["not_started", "not_started"]
+    # stderr is a pipe: plain, timestamped progress lines (every batch, interval 0).
+    stamp = r"\[\d\d:\d\d:\d\d\] "
+    assert re.search(
+        stamp + re.escape(f"{clips / 'clip0.mp4'}: started, 12 frames"), stopped.stderr
+    )
+    assert re.search(stamp + r".*clip0\.mp4: 2/12 frames \(16\.7%\), [\d.]+ FPS", stopped.stderr)
+    assert "interrupted (4 frames saved)" in stopped.stderr
+    assert "3 videos: 1 interrupted, 2 not started" in stopped.stderr

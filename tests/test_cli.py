@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sleap_io as sio
+import torch
 
 import scene
 from conftest import SYNTHETIC_MODEL, fixture_model
@@ -43,7 +44,6 @@ def test_help_lists_every_command() -> None:
         "--output",
         "--format",
         "--recursive",
-        "--skip-existing",
         "--resume",
         "--overwrite",
         "--shard",
@@ -123,6 +123,14 @@ def test_default_output_name_next_to_video(tmp_path: Path) -> None:
             "--backend: 'caffe' is not one of 'torch', 'onnx', 'trt'",
         ),
         (["predict", "{video}", "-m", "{model}", "--device", "cuda:3"], 1, "cuda:3"),
+        (["predict", "{video}", "-m", "{model}", "--device", "gpu"], 2, "--device 'gpu': unknown"),
+        (["predict", "{video}", "-m", "{model}", "--devices", "cpu,tpu"], 2, "--devices 'tpu'"),
+        (["predict", "{video}", "-m", "{model}", "-q", "--progress", "json"], 2, "-q/--quiet"),
+        (["predict", "{video}", "-m", "{model}", "--progress", "tty"], 2, "--progress: 'tty'"),
+        (["predict", "{video}", "-m", "{model}", "--summary-json", "{tmp}"], 1, "is a folder"),
+        (["bench", "{tmp}/nope"], 1, "nope: model path does not exist"),
+        (["bench", "{model}", "--device", "gpu"], 2, "--device 'gpu': unknown device"),
+        (["export", "{model}", "--device", "gpu"], 2, "--device 'gpu': unknown device"),
         (["predict", "{video}", "-m", "{model}", "--frames", "x"], 2, "--frames"),
         (
             ["predict", "{video}", "-m", "{model}", "--backend", "onnx", "--compile"],
@@ -179,6 +187,48 @@ def test_bench_writes_table_and_json(tmp_path: Path) -> None:
     assert "tensorrt" in rows[("trt", 1)]["reason"].lower()
     assert data["system"]["cpu_budget"] >= 1 and "torch" in data["system"]["versions"]
     assert "p50 ms" in res.stdout and "unavailable" in res.stdout
+
+
+@pytest.mark.skipif(torch.version.cuda is not None, reason="this torch build has CUDA")
+def test_cuda_on_a_cpu_only_torch_says_so(tmp_path: Path) -> None:
+    video = tmp_path / "v.mp4"
+    scene.write_video(video, n_frames=2)
+    for args in (
+        ["predict", str(video), "-m", str(SYNTHETIC_MODEL), "--device", "cuda"],
+        ["bench", str(SYNTHETIC_MODEL), "--device", "cuda", "--iters", "1"],
+    ):
+        res = infer(*args)
+        assert res.returncode == 1, res.stderr
+        lines = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+        assert lines == [
+            f"error: --device cuda: CUDA is not available: this torch build ({torch.__version__}) "
+            "has no CUDA support; install a CUDA build of torch "
+            "(https://pytorch.org/get-started/locally/) or use --device cpu"
+        ], res.stderr
+
+
+def test_bench_exits_1_when_a_row_fails(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from sleap_infer.bench import suite
+    from sleap_infer.cli import main
+
+    real = suite.measure_layer
+
+    def measure(layer, frames, *args, **kwargs):  # batch 2 runs out of memory, say
+        if len(frames) == 2:
+            raise RuntimeError("out of memory")
+        return real(layer, frames, *args, **kwargs)
+
+    monkeypatch.setattr(suite, "measure_layer", measure)
+    report = tmp_path / "bench.json"
+    args = ["bench", str(SYNTHETIC_MODEL), "--device", "cpu", "--size", "32x32", "--iters", "1"]
+    with pytest.raises(SystemExit) as exit_info:
+        main([*args, "--batch-sizes", "1,2", "--backend", "torch", "--json", str(report)])
+    assert exit_info.value.code == 1, capsys.readouterr().err
+    rows = {r["batch"]: r for r in json.loads(report.read_text())["rows"]}
+    assert rows[1]["status"] == "ok" and rows[2]["status"] == "failed"
+    assert "out of memory" in rows[2]["reason"]
 
 
 def test_bench_rejects_input_and_size_together(tmp_path: Path) -> None:

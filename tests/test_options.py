@@ -1,4 +1,5 @@
-"""The shared peak options (threshold, refinement, patch size) reach every model type."""
+"""The shared options: peak options (threshold, refinement, patch size) reach every model
+type, and ``--device`` says what is wrong when a device is missing."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import numpy as np
 import pytest
 import torch
 
+from sleap_infer.backends import resolve_device
+from sleap_infer.cli.options import check_device
 from sleap_infer.layers import (
     BottomUpLayer,
     BottomUpMultiClassLayer,
@@ -19,6 +22,7 @@ from sleap_infer.layers import (
     TopDownLayer,
 )
 from sleap_infer.model.config import parse_config
+from sleap_infer.vocab.errors import BackendError, UsageError
 
 from fakes import FakeBackend, gaussian_maps
 from model_factory import config_dict
@@ -124,3 +128,55 @@ def test_peak_threshold_above_every_peak_finds_nothing(name: str) -> None:
     build, _ = BUILDERS[name]
     preds = build(PredictOptions(peak_threshold=1.01)).predict(np.zeros((2, 64, 64, 1), np.uint8))
     assert preds.n_instances == 0
+
+
+# ------------------------------------------------------------------ --device
+def _cuda(monkeypatch: pytest.MonkeyPatch, build: str | None, gpus: int) -> None:
+    monkeypatch.setattr(torch.version, "cuda", build)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: gpus > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+
+
+def test_cuda_on_a_cpu_only_torch_build_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    _cuda(monkeypatch, None, 0)
+    with pytest.raises(BackendError) as info:
+        resolve_device("cuda")
+    assert str(info.value) == (
+        f"--device cuda: CUDA is not available: this torch build ({torch.__version__}) has no "
+        "CUDA support; install a CUDA build of torch (https://pytorch.org/get-started/locally/) "
+        "or use --device cpu"
+    )
+
+
+def test_cuda_build_without_a_visible_gpu_or_with_too_few(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _cuda(monkeypatch, "12.1", 0)
+    with pytest.raises(BackendError, match=r"built for CUDA 12\.1\) sees no GPU; check nvidia-smi"):
+        resolve_device("cuda:0")
+    _cuda(monkeypatch, "12.1", 2)
+    with pytest.raises(BackendError, match=r"--device cuda:3: only 2 CUDA device\(s\) here"):
+        resolve_device("cuda:3")
+    assert resolve_device("CUDA:1") == torch.device("cuda", 1)
+
+
+def test_mps_not_built_or_not_available(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.backends.mps, "is_built", lambda: False)
+    with pytest.raises(BackendError, match=r"this torch build \(.*\) has no MPS support"):
+        resolve_device("mps")
+    monkeypatch.setattr(torch.backends.mps, "is_built", lambda: True)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    with pytest.raises(BackendError, match="MPS is not available on this machine"):
+        resolve_device("mps")
+
+
+def test_a_misspelt_device_is_a_usage_error() -> None:
+    with pytest.raises(UsageError) as info:
+        check_device("gpu")
+    assert info.value.exit_code == 2
+    assert str(info.value) == "--device 'gpu': unknown device (use auto, cpu, cuda, cuda:N or mps)"
+    with pytest.raises(UsageError, match="--devices 'cuda:x'"):
+        check_device("cuda:x", "--devices")
+    assert [check_device(d) for d in ("auto", "CPU", " cuda:12 ", "mps")]
+    with pytest.raises(BackendError, match="--device 'tpu:9': unknown device"):
+        resolve_device("tpu:9")  # the Python API: BackendError, as before

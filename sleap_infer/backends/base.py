@@ -50,7 +50,12 @@ def refuse_misfit(export: ExportInfo, decode: DecodeSettings) -> None:
 
 
 def resolve_device(spec: str | torch.device | None = "auto") -> torch.device:
-    """Turn ``auto|cpu|cuda|cuda:N|mps`` into a device that exists here, or raise."""
+    """Turn ``auto|cpu|cuda|cuda:N|mps`` into a device that exists here, or raise.
+
+    A device this machine lacks says why (a CPU-only torch build, no visible GPU,
+    too few GPUs) and what to do, since "CUDA is not available" alone sends users
+    to check drivers when ``pip`` simply installed the CPU wheel.
+    """
     text = "auto" if spec is None else str(spec).strip().lower()
     if text == "auto":
         if torch.cuda.is_available():
@@ -61,27 +66,56 @@ def resolve_device(spec: str | torch.device | None = "auto") -> torch.device:
     try:
         device = torch.device(text)
     except RuntimeError as exc:
-        raise BackendError(f"unknown device {spec!r} (use auto, cpu, cuda, cuda:N or mps)") from exc
+        raise BackendError(
+            f"--device {spec!r}: unknown device (use auto, cpu, cuda, cuda:N or mps)"
+        ) from exc
     if device.type == "cpu":
         return device
     if device.type == "cuda":
-        return _cuda_device(device, spec)
+        return _cuda_device(device, text)
     if device.type == "mps":
-        if not _mps_available():
-            raise BackendError(f"device {spec!r} requested but MPS is not available here")
+        _check_mps(text)
         return device
-    raise BackendError(f"unsupported device {spec!r} (use auto, cpu, cuda, cuda:N or mps)")
+    raise BackendError(
+        f"--device {spec!r}: unsupported device (use auto, cpu, cuda, cuda:N or mps)"
+    )
 
 
-def _cuda_device(device: torch.device, spec: object) -> torch.device:
-    if not torch.cuda.is_available():
-        raise BackendError(f"device {spec!r} requested but CUDA is not available here")
-    index = 0 if device.index is None else device.index
-    if index >= torch.cuda.device_count():
+def _cuda_device(device: torch.device, text: str) -> torch.device:
+    build = torch.__version__
+    if torch.version.cuda is None:
         raise BackendError(
-            f"device {spec!r} requested but only {torch.cuda.device_count()} CUDA device(s)"
+            f"--device {text}: CUDA is not available: this torch build ({build}) has no CUDA "
+            "support; install a CUDA build of torch (https://pytorch.org/get-started/locally/) "
+            "or use --device cpu"
+        )
+    if not torch.cuda.is_available():
+        raise BackendError(
+            f"--device {text}: CUDA is not available: torch {build} (built for CUDA "
+            f"{torch.version.cuda}) sees no GPU; check nvidia-smi and CUDA_VISIBLE_DEVICES, "
+            "or use --device cpu"
+        )
+    index = 0 if device.index is None else device.index
+    count = torch.cuda.device_count()
+    if index >= count:
+        raise BackendError(
+            f"--device {text}: only {count} CUDA device(s) here (cuda:0 to cuda:{count - 1})"
         )
     return torch.device("cuda", index)
+
+
+def _check_mps(text: str) -> None:
+    mps = getattr(torch.backends, "mps", None)
+    if mps is None or not mps.is_built():
+        raise BackendError(
+            f"--device {text}: this torch build ({torch.__version__}) has no MPS support "
+            "(MPS needs torch for macOS on Apple silicon); use --device cpu"
+        )
+    if not mps.is_available():
+        raise BackendError(
+            f"--device {text}: MPS is not available on this machine (it needs macOS 12.3 or "
+            "newer on Apple silicon); use --device cpu"
+        )
 
 
 def _mps_available() -> bool:

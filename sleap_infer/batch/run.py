@@ -85,7 +85,6 @@ class Batch:
         spec: PredictorSpec,
         settings: JobSettings,
         devices: Sequence[str] = ("auto",),
-        skip_existing: bool = True,  # TODO(coordinator): drop once cli/predict.py stops passing it
     ) -> None:
         self.spec = spec
         self.settings = settings

@@ -1,4 +1,8 @@
-"""The ``infer`` command line: predict, export, bench."""
+"""The ``infer`` command line: predict, export, bench.
+
+Help is Typer's plain (click) help, not its rich panels: at 80 columns the
+panels cut option names with an ellipsis, plain help wraps (see :mod:`.help`).
+"""
 
 from __future__ import annotations
 
@@ -10,10 +14,11 @@ import typer
 from rich.markup import escape
 
 from sleap_infer import __version__
-from sleap_infer.cli.bench import bench
-from sleap_infer.cli.export import export
-from sleap_infer.cli.predict import predict
-from sleap_infer.cli.progress import console
+from sleap_infer.cli import bench as bench_cmd
+from sleap_infer.cli import export as export_cmd
+from sleap_infer.cli import predict as predict_cmd
+from sleap_infer.cli.console import console
+from sleap_infer.cli.help import EXIT_FAILED, EXIT_INTERRUPTED, HelpCommand
 from sleap_infer.vocab.errors import SleapInferError
 
 app = typer.Typer(
@@ -22,6 +27,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    epilog="Exit codes: 0 ok, 1 a video, model or device failed, 2 bad usage or options, "
+    "130 interrupted. 'infer COMMAND --help' for each command's options.",
 )
 
 
@@ -40,9 +48,24 @@ def _root(
     """Fast batch pose prediction for sleap-nn models."""
 
 
-app.command(no_args_is_help=True)(predict)
-app.command(no_args_is_help=True)(export)
-app.command(no_args_is_help=True)(bench)
+app.command(
+    no_args_is_help=True,
+    cls=HelpCommand,
+    short_help="Predict poses on videos: .slp, NWB, analysis HDF5 or CSV.",
+    epilog=predict_cmd.EPILOG,
+)(predict_cmd.predict)
+app.command(
+    no_args_is_help=True,
+    cls=HelpCommand,
+    short_help="Export a model to ONNX / TensorRT, decoding in the graph.",
+    epilog=export_cmd.EPILOG,
+)(export_cmd.export)
+app.command(
+    no_args_is_help=True,
+    cls=HelpCommand,
+    short_help="Benchmark backends x batch sizes: speed, memory, accuracy.",
+    epilog=bench_cmd.EPILOG,
+)(bench_cmd.bench)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -53,16 +76,16 @@ def main(argv: list[str] | None = None) -> None:
     own :class:`SleapInferError`: ``error: <what and where>``, exit code 2.
     """
     try:
-        code = app(args=argv, standalone_mode=False)
+        code = app(args=argv, prog_name="infer", standalone_mode=False)
     except SleapInferError as exc:
         _fail(str(exc), exc.exit_code)
     except typer.TyperException as exc:  # usage errors found while parsing the command line
         _fail(_usage_message(exc), exc.exit_code)
     except typer.Abort:
-        _fail("aborted", 1)
+        _fail("aborted", EXIT_FAILED)
     except KeyboardInterrupt:  # outside a batch (e.g. while loading the model)
         console.print("[yellow]interrupted[/]")
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     sys.exit(code if isinstance(code, int) else 0)
 
 

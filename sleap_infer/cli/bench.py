@@ -1,4 +1,9 @@
-"""``infer bench``: how fast is each backend x batch size on this machine, and is it right."""
+"""``infer bench``: how fast is each backend x batch size on this machine, and is it right.
+
+Exit codes: 0 when every row ran or says why its backend cannot run here
+(``unavailable``), 1 when the model or input video fails or a row ``failed``
+(the table and ``--json`` report are still written), 2 for bad options.
+"""
 
 from __future__ import annotations
 
@@ -12,14 +17,27 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from sleap_infer.bench.measure import OK, Measurement
-from sleap_infer.cli.options import BenchBackend, Device, ModelDirs, PeakThreshold, parse_size
-from sleap_infer.cli.progress import console
+from sleap_infer.bench.measure import FAILED, OK, Measurement
+from sleap_infer.cli.console import console
+from sleap_infer.cli.help import EXIT_FAILED, exit_codes
+from sleap_infer.cli.options import (
+    BenchBackend,
+    Device,
+    ModelDirs,
+    PeakThreshold,
+    check_device,
+    parse_size,
+)
 from sleap_infer.vocab import options as defaults
 from sleap_infer.vocab.errors import OutputError, UsageError
 
 if TYPE_CHECKING:
     from sleap_infer.bench.suite import BenchConfig
+
+EPILOG = exit_codes(
+    ok="measured; a backend that cannot run here gets an 'unavailable' row",
+    failed="the model or --input video failed, or a row failed",
+)
 
 
 def bench(
@@ -30,30 +48,47 @@ def bench(
         typer.Option(
             "--backend",
             case_sensitive=False,
+            metavar=f"<{'|'.join(b.value for b in BenchBackend)}>",
             help="Backends to measure (repeat the option), or all; default torch and onnx. "
             "torch always runs: it is the baseline.",
             show_default=False,
         ),
     ] = None,
     batch_sizes: Annotated[
-        str, typer.Option("--batch-sizes", help="Comma-separated batch sizes.")
+        str, typer.Option("--batch-sizes", metavar="LIST", help="Comma-separated batch sizes.")
     ] = "1,4,16",
     input: Annotated[
         Path | None,
-        typer.Option("--input", "-i", help="Benchmark on this video's first frames (real poses)."),
+        typer.Option(
+            "--input",
+            "-i",
+            metavar="VIDEO",
+            help="Benchmark on this video's first frames (real poses).",
+        ),
     ] = None,
     size: Annotated[
         str | None,
-        typer.Option(help="Synthetic frames of HxW instead of a video (default 384x384)."),
+        typer.Option(
+            metavar="HxW", help="Synthetic frames of HxW instead of a video (default 384x384)."
+        ),
     ] = None,
-    iters: Annotated[int, typer.Option(min=1, help="Timed iterations per row.")] = 20,
-    warmup: Annotated[int, typer.Option(min=0, help="Untimed warmup iterations per row.")] = 3,
+    iters: Annotated[int, typer.Option(min=1, metavar="N", help="Timed iterations per row.")] = 20,
+    warmup: Annotated[
+        int, typer.Option(min=0, metavar="N", help="Untimed warmup iterations per row.")
+    ] = 3,
     peak_threshold: PeakThreshold = defaults.PEAK_THRESHOLD,
     bf16: Annotated[
-        bool, typer.Option("--bf16", help="Also measure torch with bfloat16 autocast (cpu/cuda).")
+        bool,
+        typer.Option(
+            "--bf16",
+            help="Also measure torch with bfloat16 autocast (cpu/cuda); its Δ px column shows "
+            "how far keypoints move from float32 on your model (on an under-trained one, 53 "
+            "of 166 instances moved more than 5 px).",
+        ),
     ] = False,
     json_path: Annotated[
-        Path | None, typer.Option("--json", help="Write all rows and system info here.")
+        Path | None,
+        typer.Option("--json", metavar="PATH", help="Write all rows and system info here."),
     ] = None,
 ) -> None:
     """Benchmark backends x batch sizes: cold start, warmup, p50/p95 latency, FPS, memory,
@@ -69,6 +104,7 @@ def bench(
 
     if input is not None and size is not None:
         raise UsageError("--input and --size contradict each other: pick one")
+    check_device(device)
     config = BenchConfig(
         model_paths=model,
         device=device,
@@ -100,6 +136,8 @@ def bench(
         except OSError as exc:
             raise OutputError(f"{json_path}: cannot write the JSON report ({exc})") from exc
         console.print(f"wrote {escape(str(json_path))}", highlight=False)
+    if any(r.status == FAILED for r in rows):
+        raise typer.Exit(EXIT_FAILED)
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:

@@ -1,4 +1,8 @@
-"""``infer export``: write an ONNX graph (and optionally a TensorRT engine) for a model."""
+"""``infer export``: write an ONNX graph (and optionally a TensorRT engine) for a model.
+
+Exit codes as ``infer predict``: 1 when the model cannot be loaded or exported
+(a missing model directory included, as in predict and bench), 2 for bad options.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from sleap_infer.cli.console import console
+from sleap_infer.cli.help import exit_codes
 from sleap_infer.cli.options import (
     DEFAULT_EXPORT_RUNTIME,
     Device,
@@ -21,13 +27,18 @@ from sleap_infer.cli.options import (
     NoRefine,
     NPoints,
     PeakThreshold,
+    check_device,
     parse_size,
 )
-from sleap_infer.cli.progress import console
 from sleap_infer.vocab import options as defaults
 from sleap_infer.vocab.artifact import ExportInfo
 from sleap_infer.vocab.errors import UsageError
 from sleap_infer.vocab.options import DecodeSettings
+
+EPILOG = exit_codes(
+    ok="exported",
+    failed="the model failed to load or export, or TensorRT or CUDA is missing",
+)
 
 
 def export(
@@ -44,7 +55,9 @@ def export(
     fp16: Fp16 = False,
     batch: Annotated[
         int | None,
-        typer.Option("--batch", min=1, help="Static batch size (default: dynamic batch)."),
+        typer.Option(
+            "--batch", min=1, metavar="N", help="Static batch size (default: dynamic batch)."
+        ),
     ] = None,
     dynamic_batch: Annotated[
         bool, typer.Option("--dynamic-batch", help="Dynamic batch axis (the default).")
@@ -52,17 +65,19 @@ def export(
     input_size: Annotated[
         str | None,
         typer.Option(
+            metavar="HxW",
             help="Frame size HxW the export is traced for (default: the model's "
-            "max_height x max_width)."
+            "max_height x max_width).",
         ),
     ] = None,
-    opset: Annotated[int, typer.Option(help="ONNX opset (18 or newer).")] = 18,
+    opset: Annotated[int, typer.Option(metavar="N", help="ONNX opset (18 or newer).")] = 18,
     max_peaks: Annotated[
         int,
         typer.Option(
             "--max-peaks",
             "--max-peaks-per-node",
             min=1,
+            metavar="K",
             help="Local-peak slots per channel: centroids, or bottom-up peaks per node.",
         ),
     ] = defaults.MAX_PEAKS,
@@ -78,6 +93,7 @@ def export(
         typer.Option(
             "--output",
             "-o",
+            metavar="DIR",
             help="Export directory (default MODEL/exported; a top-down pair: "
             "CENTROID/exported_topdown).",
         ),
@@ -93,6 +109,7 @@ def export(
         raise UsageError("give one model directory, or two for a top-down pair")
     if batch is not None and dynamic_batch:
         raise UsageError("--batch N and --dynamic-batch exclude each other")
+    check_device(device)
     settings = ExportSettings(
         formats=get_runtime(runtime.value).export_formats,
         opset=opset,

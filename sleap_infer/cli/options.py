@@ -37,6 +37,9 @@ DEFAULT_EXPORT_RUNTIME = ExportRuntime("onnx")
 DEFAULT_FORMAT = OutputFormatName("slp")
 
 
+ProgressMode = _choices("ProgressMode", ("auto", "bar", "plain", "json", "none"))
+DEFAULT_PROGRESS = ProgressMode("auto")
+
 BackendOption = Annotated[
     Backend,  # type: ignore[valid-type]
     typer.Option(case_sensitive=False, help="Runtime."),
@@ -45,6 +48,16 @@ OutputFormatOption = Annotated[
     OutputFormatName,  # type: ignore[valid-type]
     typer.Option("--format", case_sensitive=False, help="Output file format."),
 ]
+
+
+_DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
+
+
+def check_device(text: str, option: str = "--device") -> str:
+    """Refuse a misspelt device before any model loads (exit code 2, like other bad options)."""
+    if not _DEVICE.fullmatch(text.strip().lower()):
+        raise UsageError(f"{option} {text!r}: unknown device (use auto, cpu, cuda, cuda:N or mps)")
+    return text
 
 
 def parse_size(text: str, option: str = "--size", minimum: int = 1) -> tuple[int, int]:
@@ -62,6 +75,7 @@ def parse_size(text: str, option: str = "--size", minimum: int = 1) -> tuple[int
 ModelDirs = Annotated[
     list[Path],
     typer.Argument(
+        metavar="MODEL_DIR",
         help="Model directory (or its best.ckpt / training_config.yaml); two for a "
         "top-down pair (a centroid model and a centered-instance or multi-class model).",
         show_default=False,
@@ -72,6 +86,7 @@ ModelOption = Annotated[
     typer.Option(
         "--model",
         "-m",
+        metavar="DIR",
         help="Model directory (or its best.ckpt / training_config.yaml). Give two for "
         "top-down: a centroid model and a centered-instance model, in either order.",
         show_default=False,
@@ -80,7 +95,10 @@ ModelOption = Annotated[
 Device = Annotated[
     str,
     typer.Option(
-        "--device", "-d", help="auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps."
+        "--device",
+        "-d",
+        metavar="DEVICE",
+        help="auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps.",
     ),
 ]
 
@@ -98,25 +116,29 @@ Fp16 = Annotated[
 PeakThreshold = Annotated[
     float,
     typer.Option(
+        metavar="FLOAT",
         help="Minimum confidence-map value for a peak (exports output every candidate's "
-        "value; the threshold is applied on the host)."
+        "value; the threshold is applied on the host).",
     ),
 ]
 NoRefine = Annotated[
     bool, typer.Option("--no-refine", help="Disable integral sub-pixel refinement.")
 ]
-IntegralPatchSize = Annotated[int, typer.Option(min=1, help="Patch side for integral refinement.")]
+IntegralPatchSize = Annotated[
+    int, typer.Option(min=1, metavar="N", help="Patch side for integral refinement.")
+]
 
 # -------------------------------------------------- bottom-up PAF scoring
 NPoints = Annotated[
-    int, typer.Option(min=2, help="Bottom-up: samples along each PAF line integral.")
+    int, typer.Option(min=2, metavar="N", help="Bottom-up: samples along each PAF line integral.")
 ]
 MaxEdgeLengthRatio = Annotated[
     float,
     typer.Option(
-        help="Bottom-up: connections longer than this fraction of the image are penalised."
+        metavar="FLOAT",
+        help="Bottom-up: connections longer than this fraction of the image are penalised.",
     ),
 ]
 DistPenaltyWeight = Annotated[
-    float, typer.Option(help="Bottom-up: weight of the long-connection penalty.")
+    float, typer.Option(metavar="FLOAT", help="Bottom-up: weight of the long-connection penalty.")
 ]

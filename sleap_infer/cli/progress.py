@@ -1,12 +1,30 @@
-"""Rich progress display: frames (not batches), windowed FPS, ETA; per video and overall."""
+"""What ``infer predict`` says while it runs, in one of four ``--progress`` modes.
+
+* ``bar``: rich bars (a bar per running video plus an overall one), for a terminal.
+* ``plain``: a timestamped line per running video every ``--progress-interval``
+  seconds, and at each video's start and end, for logs that are not a terminal
+  (SLURM ``.out`` files), where a bar prints nothing until it stops.
+* ``json``: one JSON object per line on stdout (events ``model_loaded``,
+  ``video_started``, ``progress``, ``video_finished``, ``warning``, ``error``,
+  ``summary``), like sleap-nn's ``--gui``; progress events carry sleap-nn's keys
+  (``n_processed``, ``n_total``, ``rate``, ``eta``). Human lines stay on stderr.
+* ``none``: only the per-video result lines.
+
+Every reporter implements :class:`sleap_infer.batch.execute.BatchEvents` plus
+``note(line)``, and prints the same line per finished video.
+"""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
-from pathlib import Path
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, TextIO
 
-from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -19,14 +37,91 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
 from rich.text import Text
 
-from sleap_infer.batch.tasks import DONE, SKIPPED, TRUNCATED, VideoOutcome, VideoTask
+from sleap_infer.batch.tasks import DONE, SKIPPED, VideoOutcome, VideoTask
+from sleap_infer.cli.console import console
+from sleap_infer.cli.summary import iso_time, video_record
 
-console = Console(stderr=True)
+PLAIN_INTERVAL_S = 10.0
+JSON_INTERVAL_S = 1.0
+MODES = ("auto", "bar", "plain", "json", "none")
+
+Clock = Callable[[], float]
 
 
+def outcome_line(outcome: VideoOutcome) -> str:
+    """The rich-markup line for a finished video: done, skipped or the error."""
+    video = escape(str(outcome.task.video))
+    if outcome.status == DONE:
+        resumed = f" (resumed after {outcome.resumed_frames})" if outcome.resumed_frames else ""
+        return (
+            f"[green]✓[/] {video}: {outcome.frames} frames{resumed}, {outcome.instances} "
+            f"instances, {outcome.fps:.1f} FPS -> {escape(str(outcome.task.output))}"
+        )
+    if outcome.status == SKIPPED:
+        return f"- {video}: skipped, {escape(outcome.message)}"
+    return f"[red]error:[/] {escape(outcome.message)}"
+
+
+class Reporter:
+    """``--progress none``: the model line, warnings, and one line per finished video."""
+
+    def __init__(self, n_videos: int) -> None:
+        self.n_videos = n_videos
+        self.n_finished = 0
+
+    def __enter__(self) -> Reporter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def say(self, markup: str) -> None:
+        """Print a line as is: ``error:`` and ``warning:`` lines start the line, for grep."""
+        console.print(markup, highlight=False, soft_wrap=True)
+
+    def log(self, markup: str) -> None:
+        """Print a line about progress (plain mode puts the time before it)."""
+        self.say(markup)
+
+    def model_loaded(self, what: str, where: str, batch_size: int) -> None:
+        self.log(
+            f"Model: [bold]{escape(what)}[/] on [bold]{escape(where)}[/], batch size {batch_size}"
+        )
+
+    def video_started(self, task: VideoTask, total_frames: int) -> None:
+        return None
+
+    def frames_done(self, task: VideoTask, n: int) -> None:
+        return None
+
+    def video_finished(self, outcome: VideoOutcome) -> None:
+        self.n_finished += 1
+        for line in outcome.warnings:
+            self.say(f"[yellow]warning:[/] {escape(line)}")
+        if outcome.status in (DONE, SKIPPED):
+            self.log(self.count_prefix() + outcome_line(outcome))
+        else:
+            self.say(outcome_line(outcome))
+
+    def count_prefix(self) -> str:
+        """Before a result line: how far the run is (only logs without a bar need it)."""
+        return ""
+
+    def note(self, line: str) -> None:
+        self.say(f"[yellow]warning:[/] {escape(line)}")
+
+    def error(self, message: str, exit_code: int) -> None:
+        """A fatal error; ``main`` prints it, machine-readable modes report it too."""
+        return None
+
+    def finished(self, summary: dict[str, Any]) -> None:
+        """The run summary (``--summary-json``'s content), once, at the very end."""
+        return None
+
+
+# ------------------------------------------------------------------- bar
 class FpsColumn(ProgressColumn):
     """Frames per second over the last few seconds (so warmup does not drag it down)."""
 
@@ -62,19 +157,16 @@ def frame_progress(disable: bool = False) -> Progress:
     )
 
 
-class BatchProgress:
-    """A bar per running video plus an overall one; prints one line per finished video.
+class BarProgress(Reporter):
+    """A rich bar per running video plus an overall one (several videos)."""
 
-    Implements :class:`sleap_infer.batch.execute.BatchEvents`.
-    """
-
-    def __init__(self, n_videos: int, disable: bool = False) -> None:
-        self.progress = frame_progress(disable=disable or n_videos == 0)
-        self.n_videos = n_videos
+    def __init__(self, n_videos: int) -> None:
+        super().__init__(n_videos)
+        self.progress = frame_progress(disable=n_videos == 0)
         self.overall: TaskID | None = None
         self.bars: dict[int, TaskID] = {}
 
-    def __enter__(self) -> BatchProgress:
+    def __enter__(self) -> BarProgress:
         self.progress.start()
         if self.n_videos > 1:
             self.overall = self.progress.add_task("all videos", total=self.n_videos, unit="videos")
@@ -84,7 +176,7 @@ class BatchProgress:
         self.progress.stop()
 
     def video_started(self, task: VideoTask, total_frames: int) -> None:
-        self.bars[task.index] = self.progress.add_task(task.video.name, total=total_frames)
+        self.bars[task.index] = self.progress.add_task(escape(task.video.name), total=total_frames)
 
     def frames_done(self, task: VideoTask, n: int) -> None:
         bar = self.bars.get(task.index)
@@ -97,70 +189,196 @@ class BatchProgress:
             self.progress.remove_task(bar)
         if self.overall is not None:
             self.progress.advance(self.overall, 1)
-        for line in outcome.warnings:
-            console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
-        video = outcome.task.video
-        if outcome.status == DONE:
-            resumed = f" (resumed after {outcome.resumed_frames})" if outcome.resumed_frames else ""
-            console.print(
-                f"[green]✓[/] {video}: {outcome.frames} frames{resumed}, {outcome.instances} "
-                f"instances, {outcome.fps:.1f} FPS -> {outcome.task.output}",
-                highlight=False,
-                soft_wrap=True,
-            )
-        elif outcome.status == SKIPPED:
-            console.print(f"- {video}: skipped, {outcome.message}", highlight=False, soft_wrap=True)
+        super().video_finished(outcome)
+
+
+# ------------------------------------------------- plain lines and JSON events
+@dataclass
+class VideoMeter:
+    """Frames of one running video, and where the last report left them (for a windowed FPS)."""
+
+    task: VideoTask
+    total: int
+    mark_time: float
+    done: int = 0
+    mark_done: int = 0
+
+    def rate(self, now: float) -> float | None:
+        """Frames per second since the last report; None before any time has passed."""
+        elapsed = now - self.mark_time
+        return (self.done - self.mark_done) / elapsed if elapsed > 0 else None
+
+    def eta(self, rate: float | None) -> float | None:
+        if not rate or self.total <= 0:
+            return None
+        return max(self.total - self.done, 0) / rate
+
+    def percent(self) -> float | None:
+        return 100.0 * self.done / self.total if self.total > 0 else None
+
+    def mark(self, now: float) -> None:
+        self.mark_time, self.mark_done = now, self.done
+
+
+class TickingReporter(Reporter):
+    """Reports every running video once per ``interval`` (checked as frames arrive)."""
+
+    def __init__(
+        self,
+        n_videos: int,
+        interval: float,
+        clock: Clock = time.monotonic,
+        wall: Clock = time.time,
+    ) -> None:
+        super().__init__(n_videos)
+        self.interval = interval
+        self.clock = clock
+        self.wall = wall
+        self.meters: dict[int, VideoMeter] = {}
+        self.last_tick = clock()
+
+    def video_started(self, task: VideoTask, total_frames: int) -> None:
+        meter = VideoMeter(task, total_frames, self.clock())
+        self.meters[task.index] = meter
+        self.report_start(meter)
+
+    def frames_done(self, task: VideoTask, n: int) -> None:
+        meter = self.meters.get(task.index)
+        if meter is None:
+            return
+        meter.done += n
+        now = self.clock()
+        if now - self.last_tick >= self.interval:
+            self.last_tick = now
+            for m in self.meters.values():
+                self.report_progress(m, now)
+                m.mark(now)
+
+    def video_finished(self, outcome: VideoOutcome) -> None:
+        self.meters.pop(outcome.task.index, None)
+        super().video_finished(outcome)
+
+    def report_start(self, meter: VideoMeter) -> None:
+        raise NotImplementedError
+
+    def report_progress(self, meter: VideoMeter, now: float) -> None:
+        raise NotImplementedError
+
+
+def format_eta(seconds: float | None) -> str:
+    return "--:--:--" if seconds is None else str(timedelta(seconds=round(seconds)))
+
+
+class PlainProgress(TickingReporter):
+    """Timestamped lines: ``[12:03:01] v.mp4: 480/1100 frames (43.6%), 31.2 FPS, ETA 0:00:20``."""
+
+    def stamp(self) -> str:
+        return time.strftime("[%H:%M:%S]", time.localtime(self.wall()))
+
+    def log(self, markup: str) -> None:
+        self.say(f"{self.stamp()} {markup}")
+
+    def report_start(self, meter: VideoMeter) -> None:
+        frames = f"{meter.total} frames" if meter.total > 0 else "frame count unknown"
+        self.log(
+            f"{escape(str(meter.task.video))}: started, {frames} -> "
+            f"{escape(str(meter.task.output))}"
+        )
+
+    def report_progress(self, meter: VideoMeter, now: float) -> None:
+        rate = meter.rate(now)
+        fps = "-- FPS" if rate is None else f"{rate:.1f} FPS"
+        percent = meter.percent()
+        if percent is None:
+            done = f"{meter.done} frames"
         else:
-            console.print(f"[red]error:[/] {outcome.message}", highlight=False, soft_wrap=True)
+            done = f"{meter.done}/{meter.total} frames ({percent:.1f}%)"
+        self.log(
+            f"{escape(str(meter.task.video))}: {done}, {fps}, ETA {format_eta(meter.eta(rate))}"
+        )
+
+    def count_prefix(self) -> str:
+        return f"{self.n_finished}/{self.n_videos} " if self.n_videos > 1 else ""
+
+
+class JsonProgress(TickingReporter):
+    """One JSON object per line on stdout; the human lines still go to stderr."""
+
+    def __init__(
+        self,
+        n_videos: int,
+        interval: float,
+        clock: Clock = time.monotonic,
+        wall: Clock = time.time,
+        out: TextIO | None = None,
+    ) -> None:
+        super().__init__(n_videos, interval, clock, wall)
+        self.out = out
+
+    def emit(self, event: str, **fields: Any) -> None:
+        record = {"event": event, "time": iso_time(self.wall()), **fields}
+        out = self.out if self.out is not None else sys.stdout  # resolved late: capture swaps it
+        out.write(json.dumps(record, allow_nan=False) + "\n")
+        out.flush()
+
+    def model_loaded(self, what: str, where: str, batch_size: int) -> None:
+        super().model_loaded(what, where, batch_size)
+        self.emit("model_loaded", model=what, device=where, batch_size=batch_size)
+
+    def report_start(self, meter: VideoMeter) -> None:
+        task = meter.task
+        self.emit(
+            "video_started",
+            index=task.index,
+            video=str(task.video),
+            output=str(task.output),
+            n_total=meter.total if meter.total > 0 else None,
+        )
+
+    def report_progress(self, meter: VideoMeter, now: float) -> None:
+        rate = meter.rate(now)
+        eta = meter.eta(rate)
+        percent = meter.percent()
+        self.emit(
+            "progress",
+            index=meter.task.index,
+            video=str(meter.task.video),
+            n_processed=meter.done,
+            n_total=meter.total if meter.total > 0 else None,
+            percent=None if percent is None else round(percent, 1),
+            rate=None if rate is None else round(rate, 1),
+            eta=None if eta is None else round(eta, 1),
+        )
+
+    def video_finished(self, outcome: VideoOutcome) -> None:
+        super().video_finished(outcome)
+        self.emit(
+            "video_finished",
+            index=outcome.task.index,
+            videos_finished=self.n_finished,
+            videos_total=self.n_videos,
+            **video_record(outcome),
+        )
 
     def note(self, line: str) -> None:
-        console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
+        super().note(line)
+        self.emit("warning", message=line)
+
+    def error(self, message: str, exit_code: int) -> None:
+        self.emit("error", message=message, exit_code=exit_code)
+
+    def finished(self, summary: dict[str, Any]) -> None:
+        self.emit("summary", **summary)
 
 
-def _status_text(outcome: VideoOutcome) -> Text:
-    if outcome.status == DONE:
-        extra = f" ({outcome.bad_frames} bad frames)" if outcome.bad_frames else ""
-        return Text(f"done{extra}", style="green")
-    if outcome.status == SKIPPED:
-        return Text("skipped (exists)", style="dim")
-    if outcome.status == TRUNCATED:
-        return Text(f"truncated ({outcome.bad_frames} frames unread)", style="yellow")
-    return Text(outcome.status, style="red")
-
-
-def _common_folder(paths: Sequence[Path]) -> Path | None:
-    """The deepest folder holding every video, so the table can show short names."""
-    try:
-        return Path(os.path.commonpath([p.resolve().parent for p in paths]))
-    except ValueError:  # nothing in common (e.g. different drives)
-        return None
-
-
-def print_summary(outcomes: Sequence[VideoOutcome]) -> None:
-    """The end-of-run table, then a one-line count by status."""
-    root = _common_folder([o.task.video for o in outcomes]) if outcomes else None
-    table = Table(
-        title=f"in {root}" if root is not None else None,
-        title_justify="left",
-        header_style="bold",
-    )
-    table.add_column("video", overflow="fold")
-    table.add_column("frames", justify="right")
-    table.add_column("instances", justify="right")
-    table.add_column("FPS", justify="right")
-    table.add_column("status")
-    for o in outcomes:
-        ran = o.status not in (SKIPPED,) and (o.frames or o.status in (DONE, TRUNCATED))
-        table.add_row(
-            str(o.task.video.resolve().relative_to(root)) if root else str(o.task.video),
-            str(o.frames) if ran else "-",
-            str(o.instances) if ran else "-",
-            f"{o.fps:.1f}" if ran and o.fps else "-",
-            _status_text(o),
-        )
-    console.print(table)
-    counts: dict[str, int] = {}
-    for o in outcomes:
-        counts[o.status] = counts.get(o.status, 0) + 1
-    parts = ", ".join(f"{n} {status}" for status, n in counts.items())
-    console.print(f"{len(outcomes)} video{'s' if len(outcomes) != 1 else ''}: {parts}")
+def make_reporter(mode: str, n_videos: int, interval: float | None = None) -> Reporter:
+    """The reporter for ``--progress mode``; ``auto`` is a bar on a terminal, else plain lines."""
+    if mode == "auto":
+        mode = "bar" if console.is_terminal else "plain"
+    if mode == "bar":
+        return BarProgress(n_videos)
+    if mode == "plain":
+        return PlainProgress(n_videos, PLAIN_INTERVAL_S if interval is None else interval)
+    if mode == "json":
+        return JsonProgress(n_videos, JSON_INTERVAL_S if interval is None else interval)
+    return Reporter(n_videos)
