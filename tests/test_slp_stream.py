@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 import sleap_io as sio
 
-from sleap_infer.io.slp_stream import StreamingSlpWriter
+from sleap_infer.io.slp_stream import (
+    MAX_CHUNK_BYTES,
+    MIN_CHUNK_ROWS,
+    StreamingSlpWriter,
+    chunk_rows,
+)
 from sleap_infer.io.video import VideoInfo
 from sleap_infer.io.writer import LabelsBuilder, make_skeleton, make_video
 from sleap_infer.model.config import parse_config
@@ -91,3 +96,85 @@ def test_no_predictions_is_a_valid_empty_file(tmp_path: Path) -> None:
     labels = sio.load_slp(str(tmp_path / "e.slp"))
     assert len(labels) == 0
     assert list(labels.videos[0].shape) == [20, 64, 96, 1]
+
+
+def _stream(path: Path, batches: list[BatchPredictions], hint: bool = True) -> None:
+    cfg = parse_config(config_dict("single_instance"))
+    info = VideoInfo(path.parent / "v.mp4", 4 * len(batches), 30.0, 64, 96, True, "h264")
+    for b in batches:
+        b.class_ids = b.class_scores = None
+    valid = np.concatenate([b.valid for b in batches])
+    expected = (int(valid.sum()), int(valid.any(axis=1).sum())) if hint else (None, None)
+    with StreamingSlpWriter(
+        path, make_video(info), make_skeleton(cfg), [], {"run": 1}, *expected
+    ) as writer:
+        for b in batches:
+            writer.add(b)
+
+
+def _same_labels(a: sio.Labels, b: sio.Labels) -> None:
+    assert [lf.frame_idx for lf in a] == [lf.frame_idx for lf in b]
+    for x, y in zip(a, b):
+        for i, j in zip(x.instances, y.instances, strict=True):
+            np.testing.assert_array_equal(i.numpy(), j.numpy())
+            np.testing.assert_array_equal(i.points["score"], j.points["score"])
+            assert i.score == j.score
+
+
+@pytest.mark.parametrize("n_batches", [1, 250])
+def test_output_is_about_as_small_as_sleap_ios_own_save(tmp_path: Path, n_batches: int) -> None:
+    # Fixed 16384-row chunks made every file at least 2 MB (45x sleap-io's save of 4 frames).
+    _stream(tmp_path / "ours.slp", _random_batches(n_batches))
+    ours = sio.load_slp(str(tmp_path / "ours.slp"))
+    sio.save_slp(ours, str(tmp_path / "sio.slp"))
+    _same_labels(ours, sio.load_slp(str(tmp_path / "sio.slp")))
+    size, theirs = (tmp_path / "ours.slp").stat().st_size, (tmp_path / "sio.slp").stat().st_size
+    assert size < 2 * theirs, (size, theirs)
+    if n_batches > 1:  # compressed: smaller than sleap-io's uncompressed tables
+        assert size < theirs, (size, theirs)
+
+
+def test_chunks_follow_the_expected_rows_within_bounds() -> None:
+    assert chunk_rows(26, 40) == MIN_CHUNK_ROWS  # tiny tables: one small chunk
+    assert chunk_rows(26, 5000) == 5000  # one chunk holds the whole table
+    assert chunk_rows(26, 10**8) == MAX_CHUNK_BYTES // 26  # long videos: 256 KB chunks
+    assert chunk_rows(26, None) == MAX_CHUNK_BYTES // 26
+
+
+def test_more_rows_than_expected_and_no_hint_still_read_back(tmp_path: Path) -> None:
+    batches = _random_batches(40, seed=3)
+    _stream(tmp_path / "hinted.slp", batches)
+    _stream(tmp_path / "plain.slp", batches, hint=False)
+    hinted, plain = (
+        sio.load_slp(str(tmp_path / "hinted.slp")),
+        sio.load_slp(str(tmp_path / "plain.slp")),
+    )
+    _same_labels(hinted, plain)
+    with h5py.File(tmp_path / "hinted.slp", "r") as f:
+        table = f["pred_points"]
+        assert table.compression == "gzip" and table.shuffle
+        assert table.chunks[0] == max(MIN_CHUNK_ROWS, len(table))
+
+
+def test_rows_are_written_before_close_so_memory_stays_bounded(tmp_path: Path) -> None:
+    cfg = parse_config(config_dict("single_instance"))
+    info = VideoInfo(tmp_path / "v.mp4", 10**6, 30.0, 64, 96, True, "h264")
+    batch = _random_batches(1)[0]
+    batch.class_ids = batch.class_scores = None
+    batch.valid[:] = True
+    per_batch = (
+        int(batch.valid.sum())
+        * 3
+        * np.dtype(
+            [("x", "f8"), ("y", "f8"), ("visible", "?"), ("complete", "?"), ("score", "f8")]
+        ).itemsize
+    )
+    n = 4 * MAX_CHUNK_BYTES // per_batch  # about 1 MB of point rows
+    with StreamingSlpWriter(tmp_path / "s.slp", make_video(info), make_skeleton(cfg), [], {}) as w:
+        for k in range(n):
+            batch.frame_indices = np.arange(4 * k, 4 * k + 4)
+            w.add(batch)
+            table = w._tables["pred_points"]
+            assert w._pending_rows["pred_points"] * table.dtype.itemsize < MAX_CHUNK_BYTES
+        assert table.shape[0] >= (n * per_batch - MAX_CHUNK_BYTES) // table.dtype.itemsize
+    assert len(sio.load_slp(str(tmp_path / "s.slp"))) == 4 * n

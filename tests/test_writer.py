@@ -94,7 +94,9 @@ def test_failed_save_leaves_previous_file_intact(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(sio, "save_slp", boom)
-    with pytest.raises(OutputError, match=r"p\.slp: cannot write predictions \(disk full\)"):
+    with pytest.raises(
+        OutputError, match=r"p\.slp: no space left on device \([\d.]+ [KMG]B free\)"
+    ):
         atomic_save(sio.Labels(), out)
     assert out.read_bytes() == b"previous good file"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.slp"]

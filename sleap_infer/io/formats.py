@@ -16,7 +16,7 @@ from sleap_infer.vocab.errors import UsageError
 class OutputFormat:
     name: str
     suffix: str  # appended to ``<video name>.predictions``
-    needs: tuple[str, ...] = ()  # importable modules the sleap-io exporter requires
+    needs: tuple[str, ...] = ()  # importable modules its writer requires
 
 
 FORMATS: dict[str, OutputFormat] = {

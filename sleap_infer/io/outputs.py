@@ -1,10 +1,14 @@
 """Output file names, and turning a finished journal into the output file.
 
-Every format is written to a temporary sibling, fsync-ed and renamed, so the
-output path only ever holds a complete file: that is also how
-``--skip-existing`` can trust a file it finds. ``.slp`` is streamed from the
-journal (flat memory); the other formats go through sleap-io's exporters,
-which need the whole ``Labels`` in memory.
+Every format is written to a temporary sibling by a forked child
+(:mod:`sleap_infer.io.isolate`: HDF5 segfaults the process that hits a full
+disk), fsync-ed and renamed, so the output path only ever holds a complete
+file: that is also how ``--skip-existing`` can trust a file it finds. A
+failure is one :class:`OutputError` line naming the file; the journal stays,
+so ``--resume`` can build the output once the cause is fixed. Every format is
+built from the journal batch by batch: ``.slp`` straight into sleap-io's
+tables, CSV row by row, analysis HDF5 into chunked arrays; NWB gathers each
+track's arrays (not per-point objects) before pynwb writes them.
 """
 
 from __future__ import annotations
@@ -12,20 +16,26 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import warnings
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import h5py
-import numpy as np
 import sleap_io as sio
 
 from sleap_infer.io.formats import FORMATS, OutputFormat
+from sleap_infer.io.isolate import WriteFailure, reason, run_isolated
 from sleap_infer.io.journal import Journal
+from sleap_infer.io.slots import Source
 from sleap_infer.io.slp_stream import StreamingSlpWriter
-from sleap_infer.io.writer import LabelsBuilder
 from sleap_infer.vocab.errors import OutputError
+
+# Uncompressed bytes per predicted point and instance, and a file's fixed part (measured
+# on empty outputs), per format: an upper bound for a full-disk message's "needs about".
+_POINT_BYTES = {"slp": 26, "analysis-h5": 24, "csv": 60, "nwb": 24}
+_INSTANCE_BYTES = {"slp": 93, "analysis-h5": 32, "csv": 50, "nwb": 8}
+_FIXED_BYTES = {"slp": 32_000, "analysis-h5": 16_000, "csv": 1_000, "nwb": 256_000}
 
 
 def default_output_path(video: Path, fmt: OutputFormat = FORMATS["slp"]) -> Path:
@@ -58,43 +68,121 @@ def _discard(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    """Run ``write(tmp)``, fsync, rename onto ``path``; a failure leaves ``path`` untouched."""
+def _fsync(path: Path, directory: bool = False) -> None:
+    flags = os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0)
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _size(n: int) -> str:
+    if n >= 1e9:
+        return f"{n / 1e9:.1f} GB"
+    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.0f} KB"
+
+
+def _free_bytes(folder: Path) -> int | None:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return None
+
+
+def failure_message(path: Path, why: str, code: int | None, needs: int | None) -> str:
+    """One line naming ``path``; a full disk says how much room there is and was needed."""
+    free = _free_bytes(path.parent)
+    full = code in (errno.ENOSPC, errno.EDQUOT)
+    if not full and free is not None and needs is not None and free < needs:
+        full = True  # a writer that crashed, not one that said why: the disk is the suspect
+    if not full:
+        return f"{path}: cannot write predictions ({why})"
+    room = [] if needs is None else [f"needs up to about {_size(needs)}"]
+    room += [] if free is None else [f"{_size(free)} free"]
+    what = "no space left on device" if code != errno.EDQUOT else "disk quota exceeded"
+    return f"{path}: {what}" + (f" ({', '.join(room)})" if room else "")
+
+
+def atomic_write(
+    path: Path,
+    write: Callable[[Path], None],
+    needs: int | None = None,
+    kept: Path | None = None,
+) -> None:
+    """Run ``write(tmp)`` in a child process, fsync, rename onto ``path``; a failure
+    leaves ``path`` untouched and no temporary file, and is one :class:`OutputError`.
+
+    ``needs`` (an estimate in bytes) and ``kept`` (where the predictions are
+    safe, e.g. the journal) only go into the message.
+    """
     tmp = _tmp_path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write(tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
+        run_isolated(lambda: write(tmp))
+        _fsync(tmp)
         os.replace(tmp, path)
+        with contextlib.suppress(OSError):
+            _fsync(path.parent, directory=True)
+    except WriteFailure as exc:
+        _discard(tmp)
+        message = failure_message(path, exc.reason, exc.errno, needs)
+        raise OutputError(_with_hint(message, kept)) from exc
     except OSError as exc:
         _discard(tmp)
-        reason = "disk full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
-        raise OutputError(f"{path}: cannot write predictions ({reason})") from exc
-    except OutputError:
-        _discard(tmp)
-        raise
-    except Exception as exc:
-        _discard(tmp)
-        raise OutputError(
-            f"{path}: cannot write predictions ({type(exc).__name__}: {exc})"
-        ) from exc
+        message = failure_message(path, reason(exc), exc.errno, needs)
+        raise OutputError(_with_hint(message, kept)) from exc
     except BaseException:  # Ctrl-C mid-write: no stray temporary file either
         _discard(tmp)
         raise
 
 
-def _in_memory_labels(
-    journal: Journal,
-    video: sio.Video,
-    skeleton: sio.Skeleton,
-    class_names: tuple[str, ...],
-    provenance: dict[str, Any],
-) -> sio.Labels:
-    builder = LabelsBuilder(video, skeleton, class_names)
-    for batch in journal.batches():
-        builder.add(batch)
-    return builder.labels(provenance)
+def _with_hint(message: str, kept: Path | None) -> str:
+    if kept is None:
+        return message
+    return f"{message}; the predictions are kept in {kept} (rerun with --resume once fixed)"
+
+
+def estimate_bytes(journal: Journal, n_nodes: int, fmt: OutputFormat) -> int:
+    """An upper bound of the output's size (before compression) from the journal's counts."""
+    per_instance = _INSTANCE_BYTES[fmt.name] + n_nodes * _POINT_BYTES[fmt.name]
+    return _FIXED_BYTES[fmt.name] + journal.n_instances * per_instance
+
+
+def _write_slp(path: Path, source: Source) -> None:
+    tracks = [sio.Track(name=n) for n in source.class_names]
+    journal = source.journal
+    with StreamingSlpWriter(
+        path,
+        source.video,
+        source.skeleton,
+        tracks,
+        source.provenance,
+        expected_instances=journal.n_instances,
+        expected_frames=journal.frames_with_instances,
+    ) as writer:
+        for batch in journal.batches():
+            writer.add(batch)
+
+
+def _writer(fmt: OutputFormat) -> Callable[[Path, Source], None]:
+    """The format's writer, imported here in the parent so each forked child reuses
+    the import (pynwb takes seconds)."""
+    if fmt.name == "slp":
+        return _write_slp
+    if fmt.name == "analysis-h5":
+        from sleap_infer.io.analysis_h5 import write_analysis_h5
+
+        return write_analysis_h5
+    if fmt.name == "csv":
+        from sleap_infer.io.csv_out import write_csv
+
+        return write_csv
+    if fmt.name == "nwb":
+        from sleap_infer.io.nwb_out import write_nwb
+
+        return write_nwb
+    raise ValueError(f"no writer for format {fmt.name!r}")
 
 
 def write_from_journal(
@@ -106,45 +194,12 @@ def write_from_journal(
     class_names: tuple[str, ...],
     provenance: dict[str, Any],
 ) -> None:
-    """Build the output file for a finished video from its journal, atomically."""
-    if fmt.name == "slp":
+    """Build the output file for a finished video from its journal, atomically.
 
-        def write(tmp: Path) -> None:
-            tracks = [sio.Track(name=n) for n in class_names]
-            with StreamingSlpWriter(tmp, video, skeleton, tracks, provenance) as writer:
-                for batch in journal.batches():
-                    writer.add(batch)
-
-        atomic_write(path, write)
-        return
-
-    labels = _in_memory_labels(journal, video, skeleton, class_names, provenance)
-    if not any(lf.instances for lf in labels.labeled_frames) and fmt.name == "nwb":
-        raise OutputError(f"{path}: nothing was predicted, and an NWB file cannot be empty")
-
-    def write_other(tmp: Path) -> None:
-        if fmt.name == "analysis-h5":
-            sio.save_analysis_h5(labels, str(tmp))
-        elif fmt.name == "csv":
-            sio.save_csv(labels, str(tmp))
-        elif fmt.name == "nwb":
-            _save_nwb(labels, tmp, video)
-
-    atomic_write(path, write_other)
-
-
-def _save_nwb(labels: sio.Labels, path: Path, video: sio.Video) -> None:
-    """NWB predictions with explicit timestamps: sleap-io 0.9's default indexes its
-    timestamps by row, which breaks on any frame without predictions."""
-    from sleap_io.io.nwb_predictions import write_nwb
-
-    n_frames = int(video.backend_metadata["shape"][0])
-    last = max((lf.frame_idx for lf in labels.labeled_frames), default=0)
-    fps = float(video.backend_metadata.get("fps") or 30.0)
-    timestamps = np.arange(max(n_frames, last + 1)) / fps
-    with warnings.catch_warnings():
-        # pynwb 4 deprecates arguments that sleap-io 0.9.5's writer still passes
-        # (Device(manufacturer=...), PoseEstimation(devices=...)): not ours to fix, and
-        # nothing a user can act on.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        write_nwb(labels, str(path), pose_estimation_metadata={"video_timestamps": timestamps})
+    Raises :class:`OutputError` (one line naming ``path``) if it cannot be
+    written; the journal is left as it is.
+    """
+    source = Source(journal, video, skeleton, class_names, provenance)
+    write = _writer(fmt)
+    needs = estimate_bytes(journal, len(skeleton.nodes), fmt)
+    atomic_write(path, lambda tmp: write(tmp, source), needs=needs, kept=journal.path)

@@ -1,8 +1,9 @@
 """Turn :class:`BatchPredictions` into sleap-io ``Labels`` (whole video in memory).
 
-``infer predict`` streams ``.slp`` files instead (:mod:`sleap_infer.io.slp_stream`);
-this builder serves the other formats (:mod:`sleap_infer.io.outputs`) and API
-users who want a ``Labels``.
+``infer predict`` never builds ``Labels``: every format is written from the
+journal batch by batch (:mod:`sleap_infer.io.outputs`). This builder is for
+API users who want a ``Labels``, and is the reference the streaming ``.slp``
+writer is tested against. ``make_skeleton`` and ``make_video`` serve both.
 """
 
 from __future__ import annotations
