@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 TORCH_PIN ?= torch==2.13.0
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install test lint format demo bench bench-vs-sleap-nn bench-rss clean
+.PHONY: install test lint format demo bench bench-vs-sleap-nn bench-agreement bench-rss clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -36,13 +36,18 @@ format: $(STAMP)
 demo: $(STAMP)
 	$(PY) examples/synthetic/demo.py
 
-# Speed, measured (not tested): see README "Speed". The last two need ../shared/fixtures;
-# bench-vs-sleap-nn installs sleap-nn into .bench-venv/ on first use (several GB).
+# Speed, measured (not tested): see README "Speed". The last three need ../shared/fixtures;
+# bench-vs-sleap-nn and bench-agreement install sleap-nn into .bench-venv/ on first use (several GB).
 bench: $(STAMP)
 	$(VENV)/bin/infer bench examples/models/synthetic_single_instance --device cpu --size 128x128
 
 bench-vs-sleap-nn: $(STAMP)
 	$(PY) benchmarks/vs_sleap_nn.py
+
+# Keypoint agreement over whole videos, every model type: ours (torch, onnx) vs sleap-nn.
+# ARGS="--frames 0-99" for a quick run; sleap-nn's outputs are cached in .bench-venv/agreement.
+bench-agreement: $(STAMP)
+	$(PY) benchmarks/agreement.py --json .bench-venv/agreement/agreement.json $(ARGS)
 
 bench-rss: $(STAMP)
 	$(PY) benchmarks/rss_vs_length.py

@@ -76,7 +76,8 @@ def test_onnx_writes_the_same_instances_as_torch(shared: Path, tmp_path: Path, c
             ref_frame, got_frame
         ):
             assert np.array_equal(np.isnan(pts), np.isnan(ref_pts))
-            np.testing.assert_allclose(pts, ref_pts, atol=0.05)
+            # Full-size crops and the refinement guard leave only float noise (<= 1e-3 px).
+            np.testing.assert_allclose(pts, ref_pts, atol=2e-3)
             assert score == pytest.approx(ref_score, abs=1e-4)
             assert track == ref_track
             if ref_ts is not None:

@@ -3,7 +3,7 @@
 The real sleap-nn fixtures run on their stored, preprocessed parity inputs
 through ``build_layer`` with the torch backend and with ``--backend onnx``
 (exports are made on first use into the session's cache, so each fixture
-model is exported once per test session). Keypoints must agree to 0.05 px,
+model is exported once per test session). Keypoints must agree to 2e-3 px,
 scores to 1e-4, instance counts, order and identities exactly.
 """
 
@@ -30,13 +30,12 @@ from sleap_infer.vocab.predictions import BatchPredictions
 
 from conftest import fixture_model
 
-PX = 0.05
+# Measured: 3e-5 px (top-down, bottom-up), 2.3e-4 (multi-class top-down, every peak kept),
+# 9.8e-4 (multi-class bottom-up at 0.05: faint peaks whose patches nearly cancel out amplify
+# float noise). Crops are always full size (sleap-nn 0.3.5), so a centroid one float ulp
+# away between runtimes no longer flips a crop to 95 px (which moved keypoints by 5e-3 px).
+PX = 2e-3
 SCORE = 1e-4
-# Top-down: sleap-nn's crop size comes from the float corners of a frame's first box (see
-# ops.crops), so a centroid one float ulp away can flip one crop from 96 to 95 px. Torch runs
-# the network channels-last, ONNX Runtime in its own layout: in one golden frame that flips,
-# moving its keypoints by 5e-3 px and their scores by 2e-3 (the crop edge is zeroed).
-TOPDOWN_SCORE = 5e-3
 
 
 def _golden(shared: Path, name: str) -> list[dict]:
@@ -105,7 +104,7 @@ def test_topdown_onnx_matches_torch(
         _compare(ref, got, worst)
         assert got.valid.sum() == len(batch["centroid_val"])  # the goldens' animals
     assert worst["found"] >= 16  # every golden frame has two animals with found nodes
-    assert worst["px"] <= PX and worst["score"] <= TOPDOWN_SCORE
+    assert worst["px"] <= PX and worst["score"] <= SCORE
     two_graphs = {p.parent for p in layer.centroid.backend.exports + layer.instance.backend.exports}
     assert len(layer.centroid.backend.exports) == len(layer.instance.backend.exports) == 1
     assert len(two_graphs) == 1  # both in the session's export cache

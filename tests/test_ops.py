@@ -11,8 +11,10 @@ import torch
 from sleap_infer.ops.peaks import (
     find_global_peaks,
     find_local_peaks,
+    integral_offsets,
     neighbour_max,
     refine_integral,
+    refinement_fallbacks,
 )
 from sleap_infer.ops.preprocess import (
     as_nchw,
@@ -64,6 +66,51 @@ def test_refinement_zero_pads_at_edges() -> None:
     maps[0, 0, 1] = 2.0
     off = refine_integral(maps, torch.tensor([0]), torch.tensor([[0.0, 0.0]]), patch_size=5)
     assert off[0].tolist() == pytest.approx([0.5, 0.0])
+
+
+# The 5x5 patch around a node-1 peak in frame 470 of centered_pair_small (multi-class
+# bottom-up fixture): negative confidences cancel the peak, the sum is -0.025 and
+# sleap-nn's patch mean is x - 285 grid px (written as x = -984 px in a 384 px frame).
+CANCELLING_PATCH = [
+    [-0.2668, 0.0606, 0.1429, 0.1166, 0.0662],
+    [-0.5707, -0.0275, 0.3738, 0.1576, 0.1250],
+    [-0.7338, -0.1989, 0.5396, 0.1523, 0.1504],
+    [-0.6566, -0.2306, 0.3387, 0.1096, 0.1610],
+    [-0.1987, -0.0001, 0.1775, 0.0527, 0.1341],
+]
+
+
+def test_refinement_keeps_the_integer_peak_when_the_patch_mean_leaves_the_patch() -> None:
+    patch = torch.tensor(CANCELLING_PATCH)
+    total = patch.sum()
+    raw_dx = float((patch.sum(0) * torch.arange(-2.0, 3.0)).sum() / total)
+    assert abs(raw_dx) > 100  # what sleap-nn adds: far outside the 5x5 patch
+    assert integral_offsets(patch[None]).tolist() == [[0.0, 0.0]]
+    assert refinement_fallbacks(patch[None]).tolist() == [True]
+    # Through the map path too: the peak stays on its pixel.
+    maps = torch.zeros(1, 9, 9)
+    maps[0, 2:7, 1:6] = patch
+    pts, vals, *_ = find_local_peaks(maps[None], threshold=0.2, refine=True)
+    assert pts.tolist() == [[3.0, 4.0]] and vals.tolist() == pytest.approx([0.5396])
+
+
+def test_refinement_falls_back_on_a_zero_sum_instead_of_nan() -> None:
+    patch = torch.zeros(1, 5, 5)
+    patch[0, 2, 2], patch[0, 2, 0] = 1.0, -1.0
+    assert integral_offsets(patch).tolist() == [[0.0, 0.0]]
+
+
+def test_refinement_with_negative_values_inside_the_patch_is_sleap_nns() -> None:
+    # Negative pixels that leave the mean inside the patch are not touched.
+    patch = torch.zeros(1, 5, 5)
+    patch[0, 2, 2], patch[0, 2, 3], patch[0, 2, 0] = 1.0, 0.5, -0.2
+    expected_dx = (0.5 * 1 + -0.2 * -2) / 1.3
+    assert integral_offsets(patch)[0].tolist() == pytest.approx([expected_dx, 0.0])
+    assert refinement_fallbacks(patch).tolist() == [False]
+    # Non-negative patches are always inside: the guard never fires on them.
+    torch.manual_seed(0)
+    assert not refinement_fallbacks(torch.rand(1000, 5, 5)).any()
+    assert (integral_offsets(torch.rand(1000, 5, 5)).abs() <= 2).all()
 
 
 def test_refined_gaussian_peak_is_close_to_truth() -> None:

@@ -12,7 +12,9 @@ want every shape known from the input shape alone. So here:
 * refinement gathers a fixed ``k x k`` patch around every candidate with one
   ``GatherElements`` on the zero-padded, flattened map, then takes the
   confidence-weighted mean offset with the host's own
-  :func:`~sleap_infer.ops.peaks.integral_offsets`.
+  :func:`~sleap_infer.ops.peaks.integral_offsets`, including its guard (a mean
+  that leaves the patch keeps the integer peak), so both paths fall back on
+  the same peaks.
 """
 
 from __future__ import annotations

@@ -19,13 +19,7 @@ import torch.nn.functional as F
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo
 from sleap_infer.layers.centered_instance import CenteredInstanceLayer
 from sleap_infer.layers.centroid import CentroidLayer, Centroids
-from sleap_infer.ops.crops import (
-    centered_boxes,
-    crop_origin,
-    first_box_extent,
-    gather_crops,
-    zero_beyond_extent,
-)
+from sleap_infer.ops.crops import centered_boxes, crop_origin, gather_crops
 from sleap_infer.ops.identity import assign_crop_classes
 from sleap_infer.vocab.options import PredictOptions
 from sleap_infer.vocab.predictions import BatchPredictions
@@ -82,16 +76,20 @@ class TopDownLayer(InferenceLayer):
         return self.centroid.info_for_input(x, eff_scale, source)
 
     def make_crops(self, source: torch.Tensor, cents: Centroids) -> Crops:
-        """Cut a box around every valid centroid of ``source`` (size-matched uint8 frames)."""
+        """Cut a ``crop_size`` square around every valid centroid of ``source``.
+
+        ``source`` holds the size-matched uint8 frames. Every crop has the full
+        size, as in sleap-nn 0.3.5, which passes the crop size to its cropper
+        (older releases sized a frame's crops from float box corners, one
+        pixel short for a few percent of centroids: see :mod:`sleap_infer.ops.crops`).
+        """
         frame, slot = torch.nonzero(cents.valid, as_tuple=True)
         size = self.crop_size
-        top_left, extent = centered_boxes(cents.points[frame, slot], size, size)
-        frame = frame.to(source.device)
-        top_left, extent = top_left.to(source.device), extent.to(source.device)
-        # sleap-nn sizes a frame's crops from its first box; deliberate, see ops.crops.
-        extent = first_box_extent(extent, frame)
-        images = gather_crops(source, frame, crop_origin(top_left, extent), size, size)
-        return Crops(zero_beyond_extent(images, extent), top_left, frame, slot.to(source.device))
+        top_left, _ = centered_boxes(cents.points[frame, slot], size, size)
+        frame, top_left = frame.to(source.device), top_left.to(source.device)
+        full = torch.full(top_left.shape, size, dtype=torch.long, device=source.device)
+        images = gather_crops(source, frame, crop_origin(top_left, full), size, size)
+        return Crops(images, top_left, frame, slot.to(source.device))
 
     def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
         if info.source is None:

@@ -6,10 +6,14 @@ Geometry follows sleap-nn so crops (and therefore keypoints) match it:
   offset by it afterwards;
 * pixels are taken from the integer origin ``trunc(top_left + e//2) - e//2``
   (``e`` = the crop's extent), with zeros outside the image;
-* sleap-nn sizes all crops of a frame from the float corners of the frame's
-  first box, which float rounding sometimes makes one pixel short (95 for 96).
-  Such crops are stride-padded back by the model layer, so we reproduce the
-  effect by zeroing the missing row/column of a full-size crop.
+* sleap-nn 0.3.5 cuts every crop at the full ``crop_size``. The earlier release
+  that made the parity goldens (``shared/fixtures/parity``) sized all crops of
+  a frame from the float corners of the frame's first box, which float
+  rounding made one pixel short (95 for 96) for a few percent of centroids.
+  :func:`centered_boxes` still returns that extent, and :func:`first_box_extent`
+  with :func:`zero_beyond_extent` rebuild such crops (a short crop is
+  stride-padded back by the model layer, i.e. its missing row/column is zero),
+  so outputs of those releases can still be compared with.
 """
 
 from __future__ import annotations

@@ -43,17 +43,45 @@ def refine_integral(
     return integral_offsets(patches)
 
 
-def integral_offsets(patches: torch.Tensor) -> torch.Tensor:
-    """Confidence-weighted mean ``(dx, dy)`` of ``(..., k, k)`` patches, from their centre.
-
-    Shared by the host path and the exported graphs, so both round identically.
-    """
+def _weighted_means(patches: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """sleap-nn's integral regression: ``dx``, ``dy`` (sum of offset x value / sum of values)
+    and whether both lie inside the patch (``|d| <= (k - 1) / 2``; False for NaN)."""
     size = patches.shape[-1]
-    weights = torch.arange(size, dtype=patches.dtype, device=patches.device) - (size - 1) / 2
+    half = (size - 1) / 2
+    weights = torch.arange(size, dtype=patches.dtype, device=patches.device) - half
     total = patches.sum(dim=(-2, -1))
     dx = (patches.sum(dim=-2) * weights).sum(dim=-1) / total
     dy = (patches.sum(dim=-1) * weights).sum(dim=-1) / total
-    return torch.stack([dx, dy], dim=-1)
+    # NaN compares False, so a zero sum is "outside" too; no isfinite (TensorRT-friendly).
+    return dx, dy, torch.logical_and(dx.abs() <= half, dy.abs() <= half)
+
+
+def integral_offsets(patches: torch.Tensor) -> torch.Tensor:
+    """Confidence-weighted mean ``(dx, dy)`` of ``(..., k, k)`` patches, from their centre.
+
+    sleap-nn's formula, with one guard: a mean of non-negative weights always
+    lies inside the patch. Confidence maps of heads without an output
+    activation can be negative, and when negative values cancel most of a
+    patch its sum nears zero and the "mean" lands far outside it (x = -982 in
+    a 384 px frame); a zero sum gives NaN. Such a patch says nothing about
+    where the peak is, so its point keeps the integer peak (offset 0): a
+    deliberate difference from sleap-nn, which writes the wild value. Patches
+    whose mean lies inside are left exactly as sleap-nn computes them.
+
+    Shared by the host path and the exported graphs, so both round identically.
+    """
+    dx, dy, inside = _weighted_means(patches)
+    offsets = torch.stack([dx, dy], dim=-1)
+    return torch.where(inside.unsqueeze(-1), offsets, torch.zeros_like(offsets))
+
+
+def refinement_fallbacks(patches: torch.Tensor) -> torch.Tensor:
+    """Bool mask of the ``(..., k, k)`` patches :func:`integral_offsets` does not refine.
+
+    For diagnostics and tests: these are the points that deliberately differ
+    from sleap-nn, which would put them outside their patch.
+    """
+    return ~_weighted_means(patches)[2]
 
 
 def global_peak_indices(cms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

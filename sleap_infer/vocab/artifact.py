@@ -18,8 +18,9 @@ from typing import Any
 from sleap_infer.vocab.errors import ExportError
 from sleap_infer.vocab.options import DecodeSettings
 
-EXPORT_LAYOUT_VERSION = 2
-"""Bumped whenever graph outputs change meaning, so stale cache entries are never reused."""
+EXPORT_LAYOUT_VERSION = 3
+"""Bumped whenever graph outputs change meaning, so stale cache entries are never reused.
+3: integral refinement keeps a peak on its pixel when the patch mean leaves the patch."""
 
 EXPORT_FOLDER = "exported"
 """Where ``infer export`` writes a model's export by default: ``<model>/exported``."""
