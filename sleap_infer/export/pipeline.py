@@ -9,7 +9,7 @@ Layout of the output folder (default ``<centroid model>/exported_topdown``, or
                               multi_class_topdown/ for a multi-class model
 
 Why two graphs and not one: the crops the torch path cuts (integer origins,
-sleap-nn's float top-left, the one-pixel-short quirk) are what keep keypoints
+sleap-nn's float top-left, zeros beyond the frame) are what keep keypoints
 equal to it; an in-graph ``grid_sample`` crop would resample and differ.
 The instance stage always has a dynamic batch, because the number of crops
 per batch follows the number of animals. ``infer predict --backend onnx`` finds
