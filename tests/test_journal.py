@@ -161,7 +161,8 @@ def test_disk_full_is_one_error_and_keeps_what_was_written(tmp_path: Path) -> No
     writer.write_batch(_batch(0))
     writer._fh = _FullDisk(writer._fh)
     with pytest.raises(
-        OutputError, match=r"j\.partial: cannot write partial predictions \(disk full\)"
+        OutputError,
+        match=r"j\.partial: cannot write partial predictions \(no space left on device\)",
     ):
         writer.write_batch(_batch(4))
     writer.close()

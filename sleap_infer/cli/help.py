@@ -4,7 +4,7 @@ Typer's rich help panels squeeze long option names into a fixed column and cut
 them with an ellipsis at 80 columns; plain help (``rich_markup_mode=None``) wraps
 instead. :class:`HelpCommand` fixes what plain help still gets wrong for us:
 Typer writes a required argument as ``{videos}...`` and lists it with a Python
-type (``<list[str]>``), and textwrap splits ``--skip-existing`` after ``skip-``.
+type (``<list[str]>``), and textwrap splits ``--peak-threshold`` after ``peak-``.
 """
 
 from __future__ import annotations

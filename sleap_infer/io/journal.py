@@ -264,7 +264,7 @@ def _shown(value: Any) -> str:
 
 
 def _write_error(path: Path, exc: OSError) -> OutputError:
-    reason = "disk full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
+    reason = "no space left on device" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
     return OutputError(f"{path}: cannot write partial predictions ({reason})")
 
 

@@ -3,7 +3,7 @@
 Every format is written to a temporary sibling by a forked child
 (:mod:`sleap_infer.io.isolate`: HDF5 segfaults the process that hits a full
 disk), fsync-ed and renamed, so the output path only ever holds a complete
-file: that is also how ``--skip-existing`` can trust a file it finds. A
+file: that is also how a rerun can trust (and skip) a file it finds. A
 failure is one :class:`OutputError` line naming the file; the journal stays,
 so ``--resume`` can build the output once the cause is fixed. Every format is
 built from the journal batch by batch: ``.slp`` straight into sleap-io's
