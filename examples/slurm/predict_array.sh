@@ -29,4 +29,6 @@ infer predict /data/videos --recursive \
     --shard "${SHARD}/${N_SHARDS}" \
     --output /data/predictions \
     --resume \
-    --quiet
+    --summary-json "/data/predictions/summary_${SHARD}.json"
+# Off a terminal the progress display is plain lines (frames, FPS, ETA every 10 s) in the
+# job's .out file; the summary JSON lists every video's status, counts and output.

@@ -50,7 +50,19 @@ def main() -> None:
     video = OUT / "synthetic.mp4"
     truth = scene.write_video(video, n_frames=300)
     pred = OUT / "synthetic.mp4.predictions.slp"
-    infer("predict", str(video), "--model", str(MODEL), "-o", str(pred), "--device", "cpu")
+    # --overwrite: the demo renders its video afresh, so it replaces its own earlier output
+    # (by default infer predict keeps finished outputs and skips those videos).
+    infer(
+        "predict",
+        str(video),
+        "--model",
+        str(MODEL),
+        "-o",
+        str(pred),
+        "--device",
+        "cpu",
+        "--overwrite",
+    )
     err = keypoint_errors(pred, truth)
     found = np.isfinite(err)
     print(
@@ -75,6 +87,7 @@ def main() -> None:
             str(OUT / "small_robot.mp4.predictions.slp"),
             "--device",
             "cpu",
+            "--overwrite",
         )
 
 
