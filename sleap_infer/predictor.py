@@ -23,12 +23,12 @@ import numpy as np
 
 from sleap_infer.io.formats import OutputFormat, get_format
 from sleap_infer.io.frames import select_frames
+from sleap_infer.io.isolate import describe
 from sleap_infer.io.journal import (
     EmptyJournalError,
     Journal,
     JournalWriter,
     check_compatible,
-    fingerprint_changes,
     in_use,
     journal_path,
     mark_failed,
@@ -216,7 +216,7 @@ class Predictor:
     def _after_failure(
         journal: Journal, fingerprint: dict[str, Any], warnings: list[str]
     ) -> Journal | None:
-        changes = fingerprint_changes(journal.header.get("fingerprint", {}), fingerprint)
+        changes = journal.changes(fingerprint)
         if not changes:
             warnings.append(
                 f"{journal.path}: continuing the {journal.n_predicted} frames of a run that "
@@ -281,7 +281,7 @@ class Predictor:
                                extra_provenance, result)  # fmt: skip
         except Exception as exc:  # not KeyboardInterrupt: that leaves an "interrupted" journal
             if jpath.exists():
-                mark_failed(jpath, _one_line(exc))
+                mark_failed(jpath, describe(exc))
             raise
         with contextlib.suppress(FileNotFoundError):
             jpath.unlink()  # only once the output is safely in place
@@ -450,11 +450,6 @@ def skeleton_warnings(models: Sequence[LoadedModel], primary: LoadedModel) -> li
                 f"the output uses {primary.path.name}'s"
             )
     return out
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0] if str(exc) else ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _export_provenance(described: dict[str, Any]) -> dict[str, Any]:

@@ -107,3 +107,17 @@ def assert_same_predictions(a: Path, b: Path, rtol: float = 0.0) -> None:
     assert fa == fb
     np.testing.assert_allclose(pa, pb, rtol=rtol, atol=0)
     np.testing.assert_allclose(sa, sb, rtol=rtol, atol=0)
+
+
+def interrupt_after_batches(monkeypatch: pytest.MonkeyPatch, n_batches: int) -> None:
+    """Ctrl-C arrives right after the n-th batch reached the journal."""
+    from sleap_infer.io.journal import JournalWriter
+
+    original = JournalWriter.write_batch
+
+    def write_then_maybe_stop(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        original(self, *args, **kwargs)
+        if self.batches_written == n_batches:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(JournalWriter, "write_batch", write_then_maybe_stop)

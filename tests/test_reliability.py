@@ -21,7 +21,12 @@ from sleap_infer.vocab.errors import OutputError, ResumeError, UsageError, Video
 from sleap_infer.vocab.options import DecodeSettings, PredictOptions
 
 import scene
-from conftest import SYNTHETIC_MODEL, assert_same_predictions, predicted_poses
+from conftest import (
+    SYNTHETIC_MODEL,
+    assert_same_predictions,
+    interrupt_after_batches,
+    predicted_poses,
+)
 from model_factory import config_dict, write_model_dir
 
 
@@ -179,21 +184,28 @@ def test_a_failed_journal_with_other_settings_is_replaced_with_a_warning(
     assert 'frames: "0-9" then, "all" now' in again.warnings[0]
 
 
+def _fail_on_call(
+    monkeypatch: pytest.MonkeyPatch, predictor: Predictor, n: int, exc: BaseException
+) -> None:
+    """The layer raises ``exc`` on its ``n``-th batch (the earlier ones run normally)."""
+    original = predictor.layer.predict
+    calls = {"n": 0}
+
+    def predict(frames: np.ndarray):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == n:
+            raise exc
+        return original(frames)
+
+    monkeypatch.setattr(predictor.layer, "predict", predict)
+
+
 def test_memory_error_mid_video_marks_the_journal_failed(
     predictor: Predictor, video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "p.slp"
-    original = predictor.layer.predict
-    calls = {"n": 0}
-
-    def run_out_of_memory(frames: np.ndarray):  # type: ignore[no-untyped-def]
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise MemoryError("cannot allocate 50 GiB")
-        return original(frames)
-
     with monkeypatch.context() as m:
-        m.setattr(predictor.layer, "predict", run_out_of_memory)
+        _fail_on_call(m, predictor, 3, MemoryError("cannot allocate 50 GiB"))
         with pytest.raises(MemoryError):
             predictor.predict_video(video, output=out)
     journal = read_journal(journal_path(out))
@@ -205,12 +217,8 @@ def test_ctrl_c_before_the_first_frame_leaves_nothing_that_blocks(
     predictor: Predictor, video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "p.slp"
-
-    def interrupted(frames: np.ndarray) -> None:
-        raise KeyboardInterrupt
-
     with monkeypatch.context() as m:
-        m.setattr(predictor.layer, "predict", interrupted)
+        _fail_on_call(m, predictor, 1, KeyboardInterrupt())
         with pytest.raises(KeyboardInterrupt):
             predictor.predict_video(video, output=out)
     assert read_journal(journal_path(out)).n_predicted == 0
@@ -222,17 +230,8 @@ def test_an_interrupted_journal_with_predictions_still_asks_for_a_flag(
     predictor: Predictor, video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "p.slp"
-    original = predictor.layer.predict
-    calls = {"n": 0}
-
-    def interrupt_third(frames: np.ndarray):  # type: ignore[no-untyped-def]
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt
-        return original(frames)
-
     with monkeypatch.context() as m:
-        m.setattr(predictor.layer, "predict", interrupt_third)
+        _fail_on_call(m, predictor, 3, KeyboardInterrupt())
         with pytest.raises(KeyboardInterrupt):
             predictor.predict_video(video, output=out)
     with pytest.raises(ResumeError, match=r"interrupted run exist \(8 frames\); pass --resume"):
@@ -288,16 +287,7 @@ def test_missing_inputs_fail_before_the_model_is_loaded(tmp_path: Path) -> None:
 def test_an_interrupted_outcome_counts_the_frames_saved(
     video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sleap_infer.io import journal as journal_module
-
-    original = journal_module.JournalWriter.write_batch
-
-    def write_then_stop(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        original(self, *args, **kwargs)
-        if self.batches_written == 2:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(journal_module.JournalWriter, "write_batch", write_then_stop)
+    interrupt_after_batches(monkeypatch, 2)
     tasks = plan_batch([video], tmp_path / "p.slp", get_format("slp"))
     spec = PredictorSpec(model_paths=(str(SYNTHETIC_MODEL),))
     result = run_batch(tasks, spec, JobSettings(), _Events(), ["cpu"])

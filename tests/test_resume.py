@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 import sleap_io as sio
 
-from sleap_infer.io import journal as journal_module
 from sleap_infer.io.journal import journal_path, read_journal
 from sleap_infer.io.video import MISSING_AT_END
 from sleap_infer.layers import PredictOptions
@@ -16,7 +15,13 @@ from sleap_infer.vocab.errors import ResumeError
 
 import scene
 from broken_videos import faststart_mp4, noisy_frames, truncated_copy, zeroed_copy
-from conftest import SYNTHETIC_MODEL, assert_same_predictions, fixture_model, predicted_poses
+from conftest import (
+    SYNTHETIC_MODEL,
+    assert_same_predictions,
+    fixture_model,
+    interrupt_after_batches,
+    predicted_poses,
+)
 
 
 @pytest.fixture(scope="module")
@@ -31,18 +36,6 @@ def video(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _interrupt_after(monkeypatch: pytest.MonkeyPatch, n_batches: int) -> None:
-    """Ctrl-C arrives right after the n-th batch reached the journal."""
-    original = journal_module.JournalWriter.write_batch
-
-    def write_then_maybe_stop(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        if self.batches_written == n_batches:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(journal_module.JournalWriter, "write_batch", write_then_maybe_stop)
-
-
 def test_interrupted_run_resumes_to_the_clean_result(
     predictor: Predictor, video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -51,7 +44,7 @@ def test_interrupted_run_resumes_to_the_clean_result(
 
     out = tmp_path / "resumed.slp"
     with monkeypatch.context() as m:
-        _interrupt_after(m, 3)
+        interrupt_after_batches(m, 3)
         with pytest.raises(KeyboardInterrupt):
             predictor.predict_video(video, output=out)
     assert not out.exists()
@@ -74,7 +67,7 @@ def test_a_torn_journal_tail_is_predicted_again(
 ) -> None:
     out = tmp_path / "torn.slp"
     with monkeypatch.context() as m:
-        _interrupt_after(m, 5)
+        interrupt_after_batches(m, 5)
         with pytest.raises(KeyboardInterrupt):
             predictor.predict_video(video, output=out, frames="0-9,20-")
     jpath = journal_path(out)
@@ -93,7 +86,7 @@ def test_resume_refuses_a_journal_from_other_settings(
     first = Predictor([SYNTHETIC_MODEL], device="cpu", options=PredictOptions(peak_threshold=0.2))
     out = tmp_path / "p.slp"
     with monkeypatch.context() as m:
-        _interrupt_after(m, 1)
+        interrupt_after_batches(m, 1)
         with pytest.raises(KeyboardInterrupt):
             first.predict_video(video, output=out)
     other = Predictor([SYNTHETIC_MODEL], device="cpu", options=PredictOptions(peak_threshold=0.5))
@@ -134,7 +127,7 @@ def test_multi_instance_model_resumes_exactly(
     video = shared / "videos" / "centered_pair_small.mp4"
     out = tmp_path / "pair.slp"
     with monkeypatch.context() as m:
-        _interrupt_after(m, 4)
+        interrupt_after_batches(m, 4)
         with pytest.raises(KeyboardInterrupt):
             model.predict_video(video, output=out, frames="0-39")
     model.predict_video(video, output=out, frames="0-39", resume=True)

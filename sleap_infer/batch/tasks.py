@@ -94,11 +94,6 @@ def plan_tasks(
     return tasks
 
 
-def already_done(task: VideoTask, fmt: OutputFormat) -> bool:
-    """A complete output exists and no journal says a newer run is in progress."""
-    return is_complete(task.output, fmt) and not journal_path(task.output).exists()
-
-
 def settled_before_running(
     task: VideoTask, fmt: OutputFormat, overwrite: bool
 ) -> VideoOutcome | None:

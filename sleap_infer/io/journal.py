@@ -135,6 +135,10 @@ class Journal:
     def n_predicted(self) -> int:
         return int(self.predicted.size)
 
+    def changes(self, fingerprint: dict[str, Any]) -> list[str]:
+        """What differs between the run that wrote this journal and ``fingerprint``."""
+        return fingerprint_changes(self.header.get("fingerprint", {}), fingerprint)
+
     def done_mask(self, size: int) -> np.ndarray:
         """Bool mask over frame indices ``0..size-1``: predicted or known undecodable."""
         mask = np.zeros(size, bool)
@@ -230,7 +234,7 @@ def check_compatible(journal: Journal, fingerprint: dict[str, Any]) -> None:
             f"{journal.path}: journal format {journal.header.get('format')!r} "
             f"is not {FORMAT_VERSION}; delete it or use --overwrite"
         )
-    changes = fingerprint_changes(journal.header.get("fingerprint", {}), fingerprint)
+    changes = journal.changes(fingerprint)
     if changes:
         raise ResumeError(
             f"{journal.path}: cannot resume, the interrupted run differs: {'; '.join(changes)}; "
