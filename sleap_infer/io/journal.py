@@ -297,13 +297,14 @@ def in_use(path: Path) -> bool:
     return False
 
 
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+def fsync_path(path: Path, directory: bool = False) -> None:
+    """fsync a file, or a folder (so that a rename or a new file in it is durable too)."""
+    flags = os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0)
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class JournalWriter:
@@ -339,7 +340,8 @@ class JournalWriter:
                 self._write_all(MAGIC)
                 self._write_all(_encode({"type": "header", "format": FORMAT_VERSION, **header}, {}))
                 os.fsync(self._fh.fileno())
-                _fsync_dir(path.parent)
+                with contextlib.suppress(OSError):
+                    fsync_path(path.parent, directory=True)
         except OSError as exc:
             self._fh.close()
             raise _write_error(path, exc) from exc

@@ -26,7 +26,7 @@ import sleap_io as sio
 
 from sleap_infer.io.formats import FORMATS, OutputFormat
 from sleap_infer.io.isolate import WriteFailure, reason, run_isolated
-from sleap_infer.io.journal import Journal
+from sleap_infer.io.journal import Journal, fsync_path
 from sleap_infer.io.slots import Source
 from sleap_infer.io.slp_stream import StreamingSlpWriter
 from sleap_infer.vocab.errors import OutputError
@@ -66,15 +66,6 @@ def _tmp_path(path: Path) -> Path:
 def _discard(path: Path) -> None:
     with contextlib.suppress(OSError):
         path.unlink(missing_ok=True)
-
-
-def _fsync(path: Path, directory: bool = False) -> None:
-    flags = os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0)
-    fd = os.open(path, flags)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _size(n: int) -> str:
@@ -120,10 +111,10 @@ def atomic_write(
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         run_isolated(lambda: write(tmp))
-        _fsync(tmp)
+        fsync_path(tmp)
         os.replace(tmp, path)
         with contextlib.suppress(OSError):
-            _fsync(path.parent, directory=True)
+            fsync_path(path.parent, directory=True)
     except WriteFailure as exc:
         _discard(tmp)
         message = failure_message(path, exc.reason, exc.errno, needs)
