@@ -39,6 +39,13 @@ _HEADS: dict[str, dict[str, Any]] = {
             "output_stride": 8,
         },
     },
+    "bottomup_segmentation": {
+        "segmentation": {"output_stride": 2},
+        "center": {"sigma": 4.0, "output_stride": 2},
+        "offsets": {"output_stride": 2},
+    },
+    "semantic_segmentation": {"segmentation": {"output_stride": 2}},
+    "centered_instance_segmentation": {"segmentation": {"output_stride": 2, "anchor_part": None}},
 }
 
 

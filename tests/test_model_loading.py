@@ -71,8 +71,8 @@ def test_unknown_backbone_and_model_type(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="backbone 'pretrained' is not supported"):
         parse_config(raw)
     raw = config_dict("single_instance")
-    raw["model_config"]["head_configs"] = {"single_instance": None, "semantic_segmentation": {}}
-    with pytest.raises(ConfigError, match="semantic_segmentation"):
+    raw["model_config"]["head_configs"] = {"single_instance": None, "bbox_ssd": {}}
+    with pytest.raises(ConfigError, match="bbox_ssd"):
         parse_config(raw)
 
 

@@ -57,14 +57,31 @@ def exported_layer_class(model_type: str) -> type[InferenceLayer]:
     return cls
 
 
+TILED_LAYER = "sleap_infer.layers.tiled:TiledLayer"
+
+
+def decodes_in_graph(model: LoadedModel, make_backend: BackendMaker) -> bool:
+    """Whether ``model`` runs on a graph that decodes in-graph: never for types whose
+    exports return raw maps (segmentation) nor for tiled models (the maps of the
+    tiles are stitched before anything is decoded)."""
+    entry = MODEL_TYPES.get(model.model_type)
+    raw = entry is not None and entry.raw_export
+    tiled = model.config.preprocessing.tiling is not None
+    return make_backend.decodes_in_graph and not raw and not tiled
+
+
 def _make(
     model: LoadedModel,
     make_backend: BackendMaker,
     options: PredictOptions,
     partners: Sequence[LoadedModel] = (),
 ) -> InferenceLayer:
-    cls = layer_class(model.model_type, make_backend.decodes_in_graph)
-    return cls(model.config, make_backend(model, partners), options)
+    cls = layer_class(model.model_type, decodes_in_graph(model, make_backend))
+    layer = cls(model.config, make_backend(model, partners), options)
+    tiling = model.config.preprocessing.tiling
+    if tiling is None:
+        return layer
+    return load_class(TILED_LAYER)(layer, tiling)
 
 
 def _single(

@@ -31,6 +31,16 @@ class PreprocInfo:
     input_scale: float
     # Size-matched but unscaled uint8 frames, kept only for layers that crop from them.
     source: torch.Tensor | None = None
+    # (height, width) of the frames as they came in: masks are cut back to it.
+    original_size: tuple[int, int] | None = None
+
+
+def _frame_size(frames: np.ndarray | torch.Tensor) -> tuple[int, int]:
+    """(height, width) of ``(B, H, W, C)`` numpy frames or a ``(B, C, H, W)`` tensor."""
+    shape = frames.shape
+    if isinstance(frames, np.ndarray):
+        return int(shape[-3]), int(shape[-2])
+    return int(shape[-2]), int(shape[-1])
 
 
 class Preprocessor:
@@ -83,23 +93,30 @@ class Preprocessor:
 
         ``keep_source`` keeps the size-matched frames in ``info.source`` for cropping.
         """
+        original = _frame_size(frames)
         sized, eff = self.size_frames(frames)
         x = self.network_input(sized)
         info = PreprocInfo(
             eff_scale=np.full(x.shape[0], eff, dtype=np.float64),
             input_scale=self.preprocessing.scale,
             source=sized if keep_source else None,
+            original_size=original,
         )
         return x, info
 
     def info_for_input(
-        self, x: torch.Tensor, eff_scale: float = 1.0, source: torch.Tensor | None = None
+        self,
+        x: torch.Tensor,
+        eff_scale: float = 1.0,
+        source: torch.Tensor | None = None,
+        original_size: tuple[int, int] | None = None,
     ) -> PreprocInfo:
         """Info for an input that is already preprocessed (parity fixtures, exports)."""
         return PreprocInfo(
             eff_scale=np.full(x.shape[0], eff_scale, dtype=np.float64),
             input_scale=self.preprocessing.scale,
             source=source,
+            original_size=original_size,
         )
 
     @property

@@ -15,8 +15,17 @@ from typing import Any
 import yaml
 
 from sleap_infer.model.backbones import first_non_null, get, parse_backbone
-from sleap_infer.model.registry import CLASSES, NODES, ONE, PAF_COMPONENTS, HeadSpec, model_type
-from sleap_infer.vocab.config import HeadConfig, ModelConfig, Preprocessing
+from sleap_infer.model.registry import (
+    CLASSES,
+    NODES,
+    ONE,
+    PAF_COMPONENTS,
+    TWO,
+    HeadSpec,
+    model_type,
+    tileable_types,
+)
+from sleap_infer.vocab.config import HeadConfig, ModelConfig, Preprocessing, Tiling
 from sleap_infer.vocab.errors import ConfigError
 
 
@@ -44,9 +53,6 @@ def _parse_preprocessing(raw: dict[str, Any]) -> Preprocessing:
     scale = get(raw, "scale", 1.0)
     if isinstance(scale, (list, tuple)):
         scale = scale[0]
-    tiling = raw.get("tiling")
-    if isinstance(tiling, dict) and tiling.get("enabled"):
-        raise ConfigError("tiled inference (preprocessing.tiling.enabled) is not supported")
     crop = raw.get("crop_size", raw.get("crop_hw"))
     if isinstance(crop, (list, tuple)):
         crop = crop[0]
@@ -57,6 +63,32 @@ def _parse_preprocessing(raw: dict[str, Any]) -> Preprocessing:
         max_width=None if raw.get("max_width") is None else int(raw["max_width"]),
         scale=float(scale),
         crop_size=None if crop is None else int(crop),
+        tiling=_parse_tiling(raw.get("tiling")),
+    )
+
+
+_BLENDS = ("gaussian", "pyramid", "constant")
+
+
+def _parse_tiling(raw: Any) -> Tiling | None:
+    """The tiling block when it is switched on, else None (sleap-nn tiles only then)."""
+    if not isinstance(raw, dict) or not raw.get("enabled"):
+        return None
+    size = raw.get("tile_size")
+    if size is None or int(size) < 1:
+        raise ConfigError("preprocessing.tiling is enabled but tile_size is not set")
+    blend = str(raw.get("blend") or "gaussian")
+    if blend not in _BLENDS:
+        raise ConfigError(
+            f"preprocessing.tiling.blend {blend!r} is not one of {', '.join(_BLENDS)}"
+        )
+    return Tiling(
+        tile_size=int(size),
+        overlap=int(raw.get("overlap") or 0),
+        min_overlap_fraction=float(get(raw, "min_overlap_fraction", 0.25)),
+        blend=blend,
+        sigma_scale=float(get(raw, "sigma_scale", 0.125)),
+        tile_batch_size=int(get(raw, "tile_batch_size", 8)),
     )
 
 
@@ -155,14 +187,21 @@ def _parse(raw: dict[str, Any]) -> ModelConfig:
         ONE: 1,
         PAF_COMPONENTS: 2 * len(paf_edges),
         CLASSES: len(class_names),
+        TWO: 2,
     }
     heads = tuple(_head(s, head_raw.get(s.section) or {}, counts[s.channels]) for s in entry.heads)
     total = raw["model_config"].get("total_params")
+    preprocessing = _parse_preprocessing(data.get("preprocessing") or {})
+    if preprocessing.tiling is not None and not entry.tileable:
+        raise ConfigError(
+            f"preprocessing.tiling is enabled, but {entry.name} models cannot be tiled "
+            f"(sleap-nn tiles {', '.join(tileable_types())})"
+        )
     return ModelConfig(
         model_type=entry.name,
         backbone=backbone,
         heads=heads,
-        preprocessing=_parse_preprocessing(data.get("preprocessing") or {}),
+        preprocessing=preprocessing,
         node_names=skeleton.nodes,
         edges=skeleton.edges,
         skeleton_name=skeleton.name,

@@ -28,6 +28,7 @@ NODES = "nodes"  # one per skeleton node
 ONE = "one"  # a single map (centroids)
 PAF_COMPONENTS = "paf_components"  # x and y per PAF edge
 CLASSES = "classes"  # one per identity class
+TWO = "two"  # a (dx, dy) vector field (center offsets)
 
 _LAYERS = "sleap_infer.layers"
 _WRAPPERS = "sleap_infer.export.wrappers"
@@ -65,6 +66,9 @@ class ModelType:
     in_graph: tuple[str, ...] = ()  # decoding steps inside the exported graph
     on_host: tuple[str, ...] = ()  # type-specific steps the host runs around the graph
     pair: PairSpec | None = None  # set for top-down stage-2 types: they need a centroid model
+    tileable: bool = False  # runs tiled when its config enables preprocessing.tiling
+    raw_export: bool = False  # its exported graph returns the raw maps: ``layer`` decodes them
+    masks: bool = False  # predicts segmentation masks, not keypoint instances
 
     @property
     def needs_centroids(self) -> bool:
@@ -86,6 +90,10 @@ def named_class(model_type: str, role: str) -> tuple[Any | None, list[str]]:
     return (None if path is None else load_class(path)), having
 
 
+def tileable_types() -> tuple[str, ...]:
+    return tuple(t.name for t in MODEL_TYPES.values() if t.tileable)
+
+
 # ----------------------------------------------------------------- descriptions
 _NETWORK = ("uint8 -> float32 / 255", "network")
 _REFINE = "integral refinement (fixed-size patch gather)"
@@ -100,7 +108,14 @@ _CROP_HOST = (
     "crop keypoints + the box's float top-left",
 )
 
+_SEGMENTATION_NETWORK = (*_NETWORK, "sigmoid of the foreground logits")
+_MASK_HOST = (
+    "masks packed at output stride (cut to the frame), or upsampled to full resolution",
+    "run-length encoding (sleap-io's)",
+)
+
 # ------------------------------------------------------------------------ heads
+_FOREGROUND = HeadSpec("SegmentationHead", "segmentation", channels=ONE, activation="sigmoid")
 _CONFMAPS_MULTI = HeadSpec("MultiInstanceConfmapsHead", "confmaps")
 _CONFMAPS_CROP = HeadSpec("CenteredInstanceConfmapsHead", "confmaps")
 
@@ -114,6 +129,7 @@ MODEL_TYPES: dict[str, ModelType] = {
             exported_layer=f"{_LAYERS}.exported:ExportedSingleInstanceLayer",
             wrapper=f"{_WRAPPERS}.single_instance:SingleInstanceWrapper",
             in_graph=(*_NETWORK, _GLOBAL_PEAKS, _REFINE, _SCALE),
+            tileable=True,
         ),
         ModelType(
             "centroid",
@@ -194,13 +210,58 @@ MODEL_TYPES: dict[str, ModelType] = {
                 "Hungarian assignment of each node's peaks to classes (sleap_infer.ops.identity)",
             ),
         ),
+        ModelType(
+            "bottomup_segmentation",
+            heads=(
+                _FOREGROUND,
+                HeadSpec("InstanceCenterHead", "center", channels=ONE),
+                HeadSpec("CenterOffsetHead", "offsets", channels=TWO),
+            ),
+            layer=f"{_LAYERS}.segmentation:BottomUpSegmentationLayer",
+            in_graph=_SEGMENTATION_NETWORK,
+            on_host=(
+                "center peaks (max-pool NMS, 4-connected plateaus collapsed to their first "
+                "maximum)",
+                "foreground pixels grouped to the nearest offset-predicted center",
+                *_MASK_HOST,
+            ),
+            tileable=True,
+            raw_export=True,
+            masks=True,
+        ),
+        ModelType(
+            "semantic_segmentation",
+            heads=(_FOREGROUND,),
+            layer=f"{_LAYERS}.segmentation:SemanticSegmentationLayer",
+            in_graph=_SEGMENTATION_NETWORK,
+            on_host=("one foreground mask per frame, scored by its mean probability", *_MASK_HOST),
+            tileable=True,
+            raw_export=True,
+            masks=True,
+        ),
+        ModelType(
+            "centered_instance_segmentation",
+            heads=(_FOREGROUND,),
+            layer=f"{_LAYERS}.segmentation:CenteredInstanceMaskLayer",
+            in_graph=_SEGMENTATION_NETWORK,
+            on_host=(
+                _CROP_HOST[0],
+                "one mask per crop, scored by its mean probability, offset by the crop corner",
+                _MASK_HOST[1],
+            ),
+            pair=PairSpec(
+                "topdown_segmentation", f"{_LAYERS}.topdown_segmentation:TopDownSegmentationLayer"
+            ),
+            raw_export=True,
+            masks=True,
+        ),
     )
 }
 
-NOT_YET_SUPPORTED = (
-    "bottomup_segmentation",
-    "centered_instance_segmentation",
-    "semantic_segmentation",
+NOT_YET_SUPPORTED: tuple[str, ...] = (
+    "embedding",
+    "bbox_centernet",
+    "bbox_ssd",
 )
 """sleap-nn head types we recognise but cannot run yet (a clearer error than "unknown")."""
 

@@ -17,6 +17,22 @@ from sleap_infer.vocab.errors import ConfigError
 
 
 @dataclass(frozen=True)
+class Tiling:
+    """``data_config.preprocessing.tiling``: sliding-window inference, on when ``enabled``.
+
+    sleap-nn rounds ``tile_size`` and ``overlap`` at training and writes the
+    results into the saved config, so inference reads them as they are.
+    """
+
+    tile_size: int
+    overlap: int = 0
+    min_overlap_fraction: float = 0.25
+    blend: str = "gaussian"  # gaussian | pyramid | constant
+    sigma_scale: float = 0.125
+    tile_batch_size: int = 8
+
+
+@dataclass(frozen=True)
 class Preprocessing:
     """How raw frames are turned into network input (``data_config.preprocessing``)."""
 
@@ -26,6 +42,7 @@ class Preprocessing:
     max_width: int | None = None
     scale: float = 1.0
     crop_size: int | None = None
+    tiling: Tiling | None = None  # set only when tiling is enabled
 
 
 @dataclass(frozen=True)

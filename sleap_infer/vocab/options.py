@@ -29,6 +29,19 @@ sleap-nn's exports keep 20, which the barely trained fixture models already exce
 bottom-up graph scores K x K pairs per edge, so K costs quadratically there, but 64^2
 samples per edge are still cheap next to the network."""
 BATCH_SIZE = 4
+# Segmentation (sleap-nn's defaults).
+FG_THRESHOLD = 0.5
+CENTER_NMS_KERNEL = 3
+MIN_MASK_AREA = 0
+MASK_CLEANUP_RADIUS = 0
+DISTANCE_GATE_ITERS = 3
+MERGE_METHODS = ("greedy", "multicut")
+MERGE_THRESHOLDS = (0.85, 0.6, 0.4)
+MERGE_W_VALLEY = 1.0
+MERGE_W_OFFSET = 0.25
+MERGE_DILATE = 1
+MASK_OUTPUTS = ("mask", "polygon", "both")
+POLYGON_EPSILON = 0.01
 MAX_INTEGRAL_PATCH_SIZE = 15
 """Refinement averages a patch of the confidence map around each peak. An even side has
 no centre pixel (sleap-nn's patches are odd), and a wide patch averages in the
@@ -61,11 +74,53 @@ class PredictOptions:
     min_line_scores: float = MIN_LINE_SCORES
     # Debug: keep the raw confidence maps in ``BatchPredictions.extras``.
     return_confmaps: bool = False
+    # Segmentation: decoding (layers) ...
+    fg_threshold: float = FG_THRESHOLD
+    center_nms_kernel: int = CENTER_NMS_KERNEL
+    min_mask_area: int = MIN_MASK_AREA
+    mask_cleanup: bool = False
+    mask_cleanup_radius: int = MASK_CLEANUP_RADIUS
+    distance_gate_alpha: float | None = None
+    merge_fragments: bool = False
+    merge_method: str = "greedy"
+    merge_thresholds: tuple[float, ...] = MERGE_THRESHOLDS
+    merge_w_valley: float = MERGE_W_VALLEY
+    merge_w_offset: float = MERGE_W_OFFSET
+    merge_dilate: int = MERGE_DILATE
+    full_res_masks: bool = False
+    # ... and what the output holds (writers).
+    mask_output: str = "mask"
+    polygon_epsilon: float = POLYGON_EPSILON
 
     def __post_init__(self) -> None:
         check_integral_patch_size(self.integral_patch_size)
         if self.max_instances is not None and self.max_instances < 1:
             raise UsageError("--max-instances must be >= 1")
+        self._check_segmentation()
+
+    def _check_segmentation(self) -> None:
+        if not 0.0 <= self.fg_threshold < 1.0:
+            raise UsageError(f"--fg-threshold {self.fg_threshold}: must be in [0, 1)")
+        if self.center_nms_kernel < 1 or self.center_nms_kernel % 2 == 0:
+            raise UsageError(f"--center-nms-kernel {self.center_nms_kernel}: must be odd and >= 1")
+        if self.min_mask_area < 0:
+            raise UsageError("--min-mask-area must be >= 0")
+        if self.mask_cleanup_radius < 0:
+            raise UsageError("--mask-cleanup-radius must be >= 0")
+        if self.distance_gate_alpha is not None and self.distance_gate_alpha <= 0:
+            raise UsageError("--distance-gate-alpha must be > 0")
+        if self.merge_method not in MERGE_METHODS:
+            raise UsageError(
+                f"--merge-method {self.merge_method!r}: choose from {', '.join(MERGE_METHODS)}"
+            )
+        if not self.merge_thresholds or any(not 0 < t <= 1 for t in self.merge_thresholds):
+            raise UsageError("--merge-thresholds: comma-separated numbers in (0, 1]")
+        if self.mask_output not in MASK_OUTPUTS:
+            raise UsageError(
+                f"--mask-output {self.mask_output!r}: choose from {', '.join(MASK_OUTPUTS)}"
+            )
+        if self.polygon_epsilon < 0:
+            raise UsageError("--polygon-epsilon must be >= 0")
 
     def decode_settings(self) -> DecodeSettings:
         """The in-graph decoding these options need from an export.

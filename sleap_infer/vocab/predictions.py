@@ -2,7 +2,9 @@
 
 Padded numpy arrays, not per-frame Python objects: a batch of ``B`` frames
 with at most ``I`` instances of ``N`` nodes. Coordinates are in original
-frame pixels. Unused instance slots have ``valid == False``.
+frame pixels. Unused instance slots have ``valid == False``. Segmentation
+models predict masks instead (``masks``, ragged, run-length encoded: see
+:mod:`sleap_infer.vocab.masks`) and leave the instance arrays empty.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from sleap_infer.vocab.masks import MaskSet
 
 
 @dataclass
@@ -24,6 +28,11 @@ class BatchPredictions:
     class_scores: np.ndarray | None = None  # (B, I) float32 identity confidence
     frame_indices: np.ndarray | None = None  # (B,) int64, filled in by the runner
     extras: dict[str, np.ndarray] = field(default_factory=dict)  # debug (e.g. confmaps)
+    masks: MaskSet | None = None  # segmentation models: the predicted masks
+
+    @property
+    def n_masks(self) -> int:
+        return 0 if self.masks is None else len(self.masks)
 
     @property
     def batch_size(self) -> int:
@@ -60,6 +69,7 @@ class BatchPredictions:
             class_scores=cut(self.class_scores),
             frame_indices=cut(self.frame_indices),
             extras={k: v[:n] for k, v in self.extras.items()},
+            masks=None if self.masks is None else self.masks.select(self.masks.frame < n),
         )
 
     def frame(self, i: int) -> list[dict[str, np.ndarray | float | int]]:
