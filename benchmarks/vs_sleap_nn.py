@@ -6,7 +6,8 @@ after the other, with the same batch size and device, so the ratio is fair
 whatever the machine. sleap-nn goes into its own virtual environment
 (created on first use; it is never a dependency of sleap_infer):
 
-    .venv/bin/python benchmarks/vs_sleap_nn.py                  # all three cases
+    .venv/bin/python benchmarks/vs_sleap_nn.py                  # the keypoint cases
+    .venv/bin/python benchmarks/vs_sleap_nn.py --cases segmentation,semantic,tiled
     .venv/bin/python benchmarks/vs_sleap_nn.py --cases single --repeats 3
     .venv/bin/python benchmarks/vs_sleap_nn.py --ours torch --ours "onnx:--backend onnx"
 
@@ -15,7 +16,10 @@ load, decode, inference, writing), end-to-end FPS and their ratio; the
 steady-state throughput of each (frames / (wall of the full run - wall of a
 10-frame run), which removes start-up from both alike) and its ratio; the
 pure PyAV decode time of the video as a floor; and how far our keypoints are
-from sleap-nn's (instances matched per frame). Needs ../shared/fixtures.
+from sleap-nn's (instances matched per frame). Segmentation cases run on the
+fixture's 24-frame synthetic video played ``--loops`` times (a longer input,
+written once with PyAV), and report how many masks agree pixel for pixel.
+Needs ../shared/fixtures.
 """
 
 from __future__ import annotations
@@ -47,7 +51,15 @@ CASES = {
         "centered_pair_small.mp4",
     ),
     "bottomup": (["minimal_instance_bottomup"], "centered_pair_small.mp4"),
+    "segmentation": (["synthetic_bottomup_segmentation"], "synthetic_multi.mp4"),
+    "semantic": (["synthetic_semantic_segmentation"], "synthetic_multi.mp4"),
+    "topdown_segmentation": (
+        ["synthetic_centroid", "synthetic_centered_instance_segmentation"],
+        "synthetic_multi.mp4",
+    ),
+    "tiled": (["synthetic_bottomup_segmentation_tiled"], "synthetic_multi.mp4"),
 }
+MASK_CASES = {"segmentation", "semantic", "topdown_segmentation", "tiled"}
 
 
 @dataclass
@@ -167,6 +179,57 @@ def decode_seconds(video: Path) -> tuple[float, int]:
     return time.perf_counter() - t0, n
 
 
+def looped_video(video: Path, loops: int, out: Path) -> Path:
+    """``video`` played ``loops`` times, losslessly re-encoded (a longer input for short
+    fixtures, so start-up does not dominate the measurement)."""
+    import av
+
+    frames = []
+    with av.open(str(video)) as container:
+        frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+    with av.open(str(out), "w") as container:
+        stream = container.add_stream("libx264", rate=30)
+        stream.height, stream.width = frames[0].shape[:2]
+        stream.pix_fmt = "yuv444p"
+        stream.options = {"crf": "0"}
+        for _ in range(loops):
+            for arr in frames:
+                for packet in stream.encode(av.VideoFrame.from_ndarray(arr, format="rgb24")):
+                    container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+    return out
+
+
+def compare_masks(ours: Path, theirs: Path) -> tuple[int, int, float, float]:
+    """Mask counts of both files, the share of frames whose masks agree pixel for pixel
+    (same count and order), and the worst mask IoU over frames with the same count."""
+    import numpy as np
+    import sleap_io as sio
+
+    def by_frame(path: Path) -> dict[int, list[np.ndarray]]:
+        labels = sio.load_slp(str(path))
+        return {lf.frame_idx: [m.data for m in lf.masks] for lf in labels.labeled_frames}
+
+    a, b = by_frame(ours), by_frame(theirs)
+    frames = sorted(set(a) | set(b))
+    same, worst = 0, 1.0
+    for f in frames:
+        ma, mb = a.get(f, []), b.get(f, [])
+        if len(ma) != len(mb):
+            worst = 0.0
+            continue
+        ious = [
+            (x & y).sum() / max(1, (x | y).sum()) if x.shape == y.shape else 0.0
+            for x, y in zip(ma, mb)
+        ]
+        worst = min([worst, *ious])
+        same += all(v == 1.0 for v in ious)
+    n_a = sum(len(v) for v in a.values())
+    n_b = sum(len(v) for v in b.values())
+    return n_a, n_b, same / max(1, len(frames)), worst
+
+
 def compare(ours: Path, theirs: Path) -> tuple[int, int, float, float]:
     """Instance counts of both files and the keypoint difference of matched instances."""
     import numpy as np
@@ -210,6 +273,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cases", default="single,topdown,bottomup")
     p.add_argument("--batch-size", type=int, default=4)
+    p.add_argument("--loops", type=int, default=20, help="segmentation cases: input replays")
     p.add_argument("--repeats", type=int, default=1, help="full runs per tool (median wall)")
     p.add_argument(
         "--ours",
@@ -238,6 +302,9 @@ def main() -> None:
             names, video_name = CASES[case]
             models = [FIXTURES / "models" / n for n in names]
             video = FIXTURES / "videos" / video_name
+            if case in MASK_CASES:
+                video = looped_video(video, args.loops, tmp / f"{case}.mp4")
+                video_name = f"{video_name} x{args.loops}"
             decode_s, n_frames = decode_seconds(video)
             short = f"0-{PRIME_FRAMES - 1}"
             theirs = ToolRun("sleap-nn")
@@ -274,7 +341,12 @@ def main() -> None:
             )
             rows = {}
             for run, *_ in runs[1:]:
-                n_ours, n_theirs, mean, worst = compare(outs[run.label], theirs_out)
+                if case in MASK_CASES:
+                    n_ours, n_theirs, mean, worst = compare_masks(outs[run.label], theirs_out)
+                    agree = f"{mean:.1%} of frames identical (worst IoU {worst:.4f})"
+                else:
+                    n_ours, n_theirs, mean, worst = compare(outs[run.label], theirs_out)
+                    agree = f"Δ {mean:.4f} px (max {worst:.3f})"
                 run.instances, theirs.instances = n_ours, n_theirs
                 run.delta_px_mean, run.delta_px_max = mean, worst
                 e2e = theirs.wall / run.wall
@@ -284,7 +356,7 @@ def main() -> None:
                     f"  {run.fps(n_frames):6.1f} FPS e2e"
                     f"  {run.throughput(n_frames):6.1f} FPS steady  -> {e2e:.2f}x e2e,"
                     f" {steady:.2f}x steady, {run.wall / decode_s:.1f}x decode time;"
-                    f" instances {n_ours} vs {n_theirs}, Δ {mean:.4f} px (max {worst:.3f})"
+                    f" found {n_ours} vs {n_theirs}, {agree}"
                 )
                 rows[run.label] = {**asdict(run), "e2e_ratio": e2e, "steady_ratio": steady}
             report["cases"][case] = {  # type: ignore[index]

@@ -36,13 +36,21 @@ from sleap_infer.io.journal import (
 )
 from sleap_infer.io.outputs import default_output_path, write_from_journal
 from sleap_infer.io.provenance import now_iso, package_versions, system_info
-from sleap_infer.io.video import MISSING_AT_END, FrameError, VideoInfo, VideoReader, runs
+from sleap_infer.io.video import (
+    MISSING_AT_END,
+    FrameError,
+    VideoInfo,
+    VideoReader,
+    open_video,
+    runs,
+)
 from sleap_infer.io.writer import make_skeleton, make_video
 from sleap_infer.layers import build_layer
 from sleap_infer.model.loader import LoadedModel, load_model
+from sleap_infer.model.registry import MODEL_TYPES
 from sleap_infer.runner import Runner, RunStats
 from sleap_infer.runtimes import get_runtime
-from sleap_infer.vocab.errors import OutputError, ResumeError
+from sleap_infer.vocab.errors import OutputError, ResumeError, UsageError
 from sleap_infer.vocab.options import BATCH_SIZE, PredictOptions
 from sleap_infer.vocab.predictions import BatchPredictions
 
@@ -55,8 +63,9 @@ class VideoResult:
     output: Path
     frames: int = 0  # frames predicted, including those of resumed runs
     instances: int = 0
-    frames_with_instances: int = 0
-    mean_score: float | None = None  # mean instance score; None when nothing was found
+    masks: int = 0  # segmentation models
+    frames_with_instances: int = 0  # frames with an instance or a mask
+    mean_score: float | None = None  # mean instance (or mask) score; None when nothing found
     fps: float = 0.0  # this run's throughput
     stats: RunStats | None = None
     bad_frames: list[FrameError] = field(default_factory=list)
@@ -134,8 +143,18 @@ class Predictor:
     def device(self) -> str:
         return str(self.layer.device)
 
+    @property
+    def predicts_masks(self) -> bool:
+        """Segmentation models write masks, which only some formats can hold."""
+        return predicts_masks(self.models)
+
+    def check_format(self, fmt: OutputFormat) -> None:
+        """Refuse, before any video, an output format that cannot hold what the model predicts."""
+        check_format(self.models, fmt)
+
     def open(self, video: str | Path) -> VideoReader:
-        return VideoReader(video)
+        """A video file, or the frames of a SLEAP project's video (``.slp`` / ``.pkg.slp``)."""
+        return open_video(video)
 
     def _options_dict(self) -> dict[str, Any]:
         return {k: v for k, v in vars(self.options).items() if v is not None}
@@ -253,6 +272,7 @@ class Predictor:
         fmt = (
             output_format if isinstance(output_format, OutputFormat) else get_format(output_format)
         )
+        self.check_format(fmt)
         reader = self.open(video)
         info = reader.info
         indices, clamped = select_frames(frames, info.n_frames, video)
@@ -357,9 +377,11 @@ class Predictor:
         result.decoded_frames = highest + 1
         result.frames = journal.n_predicted
         result.instances = journal.n_instances
+        result.masks = journal.n_masks
         result.frames_with_instances = journal.frames_with_instances
-        if journal.n_instances:
-            result.mean_score = journal.score_sum / journal.n_instances
+        found = journal.n_instances + journal.n_masks
+        if found:
+            result.mean_score = (journal.score_sum + journal.mask_score_sum) / found
         result.fps = result.stats.fps if result.stats else 0.0
         provenance = self.provenance(info, indices)
         provenance.update(
@@ -388,6 +410,8 @@ class Predictor:
             make_skeleton(self.primary.config),
             self.primary.config.class_names,
             provenance,
+            mask_output=self.options.mask_output,
+            polygon_epsilon=self.options.polygon_epsilon,
         )
 
     def _remaining(
@@ -420,6 +444,22 @@ class Predictor:
                     yield i, frame
 
         return not_done(), max(0, n - int(done[:n].sum()))
+
+
+def predicts_masks(models: Sequence[LoadedModel]) -> bool:
+    return any(
+        entry is not None and entry.masks
+        for entry in (MODEL_TYPES.get(m.model_type) for m in models)
+    )
+
+
+def check_format(models: Sequence[LoadedModel], fmt: OutputFormat) -> None:
+    """A one-line UsageError when ``fmt`` cannot hold the masks these models predict."""
+    if predicts_masks(models) and not fmt.holds_masks:
+        kind = ", ".join(m.model_type for m in models)
+        raise UsageError(
+            f"--format {fmt.name} cannot hold segmentation masks ({kind} model); use --format slp"
+        )
 
 
 def output_model(models: Sequence[LoadedModel], output_config: object) -> LoadedModel:

@@ -111,3 +111,33 @@ def test_output_paths_keep_folder_layout_and_refuse_collisions(tree: Path) -> No
     _touch(tree / "other" / "b.mp4")
     with pytest.raises(UsageError, match=r"would both write .*b\.mp4\.predictions\.slp"):
         plan_tasks(expand_inputs([tree / "b.mp4", tree / "other" / "b.mp4"]), out, FORMATS["slp"])
+
+
+def test_sleap_projects_are_inputs_when_named_not_from_folders(tmp_path: Path) -> None:
+    hdf5 = b"\x89HDF\r\n\x1a\n" + bytes(100)  # enough for the cheap check; not opened
+    for name in ("proj.slp", "train.pkg.slp", "clip.mp4", "clip.mp4.predictions.slp", ".x.slp"):
+        (tmp_path / name).write_bytes(hdf5)
+    got = expand_inputs([tmp_path])  # a project next to its videos would predict them twice
+    assert [i.path.name for i in got] == ["clip.mp4"]
+    named = expand_inputs([tmp_path / "proj.slp", tmp_path / "train.pkg.slp"])
+    assert [(i.path.name, i.problem) for i in named] == [
+        ("proj.slp", None),
+        ("train.pkg.slp", None),
+    ]
+    named = expand_inputs([tmp_path / "clip.mp4.predictions.slp"])  # named: the user means it
+    assert [(i.path.name, i.problem) for i in named] == [("clip.mp4.predictions.slp", None)]
+    tasks = plan_tasks(expand_inputs([tmp_path / "train.pkg.slp"]), None, FORMATS["slp"])
+    assert tasks[0].output == tmp_path / "train.pkg.slp.predictions.slp"
+
+
+def test_a_damaged_project_is_found_before_the_model_loads(tmp_path: Path) -> None:
+    (tmp_path / "junk.slp").write_bytes(bytes(range(256)) * 8)
+    (tmp_path / "empty.pkg.slp").write_bytes(b"")
+    # HDF5 allows a user block before the signature (512 bytes or a power of two above).
+    (tmp_path / "block.slp").write_bytes(bytes(1024) + b"\x89HDF\r\n\x1a\n" + bytes(64))
+    got = expand_inputs([tmp_path / "junk.slp", tmp_path / "empty.pkg.slp", tmp_path / "block.slp"])
+    assert [(i.path.name, i.problem) for i in got] == [
+        ("junk.slp", "not a readable SLEAP project (not an HDF5 file)"),
+        ("empty.pkg.slp", "not a readable SLEAP project (empty file)"),
+        ("block.slp", None),
+    ]

@@ -60,9 +60,12 @@ def resolve_onnx_device(spec: str | torch.device = "auto") -> torch.device:
 
 
 class ONNXBackend:
-    """Runs ``model.onnx`` of an export directory; outputs are torch tensors on ``device``."""
+    """Runs ``model.onnx`` of an export directory; outputs are torch tensors on ``device``.
 
-    does_baked_postproc = True
+    A raw-maps export (segmentation, tiled models) returns ``{head name: map}`` like the
+    torch backend, so it reports ``does_baked_postproc = False`` and the ordinary layers
+    decode it; a decoding export returns peaks for the exported layers.
+    """
 
     def __init__(
         self,
@@ -74,6 +77,7 @@ class ONNXBackend:
         ort = require_onnxruntime()
         self.device = device if isinstance(device, torch.device) else resolve_onnx_device(device)
         self.export = export
+        self.does_baked_postproc = not export.raw_maps
         if graph_optimization not in GRAPH_LEVELS:
             raise BackendError(
                 f"unknown graph optimisation level {graph_optimization!r} "

@@ -123,7 +123,10 @@ class TensorRTBackend:
 
     Inputs are cast to the engine's input dtype (uint8 for our exports; float
     for engines built elsewhere); half outputs come back as float32 so layers
-    see the same dtypes as from ONNX Runtime.
+    see the same dtypes as from ONNX Runtime. An engine of a raw-maps export
+    (segmentation, tiled models) returns ``{head name: map}``, so it reports
+    ``does_baked_postproc = False``; without export metadata an engine is taken
+    to decode in-graph, as every engine did before raw maps.
     """
 
     does_baked_postproc = True
@@ -138,6 +141,7 @@ class TensorRTBackend:
         trt = require_tensorrt()
         self.device = device if isinstance(device, torch.device) else require_cuda(device)
         self.export = export
+        self.does_baked_postproc = export is None or not export.raw_maps
         engine_path = Path(engine_path)
         meta = read_engine_metadata(engine_path)
         if check:
@@ -157,12 +161,15 @@ class TensorRTBackend:
         engine: Any,
         device: torch.device,
         stream: Callable[[], Any] | None = None,
+        export: ExportInfo | None = None,
     ) -> TensorRTBackend:
-        """Wrap an already deserialised engine (tests use a fake engine on the CPU)."""
+        """Wrap an already deserialised engine (tests use a fake engine on the CPU);
+        ``export``: the metadata it was built from, if any (raw maps or decoded)."""
         self = cls.__new__(cls)
         self.device = device
         self.engine_path = None
-        self.export = None
+        self.export = export
+        self.does_baked_postproc = export is None or not export.raw_maps
         self._setup(trt, engine, device, stream)
         return self
 

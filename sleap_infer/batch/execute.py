@@ -61,6 +61,7 @@ def outcome_from_result(task: VideoTask, result: VideoResult) -> VideoOutcome:
         status=TRUNCATED if result.truncated else DONE,
         frames=result.frames,
         instances=result.instances,
+        masks=result.masks,
         frames_with_instances=result.frames_with_instances,
         mean_score=result.mean_score,
         fps=result.fps,

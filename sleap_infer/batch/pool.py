@@ -30,6 +30,7 @@ from sleap_infer.batch.tasks import (
     interrupted_outcome,
     kept_hint,
 )
+from sleap_infer.io.formats import OutputFormat
 from sleap_infer.vocab.errors import SleapInferError
 from sleap_infer.vocab.options import BATCH_SIZE, PredictOptions
 
@@ -47,17 +48,19 @@ class PredictorSpec:
     options: PredictOptions = field(default_factory=PredictOptions)
     backend_options: dict[str, Any] = field(default_factory=dict)
 
-    def check(self, devices: Sequence[str]) -> list[str]:
+    def check(self, devices: Sequence[str], fmt: OutputFormat | None = None) -> list[str]:
         """Before spawning workers: the models load and combine, and every device exists.
 
         Returns warnings about the models (as :attr:`Predictor.warnings`).
         """
         from sleap_infer.layers import build_layer
         from sleap_infer.model.loader import load_model
-        from sleap_infer.predictor import output_model, skeleton_warnings
+        from sleap_infer.predictor import check_format, output_model, skeleton_warnings
         from sleap_infer.runtimes import backend_maker
 
         models = [load_model(p) for p in self.model_paths]
+        if fmt is not None:
+            check_format(models, fmt)
         for device in devices:
             backend_maker(self.backend, device, **self.backend_options)
         layer = build_layer(models, backend_maker("torch", "cpu"), self.options)

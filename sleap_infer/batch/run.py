@@ -90,6 +90,7 @@ class Batch:
         self.settings = settings
         self.devices = list(devices)
         fmt = get_format(settings.output_format)
+        self.fmt = fmt
         # Settled without the model: finished outputs (skipped unless --overwrite) and inputs
         # that cannot be attempted. When that is every task, the model is never loaded.
         self.skipped: list[VideoOutcome] = []
@@ -107,6 +108,7 @@ class Batch:
         spec = self.spec
         if len(self.devices) == 1:
             self.predictor = spec.build(self.devices[0])
+            self.predictor.check_format(self.fmt)
             types = ", ".join(m.model_type for m in self.predictor.models)
             return ModelSummary(
                 f"{type(self.predictor.layer).__name__} ({types})",
@@ -114,7 +116,7 @@ class Batch:
                 spec.batch_size,
                 tuple(self.predictor.warnings),
             )
-        warnings = spec.check(self.devices)
+        warnings = spec.check(self.devices, self.fmt)
         return ModelSummary(
             ", ".join(spec.model_paths),
             f"{spec.backend}, {len(self.devices)} workers ({', '.join(self.devices)})",

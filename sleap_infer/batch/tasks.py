@@ -38,8 +38,9 @@ class VideoOutcome:
     status: str
     frames: int = 0
     instances: int = 0
-    frames_with_instances: int = 0
-    mean_score: float | None = None  # mean instance score; None when nothing was found
+    masks: int = 0  # segmentation models
+    frames_with_instances: int = 0  # frames with an instance or a mask
+    mean_score: float | None = None  # mean instance (or mask) score; None when nothing found
     fps: float = 0.0
     bad_frames: int = 0
     resumed_frames: int = 0

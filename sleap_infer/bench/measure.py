@@ -45,6 +45,8 @@ class Measurement:
     delta_px_mean: float | None = None  # vs the torch backend, same frames and batch
     delta_px_max: float | None = None
     matched_points: int | None = None
+    # Segmentation models: share of torch's masks this backend reproduced pixel for pixel.
+    masks_identical: float | None = None
     stages: dict[str, float] = field(default_factory=dict)  # share of timed wall time
 
     def to_json(self) -> dict[str, Any]:
@@ -152,3 +154,24 @@ def keypoint_delta(
     if not flat.size:
         return float("nan"), float("nan"), 0
     return float(flat.mean()), float(flat.max()), int(flat.size)
+
+
+def mask_agreement(reference: BatchPredictions, other: BatchPredictions) -> float | None:
+    """Share of the reference's masks that ``other`` reproduced exactly (same frame, same
+    position in the frame's order, same grid, geometry and pixels); None without masks."""
+    ref, oth = reference.masks, other.masks
+    if ref is None or not len(ref):
+        return None
+    if oth is None:
+        return 0.0
+    same = 0
+    for b in range(reference.batch_size):
+        mine, theirs = ref.in_frame(b), oth.in_frame(b)
+        for k, j in zip(mine, theirs):
+            same += bool(
+                np.array_equal(ref.size[k], oth.size[j])
+                and np.array_equal(ref.scale[k], oth.scale[j])
+                and np.array_equal(ref.offset[k], oth.offset[j])
+                and np.array_equal(ref.runs(k), oth.runs(j))
+            )
+    return same / len(ref)

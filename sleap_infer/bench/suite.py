@@ -17,6 +17,7 @@ from sleap_infer.bench.measure import (
     UNAVAILABLE,
     Measurement,
     keypoint_delta,
+    mask_agreement,
     measure_layer,
 )
 from sleap_infer.io.provenance import now_iso, package_versions, system_info
@@ -170,5 +171,6 @@ def run_bench(
                 row.delta_px_mean, row.delta_px_max, row.matched_points = keypoint_delta(
                     reference[b], preds
                 )
+                row.masks_identical = mask_agreement(reference[b], preds)
             emit(row)
     return rows, context

@@ -159,7 +159,11 @@ def _table(rows: list[Measurement], context: dict[str, Any]) -> Table:
     gpu = any(r.gpu_peak_mb is not None for r in rows)
     if gpu:
         table.add_column("GPU MiB", justify="right")
-    table.add_column("Δ px vs torch (mean/max)", justify="right")
+    masks = any(r.masks_identical is not None for r in rows)
+    if masks:
+        table.add_column("Masks = torch", justify="right")
+    else:
+        table.add_column("Δ px vs torch (mean/max)", justify="right")
     for r in rows:
         if r.status != OK:
             table.add_row(r.backend, f"{r.status}: {escape(r.reason)}", str(r.batch))
@@ -177,7 +181,11 @@ def _table(rows: list[Measurement], context: dict[str, Any]) -> Table:
         ]
         if gpu:
             cells.append(_fmt(r.gpu_peak_mb, 0))
-        cells.append(f"{_fmt(r.delta_px_mean, 4)}/{_fmt(r.delta_px_max, 4)}")
+        if masks:
+            share = r.masks_identical
+            cells.append("1.0" if r.backend == "torch" else _fmt(share, 4))
+        else:
+            cells.append(f"{_fmt(r.delta_px_mean, 4)}/{_fmt(r.delta_px_max, 4)}")
         table.add_row(*cells)
     return table
 

@@ -1,5 +1,8 @@
 """``infer export``: write an ONNX graph (and optionally a TensorRT engine) for a model.
 
+Keypoint models get a graph that decodes in-graph; segmentation and tiled models a
+graph of the network's raw maps, decoded on the host (the output says which).
+
 Exit codes as ``infer predict``: 1 when the model cannot be loaded or exported
 (a missing model directory included, as in predict and bench), 2 for bad options.
 """
@@ -95,11 +98,12 @@ def export(
             "-o",
             metavar="DIR",
             help="Export directory (default MODEL/exported; a top-down pair: "
-            "CENTROID/exported_topdown).",
+            "CENTROID/exported_topdown, or exported_topdown_segmentation).",
         ),
     ] = None,
 ) -> None:
-    """Export a model to ONNX / TensorRT with peak finding and refinement in the graph."""
+    """Export a model to ONNX / TensorRT with peak finding and refinement in the graph
+    (segmentation and tiled models: the network's raw maps, decoded on the host)."""
     from sleap_infer.export.exporter import export_model
     from sleap_infer.export.pipeline import export_topdown
     from sleap_infer.export.settings import ExportSettings
@@ -146,12 +150,17 @@ def export(
 
 
 def _describe(info: ExportInfo, folder: Path) -> None:
-    """One line per stage (input, outputs), then its files and their sizes."""
+    """One line per stage (input, outputs, where decoding runs), then its files and sizes."""
     shape = "x".join(str(d) for d in info.input_shape)
     where = "" if info.path == folder else f"{info.path.name}/: "
+    if info.raw_maps:
+        tiles = " (tiles)" if info.data.get("tiling") else ""
+        outputs = f"raw maps {', '.join(info.output_names)}; decoding runs on the host"
+    else:
+        tiles = ""
+        outputs = f"outputs {', '.join(info.output_names)}; decoding runs in the graph"
     console.print(
-        f"  {escape(where)}{info.model_type}: input image uint8 {shape}; "
-        f"outputs {', '.join(info.output_names)}"
+        f"  {escape(where)}{info.model_type}: input image uint8 {shape}{tiles}; {outputs}"
     )
     for name in sorted(info.data["files"].values(), key=str):
         if name is not None:

@@ -21,6 +21,7 @@ import typer
 from sleap_infer.io.formats import FORMATS
 from sleap_infer.runtimes.runtime import RUNTIMES
 from sleap_infer.vocab.errors import UsageError
+from sleap_infer.vocab.options import MERGE_THRESHOLDS
 
 
 def _choices(name: str, values: Iterable[str]) -> type[Enum]:
@@ -144,3 +145,148 @@ MaxEdgeLengthRatio = Annotated[
 DistPenaltyWeight = Annotated[
     float, typer.Option(metavar="FLOAT", help="Bottom-up: weight of the long-connection penalty.")
 ]
+
+# ----------------------------------------------------------- segmentation
+SEGMENTATION_PANEL = "Segmentation models"
+MaskOutput = _choices("MaskOutput", ("mask", "polygon", "both"))
+DEFAULT_MASK_OUTPUT = MaskOutput("mask")
+MergeMethod = _choices("MergeMethod", ("greedy", "multicut"))
+DEFAULT_MERGE_METHOD = MergeMethod("greedy")
+
+FgThreshold = Annotated[
+    float,
+    typer.Option(
+        metavar="FLOAT",
+        help="Foreground probability a pixel must exceed to belong to a mask.",
+        rich_help_panel=SEGMENTATION_PANEL,
+    ),
+]
+CenterNmsKernel = Annotated[
+    int,
+    typer.Option(
+        metavar="N",
+        help="Bottom-up: max-pool window (odd) for center peaks; --peak-threshold applies.",
+        rich_help_panel=SEGMENTATION_PANEL,
+    ),
+]
+MinMaskArea = Annotated[
+    int,
+    typer.Option(
+        metavar="PIXELS",
+        help="Drop masks smaller than this many original-frame pixels.",
+        rich_help_panel=SEGMENTATION_PANEL,
+    ),
+]
+MaskCleanup = Annotated[
+    bool,
+    typer.Option(
+        "--mask-cleanup/--no-mask-cleanup",
+        help="Keep each mask's largest 4-connected part and fill its holes.",
+        rich_help_panel=SEGMENTATION_PANEL,
+    ),
+]
+MaskCleanupRadius = Annotated[
+    int,
+    typer.Option(
+        metavar="N",
+        help="With --mask-cleanup: morphological open then close with an elliptical kernel "
+        "of this radius (mask pixels) first; 0 = off.",
+        rich_help_panel=SEGMENTATION_PANEL,
+    ),
+]
+DistanceGateAlpha = Annotated[
+    float | None,
+    typer.Option(
+        metavar="FLOAT",
+        help="Bottom-up: drop foreground pixels whose predicted center is further from the "
+        "instance center than ALPHA x its radius (off by default).",
+        rich_help_panel=SEGMENTATION_PANEL,
+    ),
+]
+MergeFragments = Annotated[
+    bool,
+    typer.Option(
+        "--merge-fragments",
+        help="Bottom-up: merge touching masks of one animal (region-adjacency merge).",
+        rich_help_panel=SEGMENTATION_PANEL,
+    ),
+]
+MergeMethodOption = Annotated[
+    MergeMethod,  # type: ignore[valid-type]
+    typer.Option(
+        "--merge-method",
+        case_sensitive=False,
+        help="With --merge-fragments: greedy thresholds or multicut.",
+        rich_help_panel=SEGMENTATION_PANEL,
+    ),
+]
+MergeThresholds = Annotated[
+    str,
+    typer.Option(
+        metavar="LIST",
+        help="With --merge-fragments (greedy): affinity thresholds, highest first.",
+        rich_help_panel=SEGMENTATION_PANEL,
+    ),
+]
+MergeWValley = Annotated[
+    float,
+    typer.Option(
+        metavar="FLOAT",
+        help="With --merge-fragments: weight of the center-heatmap ridge between masks.",
+        rich_help_panel=SEGMENTATION_PANEL,
+    ),
+]
+MergeWOffset = Annotated[
+    float,
+    typer.Option(
+        metavar="FLOAT",
+        help="With --merge-fragments: weight of the masks' offset-center agreement.",
+        rich_help_panel=SEGMENTATION_PANEL,
+    ),
+]
+MERGE_THRESHOLDS_TEXT = ",".join(str(t) for t in MERGE_THRESHOLDS)
+MergeDilate = Annotated[
+    int,
+    typer.Option(
+        metavar="N",
+        help="With --merge-fragments: dilation steps when testing whether masks touch.",
+        rich_help_panel=SEGMENTATION_PANEL,
+    ),
+]
+FullResMasks = Annotated[
+    bool,
+    typer.Option(
+        "--full-res-masks",
+        help="Write masks at the frame's resolution (default: the model's output stride, "
+        "with a scale sleap-io applies).",
+        rich_help_panel=SEGMENTATION_PANEL,
+    ),
+]
+MaskOutputOption = Annotated[
+    MaskOutput,  # type: ignore[valid-type]
+    typer.Option(
+        "--mask-output",
+        case_sensitive=False,
+        help="mask: segmentation masks; polygon: simplified outlines (PredictedROI); both.",
+        rich_help_panel=SEGMENTATION_PANEL,
+    ),
+]
+PolygonEpsilon = Annotated[
+    float,
+    typer.Option(
+        metavar="FLOAT",
+        help="Polygon simplification tolerance, as a fraction of the outline's perimeter.",
+        rich_help_panel=SEGMENTATION_PANEL,
+    ),
+]
+
+
+def parse_thresholds(text: str) -> tuple[float, ...]:
+    """``"0.85,0.6,0.4"`` -> ``(0.85, 0.6, 0.4)``."""
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise UsageError(f"--merge-thresholds {text!r}: expected comma-separated numbers") from None
+    if not values:
+        raise UsageError("--merge-thresholds: give at least one number")
+    return values

@@ -65,6 +65,7 @@ def video_record(outcome: VideoOutcome) -> dict[str, Any]:
         "status": outcome.status,
         "frames": outcome.frames,
         "instances": outcome.instances,
+        "masks": outcome.masks,
         "frames_with_instances": outcome.frames_with_instances,
         "mean_score": _number(outcome.mean_score, 6),
         "fps": _number(outcome.fps, 2) if outcome.fps else None,
@@ -117,6 +118,7 @@ class RunReport:
             totals[v["status"]] = totals.get(v["status"], 0) + 1
         totals["frames"] = sum(v["frames"] for v in videos)
         totals["instances"] = sum(v["instances"] for v in videos)
+        totals["masks"] = sum(v.get("masks", 0) for v in videos)
         out_root = common_folder([t.output for t in self.tasks])
         return {
             "schema": SCHEMA,
@@ -190,11 +192,13 @@ def _status_text(outcome: VideoOutcome) -> Text:
     return Text(outcome.status, style="red")
 
 
-def _cells(o: VideoOutcome) -> tuple[str, str, str]:
-    """Frames, instances and FPS; an interrupted row shows the frames its journal holds."""
+def _cells(o: VideoOutcome, masks: bool) -> tuple[str, ...]:
+    """Frames, instances (or masks) and FPS; an interrupted row shows the frames its
+    journal holds."""
     finished = o.status in (DONE, TRUNCATED)
     frames = str(o.frames) if finished or o.frames else "-"
-    instances = str(o.instances) if finished or o.instances else "-"
+    found = o.masks if masks else o.instances
+    instances = str(found) if finished or found else "-"
     fps = f"{o.fps:.1f}" if finished and o.fps else "-"
     return frames, instances, fps
 
@@ -235,13 +239,15 @@ def summary_table(outcomes: Sequence[VideoOutcome], tasks: Sequence[VideoTask] =
     """One row per planned video: names relative to the videos' common folder."""
     rows = _rows(outcomes, tasks)
     in_root = common_folder([o.task.video for o in rows])
+    masks = any(o.masks for o in rows)  # a segmentation model: count masks instead
     table = Table(header_style="bold")
     table.add_column("video", overflow="fold")
-    for name in ("frames", "instances", "FPS"):
+    for name in ("frames", "masks" if masks else "instances", "FPS"):
         table.add_column(name, justify="right")
     table.add_column("status")
     for o in rows:
-        table.add_row(escape(_relative(o.task.video, in_root)), *_cells(o), _status_text(o))
+        cells = _cells(o, masks)
+        table.add_row(escape(_relative(o.task.video, in_root)), *cells, _status_text(o))
     return table
 
 

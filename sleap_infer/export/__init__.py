@@ -1,9 +1,10 @@
-"""Export models to ONNX / TensorRT with decoding in the graph.
+"""Export models to ONNX / TensorRT with decoding in the graph (keypoint models) or on
+the host (segmentation and tiled models: see "Raw maps" below).
 
 What is in the graph, and why
 -----------------------------
-An exported graph takes the same uint8 ``(B, C, H, W)`` tensor the torch
-backend gets (input named ``image``) and returns decoded peaks:
+A keypoint model's exported graph takes the same uint8 ``(B, C, H, W)`` tensor
+the torch backend gets (input named ``image``) and returns decoded peaks:
 
 * ``uint8 -> float / 255``: so callers feed raw pixels, and no runtime
   (Bonsai, C++, TensorRT) can get normalisation wrong;
@@ -33,6 +34,21 @@ Adding a model type
    torch layer and overrides only its decode step;
 3. both named in the type's entry in :mod:`sleap_infer.model.registry`, with
    what runs in the graph and on the host.
+
+Raw maps (segmentation, tiled models)
+-------------------------------------
+Some decoding is no fixed-shape graph: segmentation groups pixels into masks
+(connected components, nearest centers, run-length encoding), and a tiled
+model's tiles are stitched before anything is decoded. These models export
+the network alone (:class:`~sleap_infer.export.wrappers.RawMapsWrapper`):
+uint8 in, ``/ 255`` and the heads' sigmoids inside (written out, as for class
+maps), one output per spatial head under the head's name, exactly what the
+torch backend returns. The metadata says ``"graph_outputs": "raw_maps"`` (a
+decoding graph: ``"decoded"``), backends report ``does_baked_postproc =
+False`` for it, and the model type's ordinary layer decodes on the host. A
+tiled model is traced at its tile size with a dynamic batch (tiles per
+call). sleap-nn cannot export segmentation models at all, and exports tiled
+ones whole-frame (no tiling).
 
 Using an export
 ---------------

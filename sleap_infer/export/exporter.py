@@ -22,7 +22,7 @@ import torch
 from sleap_infer.export.metadata import build_metadata
 from sleap_infer.export.onnx_export import embed_metadata, export_onnx, verify_numerics
 from sleap_infer.export.settings import ExportSettings, check_opset
-from sleap_infer.export.wrappers import ExportWrapper, wrapper_for
+from sleap_infer.export.wrappers import ExportWrapper, wrapper_for_model
 from sleap_infer.layers.preprocessing import Preprocessor
 from sleap_infer.model.loader import CONFIG_NAME, LoadedModel, load_model
 from sleap_infer.model.registry import MODEL_TYPES
@@ -42,7 +42,8 @@ from sleap_infer.vocab.errors import ExportError, UsageError
 Notify = Callable[[str], None]
 
 VALUE_TOLERANCE = {False: 1e-3, True: 5e-2}
-"""Worst allowed gap between torch and ONNX Runtime peak values (fp32, fp16)."""
+"""Worst allowed gap between torch and ONNX Runtime peak values (fp32, fp16); for raw
+maps, relative to the map's largest magnitude (see ``verify_numerics``)."""
 
 
 def network_input_shape(model: LoadedModel, frame_size: tuple[int, int] | None) -> tuple[int, ...]:
@@ -51,9 +52,18 @@ def network_input_shape(model: LoadedModel, frame_size: tuple[int, int] | None) 
     Without a frame size the config's size matcher decides (every frame is
     resized to ``max_height x max_width``); without either there is no way to know.
     Top-down stage-2 models see crops, never frames: their input is the crop
-    size after their own input scale and stride padding.
+    size after their own input scale and stride padding. Tiled models see
+    tiles: ``tile_size`` squares cut from the scaled frame, whatever its size.
     """
     pre = Preprocessor(model.config)
+    tiling = model.config.preprocessing.tiling
+    if tiling is not None:
+        if frame_size is not None:
+            raise UsageError(
+                f"{model.path}: --input-size does not apply to a tiled model (it is traced "
+                f"at its tile size, {tiling.tile_size}x{tiling.tile_size}, for any frame size)"
+            )
+        return (pre.input_channels, tiling.tile_size, tiling.tile_size)
     if MODEL_TYPES[model.model_type].needs_centroids:
         crop = pre.crop_size
         if frame_size is not None:
@@ -124,11 +134,13 @@ def export_model(
     ``network_shape`` ``(C, H, W)`` skips deriving the input from the frame
     size (used when a running layer already knows its preprocessed shape).
     ``extra_metadata`` is merged into the metadata (a top-down pair names its stage).
+    Segmentation and tiled models get a raw-maps graph (network only; see
+    :class:`~sleap_infer.export.wrappers.RawMapsWrapper`), whatever ``settings.decode`` says.
     """
     settings = settings or ExportSettings()
     check_opset(settings.opset)
     model = model_path if isinstance(model_path, LoadedModel) else load_model(model_path)
-    wrapper_cls = wrapper_for(model.model_type)
+    wrapper_cls = wrapper_for_model(model)
     trt_target = _trt_target(device) if settings.wants_trt else None  # fail before the slow part
     out = Path(out_dir).expanduser() if out_dir is not None else model.path / EXPORT_FOLDER
     check_output_dir(out)
@@ -177,12 +189,15 @@ def _verified(
     fp16: bool,
     out: Path,
 ) -> dict[str, float]:
-    """Torch vs ONNX Runtime gaps per output; refuse a graph whose peak values disagree."""
+    """Torch vs ONNX Runtime gaps per output; refuse a graph whose values disagree
+    (peak values, or every map of a raw-maps graph)."""
     gaps = verify_numerics(wrapper, onnx_path, input_shape)
-    worst = max((v for k, v in gaps.items() if k.endswith("_vals")), default=0.0)
-    if worst > VALUE_TOLERANCE[fp16]:
+    checked = {k: v for k, v in gaps.items() if wrapper.checks_values(k)}
+    name = max(checked, key=checked.__getitem__, default=None)
+    if name is not None and checked[name] > VALUE_TOLERANCE[fp16]:
+        what = "peak values" if name.endswith("_vals") else name
         raise ExportError(
-            f"{out}: ONNX Runtime and torch disagree on peak values by {worst:.3g} "
+            f"{out}: ONNX Runtime and torch disagree on {what} by {checked[name]:.3g} "
             f"(allowed {VALUE_TOLERANCE[fp16]}); the export is not trustworthy"
         )
     return gaps

@@ -2,14 +2,16 @@
 
 The file format and its reader live in :mod:`sleap_infer.vocab.artifact` (the
 backends read it); this module only writes the content: the model's
-skeleton, strides and classes, the input contract, the outputs, the baked
-decoding, and which steps run in the graph versus on the host (the latter
-from the model type's registry entry).
+skeleton, strides and classes, the input contract, the outputs (decoded peaks,
+or the raw maps of a network-only graph), the baked decoding, and which steps
+run in the graph versus on the host (the latter from the model type's registry
+entry, so the two cannot drift apart).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from typing import Any
 
 from sleap_infer.export.onnx_export import INPUT_NAME
@@ -18,18 +20,33 @@ from sleap_infer.export.wrappers import ExportWrapper
 from sleap_infer.io.provenance import package_versions
 from sleap_infer.model.loader import CONFIG_NAME, LoadedModel, file_sha256
 from sleap_infer.model.registry import MODEL_TYPES
-from sleap_infer.vocab.artifact import EXPORT_LAYOUT_VERSION, ONNX_NAME
+from sleap_infer.vocab.artifact import DECODED, EXPORT_LAYOUT_VERSION, ONNX_NAME, RAW_MAPS
 
-ON_HOST = [
+PREPROCESS = [
     "channel coercion (ensure_rgb / ensure_grayscale)",
     "size matcher (resize + pad to max_height x max_width)",
     "input scale resize (uint8, bit-identical to the torch path)",
     "pad to max_stride",
+]
+FINISH = [
     "peak threshold",
     "divide by the size-matcher factor",
     "instance packaging (max_instances, scores)",
 ]
+ON_HOST = [*PREPROCESS, *FINISH]
 """Host steps every model type shares; each type's entry adds its own."""
+
+NETWORK_ONLY = ["uint8 -> float32 / 255", "network"]
+"""A raw-maps graph of a keypoint type (tiled): the registry's first two in-graph steps."""
+
+TILED_PREPROCESS = [
+    "channel coercion (ensure_rgb / ensure_grayscale)",
+    "input scale resize (uint8; no size matcher when tiling)",
+    "pad to output_stride",
+    "tile_size x tile_size tiles on an overlapping grid, tile_batch_size per graph call",
+    "tile maps stitched: blend-window weighted sum over weight sum where tiles overlap",
+]
+"""Host steps of tiled models up to the stitched maps (the graph runs on each tile)."""
 
 EXPORT_PACKAGES = ("onnx", "onnxscript", "onnxruntime", "tensorrt")
 
@@ -43,8 +60,9 @@ def build_metadata(
 ) -> dict[str, Any]:
     """The JSON written as ``export_metadata.json`` and embedded in the ONNX file."""
     config = model.config
-    entry = MODEL_TYPES[model.model_type]
+    in_graph, on_host = graph_and_host_steps(model, wrapper.raw_maps)
     batch: int | str = "batch" if settings.dynamic_batch else input_shape[0]
+    tiling = config.preprocessing.tiling
     return {
         "layout_version": EXPORT_LAYOUT_VERSION,
         "model_type": model.model_type,
@@ -75,13 +93,18 @@ def build_metadata(
             "normalization": "divided by 255 in the graph",
         },
         "frame_size": None if settings.frame_size is None else list(settings.frame_size),
+        "graph_outputs": RAW_MAPS if wrapper.raw_maps else DECODED,
         "outputs": [spec.as_dict() for spec in wrapper.output_specs(input_shape)],
         "coordinates": (
-            "(x, y) in size-matched frame pixels (network input pixels / input_scale); "
+            "maps on each head's output_stride grid of the network input; "
+            "decoded on the host by the model type's layer"
+            if wrapper.raw_maps
+            else "(x, y) in size-matched frame pixels (network input pixels / input_scale); "
             "divide by the size-matcher factor for original frame pixels"
         ),
-        "in_graph": list(entry.in_graph),
-        "on_host": [*ON_HOST, *entry.on_host],
+        "tiling": None if tiling is None else asdict(tiling),
+        "in_graph": in_graph,
+        "on_host": on_host,
         "decode": vars(wrapper.decode),
         "decode_fields": list(wrapper.decode_fields),
         "precision": "fp16" if settings.fp16 else "fp32",
@@ -91,3 +114,21 @@ def build_metadata(
         "files": {"onnx": ONNX_NAME, "tensorrt": None},
         **extra,
     }
+
+
+def graph_and_host_steps(model: LoadedModel, raw_maps: bool) -> tuple[list[str], list[str]]:
+    """What runs in the graph and what on the host, from the type's registry entry.
+
+    A raw-maps graph of a keypoint type (a tiled single-instance model) is the network
+    alone: the entry's in-graph decoding moves to the host, after the stitching.
+    """
+    entry = MODEL_TYPES[model.model_type]
+    if not raw_maps:
+        return list(entry.in_graph), [*ON_HOST, *entry.on_host]
+    tiled = model.config.preprocessing.tiling is not None
+    before = TILED_PREPROCESS if tiled else PREPROCESS
+    if entry.raw_export:  # segmentation: its entry already describes a network-only graph
+        return list(entry.in_graph), [*before, *entry.on_host]
+    moved = [step for step in entry.in_graph if step not in NETWORK_ONLY]
+    finish = [step for step in FINISH if not (tiled and "size-matcher" in step)]
+    return list(NETWORK_ONLY), [*before, *moved, *finish, *entry.on_host]

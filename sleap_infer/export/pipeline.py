@@ -1,12 +1,15 @@
 """Top-down pair exports: both stages in one folder, two graphs, crops cut on the host.
 
 Layout of the output folder (default ``<centroid model>/exported_topdown``, or
-``exported_multi_class_topdown``, sleap-nn's names)::
+``exported_multi_class_topdown``, sleap-nn's names; ``exported_topdown_segmentation``
+for a centered-instance segmentation model, which sleap-nn cannot export)::
 
     export_pipeline.json      which subfolder holds which stage, and what runs between them
     centroid/                 a complete export of the centroid model (frames in)
     centered_instance/        a complete export of the instance model (crops in);
-                              multi_class_topdown/ for a multi-class model
+                              multi_class_topdown/ for a multi-class model,
+                              centered_instance_segmentation/ for masks (a raw-maps
+                              graph: the crops' foreground maps, masks made on the host)
 
 Why two graphs and not one: the crops the torch path cuts (integer origins,
 sleap-nn's float top-left, zeros beyond the frame) are what keep keypoints
@@ -29,21 +32,32 @@ from sleap_infer.export.settings import ExportSettings
 from sleap_infer.model.loader import LoadedModel, load_model
 from sleap_infer.model.registry import MODEL_TYPES, PairSpec, pair_roles
 from sleap_infer.vocab.artifact import (
+    DECODED,
     EXPORT_LAYOUT_VERSION,
     PIPELINE_NAME,
+    RAW_MAPS,
     ExportInfo,
     pair_folder_name,
     read_export,
 )
 from sleap_infer.vocab.errors import UsageError
 
-BETWEEN_STAGES = [
+_CROPS = [
     "threshold, order and max_instances of the centroid stage's candidates",
     "one crop_size box per centroid in the size-matched frame: float top-left "
     "c - crop/2 + 0.5, pixels from trunc(top_left + e//2) - e//2, zeros outside",
     "instance stage input: crops after its own channel coercion, input scale, stride padding",
+]
+BETWEEN_STAGES = [
+    *_CROPS,
     "keypoints = crop keypoints + the box's float top-left, then / size-matcher factor",
     "instance score = centroid value",
+]
+BETWEEN_STAGES_MASKS = [
+    *_CROPS,
+    "mask of each crop: its foreground map (the instance stage's raw output) thresholded "
+    "on the host, placed at the box's integer top-left, then / size-matcher factor",
+    "mask score = mean foreground probability inside the mask (not the centroid value)",
 ]
 
 
@@ -54,7 +68,8 @@ def split_pair(models: Sequence[LoadedModel]) -> tuple[LoadedModel, LoadedModel,
         types = ", ".join(m.model_type for m in models)
         raise UsageError(
             f"cannot export models of types {types} together: give one model, or a centroid "
-            "model plus a centered-instance (or multi-class top-down) model"
+            "model plus a centered-instance (multi-class top-down, centered-instance "
+            "segmentation) model"
         )
     centroid, instance = models[roles[0]], models[roles[1]]
     pair = MODEL_TYPES[instance.model_type].pair
@@ -71,6 +86,7 @@ def _stage_entry(role: str, info: ExportInfo, folder: str) -> dict[str, Any]:
         "model_dir": data["source"]["model_dir"],
         "checkpoint_sha256": info.checkpoint_sha256,
         "input": data["input"],
+        "graph_outputs": RAW_MAPS if info.raw_maps else DECODED,
         "outputs": data["outputs"],
     }
 
@@ -85,7 +101,8 @@ def export_topdown(
     """Export a centroid + instance pair; returns the folder and both stages' exports.
 
     ``settings.frame_size`` and ``batch_size`` apply to the centroid stage (frames);
-    the instance stage is traced at its crop size with a dynamic batch.
+    the instance stage is traced at its crop size with a dynamic batch (a raw-maps
+    graph for a segmentation model: the centroid stage still decodes in-graph).
     """
     settings = settings or ExportSettings()
     loaded = [m if isinstance(m, LoadedModel) else load_model(m) for m in models]
@@ -118,7 +135,9 @@ def export_topdown(
             "pipeline": pipeline,
             "stages": stages,
             "crop_size": instance.config.preprocessing.crop_size,
-            "between_stages_on_host": BETWEEN_STAGES,
+            "between_stages_on_host": (
+                BETWEEN_STAGES_MASKS if MODEL_TYPES[instance.model_type].masks else BETWEEN_STAGES
+            ),
         }
         (staging / PIPELINE_NAME).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return out, read_export(out / centroid.model_type), read_export(out / instance.model_type)

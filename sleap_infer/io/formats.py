@@ -1,7 +1,10 @@
 """The output formats ``infer predict --format`` offers, and what each needs installed.
 
 Kept apart from the writers (:mod:`sleap_infer.io.outputs`, which import
-h5py and sleap-io) so the command line can list the choices cheaply.
+h5py and sleap-io) so the command line can list the choices cheaply, and can
+refuse a format that cannot hold a segmentation model's masks before
+predicting (``holds_masks``: only ``.slp`` has a place for them; the others
+are per-track point tables).
 """
 
 from __future__ import annotations
@@ -17,12 +20,13 @@ class OutputFormat:
     name: str
     suffix: str  # appended to ``<video name>.predictions``
     needs: tuple[str, ...] = ()  # importable modules its writer requires
+    holds_masks: bool = False  # segmentation masks / polygons have a place in it
 
 
 FORMATS: dict[str, OutputFormat] = {
     f.name: f
     for f in (
-        OutputFormat("slp", ".slp"),
+        OutputFormat("slp", ".slp", holds_masks=True),
         OutputFormat("nwb", ".nwb", ("pynwb", "ndx_pose")),
         OutputFormat("analysis-h5", ".analysis.h5"),
         OutputFormat("csv", ".csv", ("pandas",)),

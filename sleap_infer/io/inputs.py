@@ -1,13 +1,17 @@
 """Turn ``infer predict``'s positional arguments into an ordered list of videos.
 
-An argument may be a video file, a folder (its videos; all levels with
+An argument may be a video file, a SLEAP project (``.slp`` / ``.pkg.slp``, whose
+video is predicted, like sleap-nn does), a folder (its videos; all levels with
 ``recursive``), a glob (``'data/*.mp4'``, ``'data/**/*.avi'``), or a ``.txt``
 file listing any of these, one per line (a line starting with ``#`` is a
 comment; a ``#`` inside a path is part of the name, since file names may hold
 one; relative entries are relative to the list's folder). Expansion only
 lists names and checks that files exist and are readable: nothing is opened,
-so it is cheap, and a mistyped path fails before the model loads. Folder and glob
-matches are sorted, so every SLURM array task sees the same list and
+so it is cheap, and a mistyped path fails before the model loads (a named
+project's first bytes are read, so a damaged one fails then too). A folder
+yields its projects too, but not ``*.predictions.slp``: those are our (and
+sleap-nn's) outputs, which the next run would otherwise predict again. Folder
+and glob matches are sorted, so every SLURM array task sees the same list and
 ``--shard`` splits it the same way.
 """
 
@@ -27,7 +31,11 @@ T = TypeVar("T")
 VIDEO_SUFFIXES = frozenset(
     {".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm", ".mpg", ".mpeg", ".h264", ".mj2", ".wmv"}
 )
+LABELS_SUFFIX = ".slp"  # also ends ``.pkg.slp``
 LIST_SUFFIX = ".txt"
+# Where HDF5 looks for its signature: offset 0, or after a user block of 512 * 2**k bytes.
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+_HDF5_MAX_USER_BLOCK = 1 << 20
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -41,8 +49,16 @@ class VideoInput:
     problem: str | None = None
 
 
+def is_labels_path(path: str | Path) -> bool:
+    """A SLEAP project by its name (``.slp``, including ``.pkg.slp``)."""
+    return Path(path).name.lower().endswith(LABELS_SUFFIX)
+
+
 def _is_video(path: Path) -> bool:
-    return path.suffix.lower() in VIDEO_SUFFIXES and not path.name.startswith(".")
+    """What a folder contributes: videos, never hidden files. SLEAP projects only count
+    when named (a folder holding a project and its videos would otherwise predict every
+    video twice: once as a file, once through the project)."""
+    return not path.name.startswith(".") and path.suffix.lower() in VIDEO_SUFFIXES
 
 
 def _folder_videos(folder: Path, recursive: bool) -> list[Path]:
@@ -79,7 +95,26 @@ def _path_problem(path: Path) -> str | None:
         return "not a regular file"
     if not os.access(path, os.R_OK):
         return "permission denied"
+    if is_labels_path(path):
+        return _labels_problem(path)
     return None
+
+
+def _labels_problem(path: Path) -> str | None:
+    """A project that is not even HDF5 (random bytes, a renamed video), from a few bytes."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            offset = 0
+            while offset + len(_HDF5_SIGNATURE) <= min(size, _HDF5_MAX_USER_BLOCK):
+                fh.seek(offset)
+                if fh.read(len(_HDF5_SIGNATURE)) == _HDF5_SIGNATURE:
+                    return None
+                offset = 512 if offset == 0 else offset * 2
+    except OSError as exc:
+        return f"cannot read ({exc.strerror or exc})"
+    why = "empty file" if size == 0 else "not an HDF5 file"
+    return f"not a readable SLEAP project ({why})"
 
 
 def _expand_list(list_file: Path, recursive: bool) -> list[VideoInput]:

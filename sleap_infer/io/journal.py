@@ -13,7 +13,9 @@ record, which :func:`read_journal` detects (short read or bad CRC) and drops;
 ``fsync``-ed at most every ``sync_interval`` seconds and on close.
 
 Record types: ``header`` (first; what the predictions depend on),
-``session`` (one per run that appended), ``batch`` (one per predicted batch),
+``session`` (one per run that appended), ``batch`` (one per predicted batch;
+a segmentation model's batch also holds its masks' arrays, named
+``mask_<array>``, and a journal written before masks existed simply has none),
 ``bad_frames`` (frames that could not be decoded) and ``failed`` (the run
 stopped on an error, not an interruption; see :func:`mark_failed`).
 """
@@ -34,8 +36,10 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from sleap_infer.io.polygons import packaged
 from sleap_infer.io.video import FrameError
 from sleap_infer.vocab.errors import OutputError, ResumeError, SleapInferError
+from sleap_infer.vocab.masks import MaskSet
 from sleap_infer.vocab.predictions import BatchPredictions
 
 MAGIC = b"SIJRNL1\n"
@@ -51,6 +55,7 @@ _BATCH_ARRAYS = (
     "class_ids",
     "class_scores",
 )
+MASK_PREFIX = "mask_"  # MaskSet arrays in a batch record: mask_frame, mask_rle, ...
 
 
 class EmptyJournalError(ResumeError):
@@ -125,8 +130,11 @@ class Journal:
     bad_frames: list[FrameError] = field(default_factory=list)
     predicted: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     n_instances: int = 0
-    frames_with_instances: int = 0
+    frames_with_instances: int = 0  # with an instance or a mask: "frames with detections"
     score_sum: float = 0.0  # of the valid instances' scores (the run summary's mean score)
+    n_masks: int = 0  # masks with a set pixel (the ones an output holds)
+    mask_score_sum: float = 0.0
+    mask_rle_bytes: int = 0  # of those masks' run lengths as stored (uint32): sizes the output
     valid_bytes: int = 0
     torn_bytes: int = 0  # bytes after the last intact record (a crash mid-write)
     failed: str | None = None  # why the last run stopped, when it failed rather than being cut off
@@ -163,7 +171,43 @@ class Journal:
                         class_ids=arrays.get("class_ids"),
                         class_scores=arrays.get("class_scores"),
                         frame_indices=arrays["frame_indices"],
+                        masks=_masks(arrays),
                     )
+
+
+def _masks(arrays: dict[str, np.ndarray]) -> MaskSet | None:
+    """The batch's masks (rows relative to the batch, as written); None for pose batches."""
+    if MASK_PREFIX + "frame" not in arrays:
+        return None
+    return MaskSet.from_arrays({name: arrays[MASK_PREFIX + name] for name in MaskSet.ARRAYS})
+
+
+@dataclass
+class _Counts:
+    """Running totals of the batch records, for :class:`Journal`."""
+
+    n_instances: int = 0
+    frames_with_instances: int = 0
+    score_sum: float = 0.0
+    n_masks: int = 0
+    mask_score_sum: float = 0.0
+    mask_rle_bytes: int = 0
+
+    def add(self, arrays: dict[str, np.ndarray]) -> None:
+        found = arrays["valid"]
+        self.n_instances += int(found.sum())
+        self.score_sum += float(np.nansum(arrays["instance_scores"][found]))
+        n_rows = len(arrays["frame_indices"])
+        detected = found.any(axis=1) if found.ndim == 2 else np.zeros(n_rows, bool)
+        masks = _masks(arrays)
+        if masks is not None and len(masks):
+            kept = packaged(masks)
+            self.n_masks += len(kept)
+            self.mask_score_sum += float(np.nansum(kept.score))
+            self.mask_rle_bytes += 4 * int(kept.rle_len.sum())
+            rows = kept.frame[(kept.frame >= 0) & (kept.frame < len(detected))]
+            detected[rows] = True
+        self.frames_with_instances += int(detected.sum())
 
 
 def read_journal(path: Path) -> Journal:
@@ -182,10 +226,8 @@ def read_journal(path: Path) -> Journal:
         sessions: list[dict[str, Any]] = []
         bad: list[FrameError] = []
         predicted: list[np.ndarray] = []
-        n_instances = 0
+        counts = _Counts()
         failed: str | None = None
-        frames_with_instances = 0
-        score_sum = 0.0
         valid = len(MAGIC)
         for end, meta, arrays in _records(fh):
             kind = meta.get("type")
@@ -200,10 +242,7 @@ def read_journal(path: Path) -> Journal:
                 failed = str(meta.get("reason", "unknown error"))
             elif kind == "batch":
                 predicted.append(arrays["frame_indices"].astype(np.int64))
-                found = arrays["valid"]
-                n_instances += int(found.sum())
-                frames_with_instances += int(found.any(axis=1).sum()) if found.ndim == 2 else 0
-                score_sum += float(np.nansum(arrays["instance_scores"][found]))
+                counts.add(arrays)
             if kind in ("batch", "bad_frames"):
                 bad.extend(_frame_errors_from_json(meta.get("bad_frames", [])))
             valid = end
@@ -218,9 +257,12 @@ def read_journal(path: Path) -> Journal:
         sessions=sessions,
         bad_frames=bad,
         predicted=done,
-        n_instances=n_instances,
-        frames_with_instances=frames_with_instances,
-        score_sum=score_sum,
+        n_instances=counts.n_instances,
+        frames_with_instances=counts.frames_with_instances,
+        score_sum=counts.score_sum,
+        n_masks=counts.n_masks,
+        mask_score_sum=counts.mask_score_sum,
+        mask_rle_bytes=counts.mask_rle_bytes,
         valid_bytes=valid,
         torn_bytes=size - valid,
         failed=failed,
@@ -370,6 +412,8 @@ class JournalWriter:
         arrays = {
             name: getattr(preds, name) for name in _BATCH_ARRAYS if getattr(preds, name) is not None
         }
+        if preds.masks is not None:
+            arrays.update({MASK_PREFIX + k: v for k, v in preds.masks.arrays().items()})
         self._append({"type": "batch", "bad_frames": _frame_errors_to_json(bad_frames)}, arrays)
         self.batches_written += 1
 

@@ -8,7 +8,9 @@ failure is one :class:`OutputError` line naming the file; the journal stays,
 so ``--resume`` can build the output once the cause is fixed. Every format is
 built from the journal batch by batch: ``.slp`` straight into sleap-io's
 tables, CSV row by row, analysis HDF5 into chunked arrays; NWB gathers each
-track's arrays (not per-point objects) before pynwb writes them.
+track's arrays (not per-point objects) before pynwb writes them. Only ``.slp``
+has a place for segmentation masks: any other format refuses a journal that
+holds some (one line) rather than writing a file without them.
 """
 
 from __future__ import annotations
@@ -27,15 +29,24 @@ import sleap_io as sio
 from sleap_infer.io.formats import FORMATS, OutputFormat
 from sleap_infer.io.isolate import WriteFailure, reason, run_isolated
 from sleap_infer.io.journal import Journal, fsync_path
+from sleap_infer.io.polygons import check_mask_output
 from sleap_infer.io.slots import Source
 from sleap_infer.io.slp_stream import StreamingSlpWriter
 from sleap_infer.vocab.errors import OutputError
+from sleap_infer.vocab.options import POLYGON_EPSILON
 
 # Uncompressed bytes per predicted point and instance, and a file's fixed part (measured
 # on empty outputs), per format: an upper bound for a full-disk message's "needs about".
 _POINT_BYTES = {"slp": 26, "analysis-h5": 24, "csv": 60, "nwb": 24}
 _INSTANCE_BYTES = {"slp": 93, "analysis-h5": 32, "csv": 50, "nwb": 8}
 _FIXED_BYTES = {"slp": 32_000, "analysis-h5": 16_000, "csv": 1_000, "nwb": 256_000}
+# .slp masks and polygons: each a set of 5 tables (about 22 KB with one row, measured),
+# a ``masks`` / ``rois`` row plus its three string entries, and the polygon's WKB before
+# simplification, at most 2 vertices (32 bytes) per RLE run (4 bytes), plus its header.
+_MASK_TABLES_BYTES = 24_000
+_MASK_ROW_BYTES = 74 + 48
+_ROI_ROW_BYTES = 46 + 48 + 64
+_WKB_PER_RLE_BYTE = 8
 
 
 def default_output_path(video: Path, fmt: OutputFormat = FORMATS["slp"]) -> Path:
@@ -134,10 +145,21 @@ def _with_hint(message: str, kept: Path | None) -> str:
     return f"{message}; the predictions are kept in {kept} (rerun with --resume once fixed)"
 
 
-def estimate_bytes(journal: Journal, n_nodes: int, fmt: OutputFormat) -> int:
+def estimate_bytes(
+    journal: Journal, n_nodes: int, fmt: OutputFormat, mask_output: str = "mask"
+) -> int:
     """An upper bound of the output's size (before compression) from the journal's counts."""
     per_instance = _INSTANCE_BYTES[fmt.name] + n_nodes * _POINT_BYTES[fmt.name]
-    return _FIXED_BYTES[fmt.name] + journal.n_instances * per_instance
+    size = _FIXED_BYTES[fmt.name] + journal.n_instances * per_instance
+    if not fmt.holds_masks:
+        return size
+    masks, rois = check_mask_output(mask_output)
+    if masks and journal.n_masks:
+        size += _MASK_TABLES_BYTES + journal.n_masks * _MASK_ROW_BYTES + journal.mask_rle_bytes
+    if rois and journal.n_masks:
+        size += _MASK_TABLES_BYTES + journal.n_masks * _ROI_ROW_BYTES
+        size += journal.mask_rle_bytes * _WKB_PER_RLE_BYTE
+    return size
 
 
 def _write_slp(path: Path, source: Source) -> None:
@@ -151,6 +173,10 @@ def _write_slp(path: Path, source: Source) -> None:
         source.provenance,
         expected_instances=journal.n_instances,
         expected_frames=journal.frames_with_instances,
+        expected_masks=journal.n_masks,
+        expected_rle_bytes=journal.mask_rle_bytes,
+        mask_output=source.mask_output,
+        polygon_epsilon=source.polygon_epsilon,
     ) as writer:
         for batch in journal.batches():
             writer.add(batch)
@@ -184,13 +210,26 @@ def write_from_journal(
     skeleton: sio.Skeleton,
     class_names: tuple[str, ...],
     provenance: dict[str, Any],
+    *,
+    mask_output: str = "mask",
+    polygon_epsilon: float = POLYGON_EPSILON,
 ) -> None:
     """Build the output file for a finished video from its journal, atomically.
 
     Raises :class:`OutputError` (one line naming ``path``) if it cannot be
-    written; the journal is left as it is.
+    written, or if ``fmt`` cannot hold the masks the journal has (the
+    predictor refuses such a format before predicting; this is the backstop
+    that never drops masks silently); the journal is left as it is.
+    ``mask_output`` (``mask``, ``polygon``, ``both``) and ``polygon_epsilon``
+    only matter for ``.slp``.
     """
-    source = Source(journal, video, skeleton, class_names, provenance)
+    check_mask_output(mask_output)
+    if journal.n_masks and not fmt.holds_masks:
+        raise OutputError(
+            f"{path}: --format {fmt.name} has no place for segmentation masks "
+            f"({journal.n_masks} predicted, kept in {journal.path}); use --format slp"
+        )
+    source = Source(journal, video, skeleton, class_names, provenance, mask_output, polygon_epsilon)
     write = _writer(fmt)
-    needs = estimate_bytes(journal, len(skeleton.nodes), fmt)
+    needs = estimate_bytes(journal, len(skeleton.nodes), fmt, mask_output)
     atomic_write(path, lambda tmp: write(tmp, source), needs=needs, kept=journal.path)

@@ -19,6 +19,7 @@ import numpy as np
 import sleap_io as sio
 
 from sleap_infer.io.journal import Journal
+from sleap_infer.vocab.options import POLYGON_EPSILON
 from sleap_infer.vocab.predictions import BatchPredictions
 
 UNTRACKED = "untracked_"
@@ -37,6 +38,8 @@ class Source:
     skeleton: sio.Skeleton
     class_names: tuple[str, ...]
     provenance: dict[str, Any]
+    mask_output: str = "mask"  # masks, polygons or both (only .slp holds them)
+    polygon_epsilon: float = POLYGON_EPSILON
 
     @property
     def node_names(self) -> list[str]:

@@ -17,11 +17,16 @@ from dataclasses import dataclass
 from enum import Enum
 from fractions import Fraction
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import av
 import numpy as np
 
+from sleap_infer.io.inputs import is_labels_path
 from sleap_infer.vocab.errors import VideoError
+
+if TYPE_CHECKING:
+    from sleap_infer.io.labels_video import LabelsVideoReader
 
 # Requested frames further ahead than this are reached by seeking instead of decoding.
 SEEK_GAP_FRAMES = 256
@@ -43,6 +48,7 @@ class VideoInfo:
 # FrameError.kind values.
 DECODE_ERROR = "decode"  # the decoder rejected the frame's data
 MISSING_AT_END = "end"  # the stream ended before this frame (truncated video)
+ABSENT = "absent"  # the source holds no such frame (a .pkg.slp embeds only some)
 
 
 @dataclass(frozen=True)
@@ -247,6 +253,22 @@ class VideoReader:
             cursor.report_tail(self.info.n_frames)
         finally:
             container.close()
+
+
+def open_video(
+    path: str | Path, video_index: int = 0, threads: int = 0
+) -> VideoReader | LabelsVideoReader:
+    """A reader for a video file, or for video ``video_index`` of a SLEAP project (``.slp``).
+
+    ``video_index`` only picks among a project's videos; a plain video file ignores
+    it, so one setting serves a batch mixing both.
+    """
+    if is_labels_path(path):
+        # Imported here: labels_video builds on this module (and pulls in sleap-io).
+        from sleap_infer.io.labels_video import LabelsVideoReader
+
+        return LabelsVideoReader(path, video_index, threads)
+    return VideoReader(path, threads)
 
 
 def _pixels(frame: av.VideoFrame, channels: int) -> np.ndarray:

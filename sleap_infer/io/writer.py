@@ -4,6 +4,9 @@
 journal batch by batch (:mod:`sleap_infer.io.outputs`). This builder is for
 API users who want a ``Labels``, and is the reference the streaming ``.slp``
 writer is tested against. ``make_skeleton`` and ``make_video`` serve both.
+Masks become ``PredictedSegmentationMask`` (and, per ``mask_output``,
+``PredictedROI``) on the frame, as sleap-nn packages them: no instance or
+track link, empty masks dropped (:mod:`sleap_infer.io.polygons`).
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ from typing import Any
 import numpy as np
 import sleap_io as sio
 
+from sleap_infer.io.polygons import check_mask_output, mask_rois, packaged, sio_mask
 from sleap_infer.io.video import VideoInfo
 from sleap_infer.vocab.config import ModelConfig
+from sleap_infer.vocab.options import POLYGON_EPSILON
 from sleap_infer.vocab.predictions import BatchPredictions
 
 
@@ -49,28 +54,44 @@ def make_video(info: VideoInfo, n_frames: int | None = None) -> sio.Video:
 
 
 class LabelsBuilder:
-    """Accumulates predicted frames for one video."""
+    """Accumulates predicted frames for one video.
+
+    ``mask_output``: ``"mask"`` keeps masks, ``"polygon"`` only their simplified
+    polygons, ``"both"`` both (sleap-nn's ``--mask_output``).
+    """
 
     def __init__(
         self,
         video: sio.Video,
         skeleton: sio.Skeleton,
         class_names: tuple[str, ...] = (),
+        mask_output: str = "mask",
+        polygon_epsilon: float = POLYGON_EPSILON,
     ) -> None:
         self.video = video
         self.skeleton = skeleton
         self.tracks = [sio.Track(name=name) for name in class_names]
         self.frames: list[sio.LabeledFrame] = []
+        self.keep_masks, self.keep_rois = check_mask_output(mask_output)
+        self.polygon_epsilon = polygon_epsilon
 
     def add(self, preds: BatchPredictions) -> None:
         if preds.frame_indices is None:
             raise ValueError("BatchPredictions.frame_indices must be set before writing")
+        masks = packaged(preds.masks)
+        rois = mask_rois(masks, self.polygon_epsilon) if self.keep_rois else []
         for b, frame_idx in enumerate(preds.frame_indices.tolist()):
             instances = [self._instance(item) for item in preds.frame(b)]
-            if instances:
+            frame_masks = [sio_mask(masks, k) for k in masks.in_frame(b)] if self.keep_masks else []
+            frame_rois = [roi for k, roi in rois if masks.frame[k] == b]
+            if instances or frame_masks or frame_rois:
                 self.frames.append(
                     sio.LabeledFrame(
-                        video=self.video, frame_idx=int(frame_idx), instances=instances
+                        video=self.video,
+                        frame_idx=int(frame_idx),
+                        instances=instances,
+                        masks=frame_masks,
+                        rois=frame_rois,
                     )
                 )
 

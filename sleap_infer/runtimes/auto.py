@@ -5,6 +5,9 @@ because only then is the preprocessed input shape known (frame sizes vary
 by video when the model has no size matcher). Each new shape resolves its
 own export (next to the model, cached, or made now) and its own runtime
 session. The layer declares the decoding it needs via ``bind_decode``.
+Segmentation and tiled models get a raw-maps export instead (the network's
+maps, decoded on the host by the type's ordinary layer), so for them the
+backend reports ``does_baked_postproc = False``, as the torch backend does.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import torch
 
 from sleap_infer.backends.base import ModelBackend
 from sleap_infer.export.settings import DEFAULT_OPSET
+from sleap_infer.export.wrappers import exports_raw_maps
 from sleap_infer.model.loader import LoadedModel
 from sleap_infer.runtimes.cache import ExportRequest, cache_root, ensure_export
 from sleap_infer.vocab.artifact import ExportInfo
@@ -35,8 +39,6 @@ class AutoExportBackend:
     export folders hold this model's stage too.
     """
 
-    does_baked_postproc = True
-
     def __init__(
         self,
         model: LoadedModel,
@@ -49,6 +51,10 @@ class AutoExportBackend:
         **runtime_options: Any,
     ) -> None:
         self.model = model
+        self.raw_maps = exports_raw_maps(model)
+        # Per model: layers check it against the decoding they do (build_layer picks the
+        # host-decoding layer for the same models, by the same rule).
+        self.does_baked_postproc = not self.raw_maps
         self.runtime = runtime
         self.device = device
         self.fp16 = fp16
@@ -78,6 +84,7 @@ class AutoExportBackend:
             fp16=self.fp16,
             opset=self.opset,
             target=self.target,
+            raw_maps=self.raw_maps,
         )
         info = ensure_export(self.model, request, str(self.device), self.notify, self.partners)
         try:

@@ -3,11 +3,14 @@
 Lookup order: ``<model>/exported`` (and its subfolders), as written by
 ``infer export``; the stage folders of top-down pair exports
 (``exported_topdown/``, ``exported_multi_class_topdown/``) in this model's
-directory or its partner's; then the cache, ``$SLEAP_INFER_CACHE`` or
-``~/.cache/sleap_infer/exports``, one folder per key. The key hashes all
-that changes the graph or engine: checkpoint bytes, model type, baked
-decoding, input shape, batch mode, opset, precision, runtime (and for
-TensorRT its version and the GPU architecture), plus sleap_infer's version.
+directory or its partner's (``exported_topdown_segmentation/`` too); then the
+cache, ``$SLEAP_INFER_CACHE`` or ``~/.cache/sleap_infer/exports``, one folder
+per key. The key hashes all that changes the graph or engine: checkpoint
+bytes, model type, what the graph returns (decoded peaks, or raw maps for
+segmentation and tiled models: a tiled model may share its checkpoint with an
+untiled twin), baked decoding, input shape, batch mode, opset, precision,
+runtime (and for TensorRT its version and the GPU architecture), plus
+sleap_infer's version.
 """
 
 from __future__ import annotations
@@ -21,13 +24,14 @@ from typing import TYPE_CHECKING, Any
 import sleap_infer
 from sleap_infer.export.exporter import export_model
 from sleap_infer.export.settings import DEFAULT_OPSET, ExportSettings, stable_key
-from sleap_infer.export.wrappers import wrapper_for
+from sleap_infer.export.wrappers import RawMapsWrapper, wrapper_for
 from sleap_infer.model.loader import LoadedModel
 from sleap_infer.model.registry import pipeline_names
 from sleap_infer.vocab.artifact import (
     EXPORT_FOLDER,
     EXPORT_LAYOUT_VERSION,
     METADATA_NAME,
+    RAW_MAPS,
     ExportInfo,
     pair_folder_name,
     read_export,
@@ -58,6 +62,7 @@ class ExportRequest:
     fp16: bool = False
     opset: int = DEFAULT_OPSET
     target: EngineTarget | None = None  # TensorRT version and GPU, for engines
+    raw_maps: bool = False  # the network's raw maps, decoded on the host (segmentation, tiled)
 
     @property
     def static_batch(self) -> bool:
@@ -76,6 +81,10 @@ def misfit(info: ExportInfo, model: LoadedModel, request: ExportRequest) -> str 
         return f"it is a {info.model_type} export"
     if (info.data.get("precision") == "fp16") != request.fp16:
         return f"it is {info.data.get('precision')}"
+    if info.raw_maps != request.raw_maps:
+        if info.raw_maps:
+            return "it returns raw maps, and this model decodes in-graph"
+        return "it decodes in-graph, and this model needs raw maps (decoded on the host)"
     why = info.misfit(request.input_shape) or info.decode_misfit(request.decode)
     if why is not None:
         return why
@@ -118,7 +127,8 @@ def candidates_next_to(model_dir: Path, partners: Sequence[Path] = ()) -> list[P
 
 
 def cache_key(model: LoadedModel, request: ExportRequest) -> str:
-    decode = wrapper_for(model.model_type).normalise(request.decode)
+    wrapper = RawMapsWrapper if request.raw_maps else wrapper_for(model.model_type)
+    decode = wrapper.normalise(request.decode)
     payload: dict[str, Any] = {
         "layout": EXPORT_LAYOUT_VERSION,
         "sleap_infer": sleap_infer.__version__,
@@ -131,6 +141,8 @@ def cache_key(model: LoadedModel, request: ExportRequest) -> str:
         "fp16": request.fp16,
         "runtime": request.runtime.name,
     }
+    if request.raw_maps:  # only then, so keys of decoding exports stay as they were
+        payload["graph_outputs"] = RAW_MAPS
     if request.target is not None:
         payload["trt"] = request.target.trt_version
         payload["gpu"] = vars(request.target.gpu)
@@ -170,8 +182,9 @@ def ensure_export(
     for line in skipped:
         say(f"not using {line}")
     shape = "x".join(str(d) for d in request.input_shape)
+    kind = ", raw maps decoded on the host" if request.raw_maps else ""
     say(
-        f"Exporting {model.path.name} to {request.runtime.name} for {shape} input "
+        f"Exporting {model.path.name} to {request.runtime.name} for {shape} input{kind} "
         f"(first use; cached in {target})"
     )
     settings = ExportSettings(

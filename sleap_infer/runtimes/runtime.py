@@ -101,7 +101,12 @@ class TorchRuntime(Runtime):
 
 @dataclass
 class ExportingMaker:
-    """Builds backends that find (or make, on first use) an export for each input shape."""
+    """Builds backends that find (or make, on first use) an export for each input shape.
+
+    ``decodes_in_graph`` holds for the model types whose graphs decode; segmentation and
+    tiled models get raw-maps graphs, which ``build_layer`` and the backend both know from
+    the model itself (``decodes_in_graph`` there, ``does_baked_postproc`` here).
+    """
 
     runtime: ExportedRuntime
     device: torch.device
@@ -125,7 +130,8 @@ class ExportingMaker:
 
 
 class ExportedRuntime(Runtime):
-    """A runtime that runs our exported graphs (decoding in-graph)."""
+    """A runtime that runs our exported graphs (decoding in-graph, or raw maps for
+    segmentation and tiled models)."""
 
     decodes_in_graph = True
 

@@ -20,7 +20,9 @@ from sleap_infer.vocab.options import DecodeSettings
 
 EXPORT_LAYOUT_VERSION = 3
 """Bumped whenever graph outputs change meaning, so stale cache entries are never reused.
-3: integral refinement keeps a peak on its pixel when the patch mean leaves the patch."""
+3: integral refinement keeps a peak on its pixel when the patch mean leaves the patch.
+(Raw-maps exports came later without a bump: they say so in ``graph_outputs``, and a
+layout-3 file without that key is, as it always was, a graph that decodes in-graph.)"""
 
 EXPORT_FOLDER = "exported"
 """Where ``infer export`` writes a model's export by default: ``<model>/exported``."""
@@ -30,6 +32,14 @@ ENGINE_NAME = "model.trt"
 METADATA_PROP = "sleap_infer_metadata"
 PIPELINE_NAME = "export_pipeline.json"
 """A top-down pair export's manifest: which subfolder holds which stage."""
+
+GRAPH_OUTPUTS = "graph_outputs"
+"""Metadata key saying what a graph returns: :data:`DECODED` or :data:`RAW_MAPS`."""
+DECODED = "decoded"
+"""The graph decodes in-graph (peaks, scores): an exported layer reads it."""
+RAW_MAPS = "raw_maps"
+"""The graph is the network only, one output per spatial head under the head's name: the
+model type's ordinary layer decodes them on the host (segmentation, tiled models)."""
 
 
 def pair_folder_name(pipeline: str) -> str:
@@ -83,6 +93,12 @@ class ExportInfo:
         return None if name is None else self.path / name
 
     @property
+    def raw_maps(self) -> bool:
+        """True when the graph returns the heads' raw maps (decoding runs on the host).
+        Exports written before raw maps existed lack the key: they decode in-graph."""
+        return self.data.get(GRAPH_OUTPUTS, DECODED) == RAW_MAPS
+
+    @property
     def decode_fields(self) -> list[str]:
         return list(self.data.get("decode_fields", []))
 
@@ -134,6 +150,9 @@ def read_export(directory: Path) -> ExportInfo:
             f"{path}: export layout {data['layout_version']} is not the {EXPORT_LAYOUT_VERSION} "
             "this sleap_infer reads; export the model again"
         )
+    kind = data.get(GRAPH_OUTPUTS, DECODED)
+    if kind not in (DECODED, RAW_MAPS):
+        raise ExportError(f"{path}: unknown {GRAPH_OUTPUTS} {kind!r}; export the model again")
     info = ExportInfo(directory, data)
     if not info.onnx_path.is_file():
         raise ExportError(f"{directory}: metadata names {info.onnx_path.name}, which is missing")

@@ -71,6 +71,8 @@ class ExportWrapper(nn.Module):
     """Outputs whose last axis holds top-K slot values: two runtimes may break a near-tie at
     the K-th place differently, which shifts the raster-ordered slots, so they are
     verified sorted."""
+    raw_maps: ClassVar[bool] = False
+    """True for graphs returning the heads' raw maps (the host decodes them)."""
 
     def __init__(
         self, network: nn.Module, config: ModelConfig, decode: DecodeSettings, fp16: bool = False
@@ -82,9 +84,15 @@ class ExportWrapper(nn.Module):
         self.config = config
         self.decode = self.normalise(decode)
         self.fp16 = fp16
-        self.confmap_name = config.confmap_head.name
-        stride = config.confmap_head.output_stride
-        self.coordinate_scale = stride / config.preprocessing.scale
+
+    @property
+    def confmap_name(self) -> str:
+        return self.config.confmap_head.name
+
+    @property
+    def coordinate_scale(self) -> float:
+        """Confmap grid -> size-matched frame pixels (``output_stride / input_scale``)."""
+        return self.config.confmap_head.output_stride / self.config.preprocessing.scale
 
     @classmethod
     def normalise(cls, decode: DecodeSettings) -> DecodeSettings:
@@ -118,3 +126,8 @@ class ExportWrapper(nn.Module):
     def output_specs(self, input_shape: tuple[int, int, int, int]) -> list[OutputSpec]:
         """Output shapes for an input of ``input_shape`` (batch left symbolic)."""
         raise NotImplementedError
+
+    def checks_values(self, name: str) -> bool:
+        """Whether the export is refused when torch and ONNX Runtime disagree on ``name``:
+        peak values (their coordinates follow from them; flags may flip at a threshold)."""
+        return name.endswith("_vals")
