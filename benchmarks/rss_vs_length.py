@@ -6,17 +6,28 @@ bounded queue, so peak memory should not grow with the number of frames.
 Each run is a fresh subprocess; its peak RSS comes from ``os.wait4``.
 
     .venv/bin/python benchmarks/rss_vs_length.py [--model DIR ...] [--video PATH]
+
+Segmentation masks at full resolution, on a long, large input (the 24-frame
+synthetic video upscaled 4x to 512x512 and played 100 times: 2400 frames):
+
+    .venv/bin/python benchmarks/rss_vs_length.py \
+        --model ../shared/fixtures/models/synthetic_bottomup_segmentation \
+        --video ../shared/fixtures/videos/synthetic_multi.mp4 --loops 100 --upscale 4 \
+        --extra "--full-res-masks"
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from longer_video import longer_video
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(os.environ.get("SLEAP_INFER_FIXTURES", ROOT.parent / "shared" / "fixtures"))
@@ -40,12 +51,18 @@ def main() -> None:
     p.add_argument("--model", type=Path, action="append", default=None)
     p.add_argument("--video", type=Path, default=FIXTURES / "videos" / "centered_pair_small.mp4")
     p.add_argument("--short", type=int, default=200)
+    p.add_argument("--loops", type=int, default=1, help="play the video this many times")
+    p.add_argument("--upscale", type=int, default=1, help="and enlarge its frames this much")
+    p.add_argument("--extra", default="", help="more infer predict options")
     args = p.parse_args()
     model_dirs = args.model or [
         models / "minimal_instance_centroid",
         models / "minimal_instance_centered_instance",
     ]
     with tempfile.TemporaryDirectory() as tmp:
+        video = args.video
+        if args.loops > 1 or args.upscale > 1:
+            video = longer_video(video, args.loops, args.upscale, Path(tmp) / "long.mp4")
         results = []
         for frames in (f"0-{args.short - 1}", None):
             cmd = [
@@ -53,7 +70,7 @@ def main() -> None:
                 "-m",
                 "sleap_infer",
                 "predict",
-                str(args.video),
+                str(video),
                 "-q",
                 "--device",
                 "cpu",
@@ -65,6 +82,7 @@ def main() -> None:
                 cmd += ["--model", str(m)]
             if frames:
                 cmd += ["--frames", frames]
+            cmd += shlex.split(args.extra)
             mib, wall = peak_rss(cmd)
             label = frames or "all frames"
             results.append(mib)

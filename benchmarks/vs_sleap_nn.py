@@ -37,6 +37,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from longer_video import longer_video
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(os.environ.get("SLEAP_INFER_FIXTURES", ROOT.parent / "shared" / "fixtures"))
 SLEAP_NN = os.environ.get("SLEAP_NN_SPEC", "sleap-nn==0.3.5")
@@ -179,28 +181,6 @@ def decode_seconds(video: Path) -> tuple[float, int]:
     return time.perf_counter() - t0, n
 
 
-def looped_video(video: Path, loops: int, out: Path) -> Path:
-    """``video`` played ``loops`` times, losslessly re-encoded (a longer input for short
-    fixtures, so start-up does not dominate the measurement)."""
-    import av
-
-    frames = []
-    with av.open(str(video)) as container:
-        frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
-    with av.open(str(out), "w") as container:
-        stream = container.add_stream("libx264", rate=30)
-        stream.height, stream.width = frames[0].shape[:2]
-        stream.pix_fmt = "yuv444p"
-        stream.options = {"crf": "0"}
-        for _ in range(loops):
-            for arr in frames:
-                for packet in stream.encode(av.VideoFrame.from_ndarray(arr, format="rgb24")):
-                    container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
-    return out
-
-
 def compare_masks(ours: Path, theirs: Path) -> tuple[int, int, float, float]:
     """Mask counts of both files, the share of frames whose masks agree pixel for pixel
     (same count and order), and the worst mask IoU over frames with the same count."""
@@ -303,7 +283,7 @@ def main() -> None:
             models = [FIXTURES / "models" / n for n in names]
             video = FIXTURES / "videos" / video_name
             if case in MASK_CASES:
-                video = looped_video(video, args.loops, tmp / f"{case}.mp4")
+                video = longer_video(video, args.loops, 1, tmp / f"{case}.mp4")
                 video_name = f"{video_name} x{args.loops}"
             decode_s, n_frames = decode_seconds(video)
             short = f"0-{PRIME_FRAMES - 1}"

@@ -54,6 +54,8 @@ from sleap_infer.vocab.errors import OutputError, ResumeError, UsageError
 from sleap_infer.vocab.options import BATCH_SIZE, PredictOptions
 from sleap_infer.vocab.predictions import BatchPredictions
 
+OUTPUT_ONLY_OPTIONS = frozenset({"mask_output", "polygon_epsilon"})
+
 
 @dataclass
 class VideoResult:
@@ -168,7 +170,10 @@ class Predictor:
             "checkpoint_sha256": [m.checkpoint_sha256 for m in self.models],
             "model_types": [m.model_type for m in self.models],
             "layer": type(self.layer).__name__,
-            "options": self._options_dict(),
+            # What goes into the output file only (not the journal) may change on resume.
+            "options": {
+                k: v for k, v in self._options_dict().items() if k not in OUTPUT_ONLY_OPTIONS
+            },
             "frames": selection_text(frames),
         }
 

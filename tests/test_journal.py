@@ -133,6 +133,20 @@ def test_mismatch_names_each_nested_key_with_both_values() -> None:
     assert fingerprint_changes(old, old) == []
 
 
+def test_a_tuple_option_read_back_as_a_list_is_no_change(tmp_path: Path) -> None:
+    # The header goes through JSON; comparing a tuple with the list it reads back as
+    # made every resume fail once an option was a tuple (merge_thresholds).
+    path = tmp_path / "j.partial"
+    with JournalWriter(path, header={"fingerprint": {"options": {"t": (0.85, 0.6)}}}):
+        pass
+    journal = read_journal(path)
+    assert journal.changes({"options": {"t": (0.85, 0.6)}}) == []
+    check_compatible(journal, {"options": {"t": (0.85, 0.6)}})
+    assert journal.changes({"options": {"t": (0.85, 0.5)}}) == [
+        "options.t: [0.85, 0.6] then, [0.85, 0.5] now"
+    ]
+
+
 def test_one_writer_at_a_time(tmp_path: Path) -> None:
     path = tmp_path / "j.partial"
     with JournalWriter(path, header={"fingerprint": {}}) as first:

@@ -436,6 +436,36 @@ def test_polygons_are_sleap_nns_to_the_coordinate(shared: Path, tmp_path: Path) 
     assert _format_id(out) == _format_id(path) == 2.1
 
 
+def test_a_segmentation_run_resumes_to_the_clean_result(
+    shared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sleap_infer.io.journal import journal_path
+    from sleap_infer.predictor import Predictor
+    from sleap_infer.vocab.options import PredictOptions
+
+    from conftest import interrupt_after_batches
+
+    model = shared / "models" / "synthetic_bottomup_segmentation"
+    video = shared / "videos" / "synthetic_multi.mp4"
+    predictor = Predictor(
+        [model], device="cpu", batch_size=4, options=PredictOptions(mask_output="both")
+    )
+    predictor.predict_video(video, output=tmp_path / "clean.slp")
+    out = tmp_path / "resumed.slp"
+    with monkeypatch.context() as m:
+        interrupt_after_batches(m, 2)
+        with pytest.raises(KeyboardInterrupt):
+            predictor.predict_video(video, output=out)
+    partial = read_journal(journal_path(out))
+    assert partial.n_predicted == 8 and partial.n_masks > 0
+    resumed = predictor.predict_video(video, output=out, resume=True)
+    assert (resumed.frames, resumed.resumed_frames) == (24, 8)
+    assert resumed.frames_with_instances == 24
+    tables = ["frames", "instances", "masks", "mask_rle", "rois", "roi_wkb"]
+    _assert_same_tables(tmp_path / "clean.slp", out, tables)
+    assert _format_id(out) == 2.1
+
+
 def test_simplification_edge_cases() -> None:
     from shapely.geometry import MultiPolygon, Polygon
 

@@ -172,7 +172,9 @@ def _pooling_backend() -> FakeBackend:
     return FakeBackend(lambda x: {HEAD: F.avg_pool2d(x.float() / 255, 2).repeat(1, 3, 1, 1)})
 
 
-def _tiled_fake(preprocessing: dict | None = None, **options: object) -> tuple[TiledLayer, object]:
+def _tiled_fake(
+    preprocessing: dict | None = None, **options: object
+) -> tuple[TiledLayer, FakeBackend]:
     pre = {"tiling": TILING, **(preprocessing or {})}
     cfg = parse_config(config_dict("single_instance", preprocessing=pre))
     backend = _pooling_backend()
@@ -234,6 +236,9 @@ def test_tiled_layer_refuses_in_graph_backends_and_bad_geometry() -> None:
     backend.does_baked_postproc = False  # type: ignore[misc]
     with pytest.raises(ConfigError, match="not a multiple of 8"):
         TiledLayer(inner, Tiling(tile_size=36))  # max stride 8
+    assert TiledLayer(inner, Tiling(tile_size=32, tile_batch_size=0)).tile_batch == 8  # as sleap-nn
+    with pytest.raises(ConfigError, match="must be positive"):
+        TiledLayer(inner, Tiling(tile_size=32, tile_batch_size=-1))
 
 
 def _random_models(tmp_path: Path, preprocessing: dict) -> tuple[TiledLayer, SingleInstanceLayer]:

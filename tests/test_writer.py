@@ -13,6 +13,7 @@ from sleap_infer.io.video import VideoInfo
 from sleap_infer.io.writer import LabelsBuilder, make_skeleton, make_video
 from sleap_infer.model.config import parse_config
 from sleap_infer.vocab.errors import OutputError
+from sleap_infer.vocab.masks import MaskSet
 from sleap_infer.vocab.predictions import BatchPredictions
 
 from model_factory import config_dict
@@ -120,3 +121,39 @@ def test_unmatched_identity_gets_no_track(tmp_path: Path) -> None:
     assert labels[0].instances[0].track is None
     assert labels[1].instances[0].track.name == "female"
     assert labels[1].instances[0].tracking_score == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize("mask_output", ["mask", "polygon", "both"])
+def test_masks_become_predicted_masks_and_polygons_on_their_frames(
+    tmp_path: Path, mask_output: str
+) -> None:
+    cfg = parse_config(config_dict("single_instance"))
+    square = np.zeros((6, 8), bool)
+    square[1:4, 2:6] = True
+    batch = BatchPredictions.empty(3, 3)
+    batch.frame_indices = np.array([5, 6, 7])
+    batch.masks = MaskSet.build(
+        [2, 0, 1], [square, square, np.zeros((4, 4), bool)], [0.5, 0.7, 0.9],
+        [(0.5, 0.5)] * 3, [(10.0, 20.0), (0.0, 0.0), (0.0, 0.0)],
+    )  # fmt: skip
+    builder = LabelsBuilder(
+        make_video(_info(tmp_path)), make_skeleton(cfg), mask_output=mask_output
+    )
+    builder.add(batch)
+    labels = builder.labels({})
+    assert [lf.frame_idx for lf in labels] == [5, 7]  # frame 6's mask is empty: dropped
+    assert builder.n_instances == 0
+    if mask_output != "polygon":
+        mask = labels[1].masks[0]
+        assert isinstance(mask, sio.PredictedSegmentationMask)
+        assert (mask.instance, mask.track) == (None, None)
+        assert np.array_equal(mask.data, square)
+        assert (mask.score, mask.scale, mask.offset) == (0.5, (0.5, 0.5), (10.0, 20.0))
+    else:
+        assert not any(lf.masks for lf in labels)
+    if mask_output != "mask":
+        roi = labels[1].rois[0]
+        assert isinstance(roi, sio.PredictedROI) and roi.score == 0.5
+        assert roi.geometry.bounds == (14.0, 22.0, 22.0, 28.0)  # mask / scale + offset
+    else:
+        assert not any(lf.rois for lf in labels)

@@ -56,12 +56,19 @@ def outcome_line(outcome: VideoOutcome) -> str:
     if outcome.status == DONE:
         resumed = f" (resumed after {outcome.resumed_frames})" if outcome.resumed_frames else ""
         return (
-            f"[green]✓[/] {video}: {outcome.frames} frames{resumed}, {outcome.instances} "
-            f"instances, {outcome.fps:.1f} FPS -> {escape(str(outcome.task.output))}"
+            f"[green]✓[/] {video}: {outcome.frames} frames{resumed}, {_found(outcome)}, "
+            f"{outcome.fps:.1f} FPS -> {escape(str(outcome.task.output))}"
         )
     if outcome.status == SKIPPED:
         return f"- {video}: skipped, {escape(outcome.message)}"
     return f"[red]error:[/] {escape(outcome.message)}"
+
+
+def _found(outcome: VideoOutcome) -> str:
+    """``12 instances``, or for a segmentation model ``98 masks``."""
+    if outcome.masks and not outcome.instances:
+        return f"{outcome.masks} masks"
+    return f"{outcome.instances} instances"
 
 
 class Reporter:

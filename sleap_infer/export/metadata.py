@@ -20,7 +20,13 @@ from sleap_infer.export.wrappers import ExportWrapper
 from sleap_infer.io.provenance import package_versions
 from sleap_infer.model.loader import CONFIG_NAME, LoadedModel, file_sha256
 from sleap_infer.model.registry import MODEL_TYPES
-from sleap_infer.vocab.artifact import DECODED, EXPORT_LAYOUT_VERSION, ONNX_NAME, RAW_MAPS
+from sleap_infer.vocab.artifact import (
+    DECODED,
+    EXPORT_LAYOUT_VERSION,
+    GRAPH_OUTPUTS,
+    ONNX_NAME,
+    RAW_MAPS,
+)
 
 PREPROCESS = [
     "channel coercion (ensure_rgb / ensure_grayscale)",
@@ -93,7 +99,7 @@ def build_metadata(
             "normalization": "divided by 255 in the graph",
         },
         "frame_size": None if settings.frame_size is None else list(settings.frame_size),
-        "graph_outputs": RAW_MAPS if wrapper.raw_maps else DECODED,
+        GRAPH_OUTPUTS: RAW_MAPS if wrapper.raw_maps else DECODED,
         "outputs": [spec.as_dict() for spec in wrapper.output_specs(input_shape)],
         "coordinates": (
             "maps on each head's output_stride grid of the network input; "

@@ -34,6 +34,7 @@ from sleap_infer.model.registry import MODEL_TYPES, PairSpec, pair_roles
 from sleap_infer.vocab.artifact import (
     DECODED,
     EXPORT_LAYOUT_VERSION,
+    GRAPH_OUTPUTS,
     PIPELINE_NAME,
     RAW_MAPS,
     ExportInfo,
@@ -86,7 +87,7 @@ def _stage_entry(role: str, info: ExportInfo, folder: str) -> dict[str, Any]:
         "model_dir": data["source"]["model_dir"],
         "checkpoint_sha256": info.checkpoint_sha256,
         "input": data["input"],
-        "graph_outputs": RAW_MAPS if info.raw_maps else DECODED,
+        GRAPH_OUTPUTS: RAW_MAPS if info.raw_maps else DECODED,
         "outputs": data["outputs"],
     }
 

@@ -144,8 +144,13 @@ class Journal:
         return int(self.predicted.size)
 
     def changes(self, fingerprint: dict[str, Any]) -> list[str]:
-        """What differs between the run that wrote this journal and ``fingerprint``."""
-        return fingerprint_changes(self.header.get("fingerprint", {}), fingerprint)
+        """What differs between the run that wrote this journal and ``fingerprint``.
+
+        Compared as the header stores it, through JSON: a tuple option (e.g.
+        ``merge_thresholds``) reads back as a list and must not count as a change.
+        """
+        stored = json.loads(json.dumps(fingerprint))
+        return fingerprint_changes(self.header.get("fingerprint", {}), stored)
 
     def done_mask(self, size: int) -> np.ndarray:
         """Bool mask over frame indices ``0..size-1``: predicted or known undecodable."""

@@ -27,7 +27,12 @@ import numpy as np
 import torch
 
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo
-from sleap_infer.ops.seg_group import find_center_peaks, group_instances
+from sleap_infer.ops.seg_group import (
+    CenterPeaks,
+    GridInstance,
+    find_center_peaks,
+    group_instances,
+)
 from sleap_infer.ops.seg_masks import (
     clean_mask,
     mask_to_original,
@@ -115,46 +120,54 @@ class BottomUpSegmentationLayer(_FrameMaskLayer):
         fg = outputs[cfg.head_for("segmentation").name]
         heat = outputs[cfg.head_for("center").name]
         offsets = outputs[cfg.head_for("offsets").name].detach().cpu()
-        stride = self.stride
         foreground = (fg[:, 0] > opts.fg_threshold).cpu()
         has_fg = foreground.flatten(1).any(dim=1).tolist()
         with stage("center peaks"):
             peaks = find_center_peaks(
                 heat, opts.peak_threshold, opts.center_nms_kernel, opts.max_instances
             )
-        heat_np = heat[:, 0].detach().cpu().numpy() if opts.merge_fragments else None
+        heat_np = heat[:, 0].detach().cpu().numpy()
         packed = self._new_batch()
         for b, frame_peaks in enumerate(peaks):
             if not has_fg[b] or len(frame_peaks.values) == 0:
                 continue
             with stage("mask grouping"):
-                instances = group_instances(
-                    foreground[b],
-                    offsets[b],
-                    frame_peaks,
-                    stride,
-                    opts.distance_gate_alpha,
-                    DISTANCE_GATE_ITERS,
-                )
-            if opts.mask_cleanup:
-                for inst in instances:
-                    inst.mask = clean_mask(inst.mask, opts.mask_cleanup_radius)
-                instances = [inst for inst in instances if inst.mask.any()]
-            if opts.merge_fragments and len(instances) > 1 and heat_np is not None:
-                instances = merge_instances(
-                    instances,
-                    heat_np[b],
-                    offsets[b].numpy(),
-                    stride,
-                    method=opts.merge_method,
-                    dilate=opts.merge_dilate,
-                    w_valley=opts.merge_w_valley,
-                    w_offset=opts.merge_w_offset,
-                    thresholds=opts.merge_thresholds,
+                instances = self._frame_instances(
+                    foreground[b], offsets[b], frame_peaks, heat_np[b]
                 )
             for inst in instances:
                 self._pack(packed, b, inst.mask, inst.score, info)
         return self._predictions(fg.shape[0], packed, outputs)
+
+    def _frame_instances(
+        self,
+        foreground: torch.Tensor,
+        offsets: torch.Tensor,
+        peaks: CenterPeaks,
+        heat: np.ndarray,
+    ) -> list[GridInstance]:
+        """Group, then the opt-in cleanup (empty masks dropped) and fragment merge."""
+        opts = self.options
+        instances = group_instances(
+            foreground, offsets, peaks, self.stride, opts.distance_gate_alpha, DISTANCE_GATE_ITERS
+        )
+        if opts.mask_cleanup:
+            for inst in instances:
+                inst.mask = clean_mask(inst.mask, opts.mask_cleanup_radius)
+            instances = [inst for inst in instances if inst.mask.any()]
+        if opts.merge_fragments and len(instances) > 1:
+            instances = merge_instances(
+                instances,
+                heat,
+                offsets.numpy(),
+                self.stride,
+                method=opts.merge_method,
+                dilate=opts.merge_dilate,
+                w_valley=opts.merge_w_valley,
+                w_offset=opts.merge_w_offset,
+                thresholds=opts.merge_thresholds,
+            )
+        return instances
 
 
 class SemanticSegmentationLayer(_FrameMaskLayer):

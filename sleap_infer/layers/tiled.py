@@ -73,9 +73,10 @@ class TiledLayer(InferenceLayer):
                 f"tiled {inner.config.model_type} model: tile_size {size} is not a multiple of "
                 f"{unit} (the max stride {self.config.max_stride} and output stride {self.stride})"
             )
-        self.tile_batch = (
-            tiling.tile_batch_size if tiling.tile_batch_size > 0 else (DEFAULT_TILE_BATCH)
-        )
+        # sleap-nn reads an unset (or zero) tile_batch_size as 8.
+        self.tile_batch = tiling.tile_batch_size or DEFAULT_TILE_BATCH
+        if self.tile_batch < 1:
+            raise ConfigError(f"tiling.tile_batch_size {tiling.tile_batch_size} must be positive")
         cells = size // self.stride
         self._window = importance_window(cells, cells, tiling.blend, tiling.sigma_scale)
         self._heads = tuple(head for head in self.config.heads if head.is_spatial)
@@ -141,8 +142,9 @@ class TiledLayer(InferenceLayer):
             with stage("stitching"):
                 maps = self._head_maps(out)
                 if canvas is None:
-                    window = self._window.to(maps.device)
-                    canvas = TileCanvas(batch, maps.shape[1], canvas_size, cells, window)
+                    if self._window.device != maps.device:
+                        self._window = self._window.to(maps.device)
+                    canvas = TileCanvas(batch, maps.shape[1], canvas_size, cells, self._window)
                 canvas.add(maps)
         assert canvas is not None  # the grid always has a tile
         with stage("stitching"):

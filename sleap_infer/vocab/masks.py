@@ -62,8 +62,10 @@ class MaskSet:
     frame: np.ndarray  # (M,) int32 batch row
     score: np.ndarray  # (M,) float32
     size: np.ndarray  # (M, 2) int32 (height, width) of the mask grid
-    scale: np.ndarray  # (M, 2) float32 (sx, sy)
-    offset: np.ndarray  # (M, 2) float32 (ox, oy), image pixels
+    # float64 as sleap-nn computes them (the .slp stores float32, but polygons are
+    # traced with the exact ratio before that).
+    scale: np.ndarray  # (M, 2) float64 (sx, sy)
+    offset: np.ndarray  # (M, 2) float64 (ox, oy), image pixels
     rle: np.ndarray  # (K,) uint32 run lengths of all masks, concatenated
     rle_len: np.ndarray  # (M,) int64 runs per mask
 
@@ -78,8 +80,8 @@ class MaskSet:
             frame=np.zeros(0, np.int32),
             score=np.zeros(0, np.float32),
             size=np.zeros((0, 2), np.int32),
-            scale=np.zeros((0, 2), np.float32),
-            offset=np.zeros((0, 2), np.float32),
+            scale=np.zeros((0, 2), np.float64),
+            offset=np.zeros((0, 2), np.float64),
             rle=np.zeros(0, np.uint32),
             rle_len=np.zeros(0, np.int64),
         )
@@ -101,8 +103,8 @@ class MaskSet:
             frame=np.asarray(frames, np.int32),
             score=np.asarray(scores, np.float32),
             size=np.asarray([m.shape[:2] for m in masks], np.int32).reshape(-1, 2),
-            scale=np.asarray(scales, np.float32).reshape(-1, 2),
-            offset=np.asarray(offsets, np.float32).reshape(-1, 2),
+            scale=np.asarray(scales, np.float64).reshape(-1, 2),
+            offset=np.asarray(offsets, np.float64).reshape(-1, 2),
             rle=np.concatenate(runs).astype(np.uint32),
             rle_len=np.asarray([len(r) for r in runs], np.int64),
         )
