@@ -13,7 +13,7 @@ synthetic video upscaled 4x to 512x512 and played 100 times: 2400 frames):
     .venv/bin/python benchmarks/rss_vs_length.py \
         --model ../shared/fixtures/models/synthetic_bottomup_segmentation \
         --video ../shared/fixtures/videos/synthetic_multi.mp4 --loops 100 --upscale 4 \
-        --extra "--full-res-masks"
+        --extra=--full-res-masks
 """
 
 from __future__ import annotations

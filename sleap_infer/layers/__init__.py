@@ -17,24 +17,36 @@ from sleap_infer.layers.centered_instance import (
 )
 from sleap_infer.layers.centroid import CentroidLayer
 from sleap_infer.layers.preprocessing import Preprocessor, PreprocInfo
+from sleap_infer.layers.segmentation import (
+    BottomUpSegmentationLayer,
+    CenteredInstanceMaskLayer,
+    SemanticSegmentationLayer,
+)
 from sleap_infer.layers.single_instance import SingleInstanceLayer
+from sleap_infer.layers.tiled import TiledLayer
 from sleap_infer.layers.topdown import TopDownLayer, TopDownMultiClassLayer
+from sleap_infer.layers.topdown_segmentation import TopDownSegmentationLayer
 from sleap_infer.vocab.options import PredictOptions
 
 __all__ = [
     "BackendMaker",
     "BottomUpLayer",
     "BottomUpMultiClassLayer",
+    "BottomUpSegmentationLayer",
     "CenteredInstanceLayer",
+    "CenteredInstanceMaskLayer",
     "CentroidLayer",
     "InferenceLayer",
     "MultiClassCenteredInstanceLayer",
     "PredictOptions",
     "PreprocInfo",
     "Preprocessor",
+    "SemanticSegmentationLayer",
     "SingleInstanceLayer",
+    "TiledLayer",
     "TopDownLayer",
     "TopDownMultiClassLayer",
+    "TopDownSegmentationLayer",
     "build_layer",
     "exported_layer_class",
     "layer_class",
