@@ -90,7 +90,8 @@ def _single(
     entry = MODEL_TYPES.get(model.model_type)
     if entry is not None and entry.pair is not None:
         raise UsageError(
-            f"{model.path}: a {model.model_type} model only poses animals in crops; "
+            f"{model.path}: a {model.model_type} model only "
+            f"{'segments' if entry.masks else 'poses'} animals in crops; "
             f"add a {entry.pair.detector} model (--model DIR) to find them (top-down)"
         )
     return _make(model, make_backend, options)
