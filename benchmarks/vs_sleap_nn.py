@@ -60,8 +60,15 @@ CASES = {
         "synthetic_multi.mp4",
     ),
     "tiled": (["synthetic_bottomup_segmentation_tiled"], "synthetic_multi.mp4"),
+    "bbox_centernet": (["synthetic_bbox_centernet"], "synthetic_multi.mp4"),
+    "bbox_ssd": (["synthetic_bbox_ssd"], "synthetic_multi.mp4"),
+    "bbox_topdown_segmentation": (
+        ["synthetic_bbox_centernet", "synthetic_centered_instance_segmentation"],
+        "synthetic_multi.mp4",
+    ),
 }
 MASK_CASES = {"segmentation", "semantic", "topdown_segmentation", "tiled"}
+BOX_CASES = {"bbox_centernet", "bbox_ssd", "bbox_topdown_segmentation"}
 
 
 @dataclass
@@ -210,6 +217,35 @@ def compare_masks(ours: Path, theirs: Path) -> tuple[int, int, float, float]:
     return n_a, n_b, same / max(1, len(frames)), worst
 
 
+def compare_boxes(ours: Path, theirs: Path) -> tuple[int, int, float, float]:
+    """Box counts of both files, the share of frames with the same box count, and the
+    largest corner difference (px) over boxes paired in order."""
+    import numpy as np
+    import sleap_io as sio
+
+    def by_frame(path: Path) -> dict[int, np.ndarray]:
+        labels = sio.load_slp(str(path))
+        return {
+            lf.frame_idx: np.array([[b.x1, b.y1, b.x2, b.y2] for b in lf.bboxes]).reshape(-1, 4)
+            for lf in labels.labeled_frames
+        }
+
+    a, b = by_frame(ours), by_frame(theirs)
+    frames = sorted(set(a) | set(b))
+    same, worst = 0, 0.0
+    for f in frames:
+        x, y = a.get(f, np.zeros((0, 4))), b.get(f, np.zeros((0, 4)))
+        if len(x) != len(y):
+            worst = float("inf")
+            continue
+        same += 1
+        if len(x):
+            worst = max(worst, float(np.abs(x - y).max()))
+    n_a = sum(len(v) for v in a.values())
+    n_b = sum(len(v) for v in b.values())
+    return n_a, n_b, same / max(1, len(frames)), worst
+
+
 def compare(ours: Path, theirs: Path) -> tuple[int, int, float, float]:
     """Instance counts of both files and the keypoint difference of matched instances."""
     import numpy as np
@@ -282,7 +318,7 @@ def main() -> None:
             names, video_name = CASES[case]
             models = [FIXTURES / "models" / n for n in names]
             video = FIXTURES / "videos" / video_name
-            if case in MASK_CASES:
+            if case in MASK_CASES | BOX_CASES:
                 video = longer_video(video, args.loops, 1, tmp / f"{case}.mp4")
                 video_name = f"{video_name} x{args.loops}"
             decode_s, n_frames = decode_seconds(video)
@@ -321,7 +357,10 @@ def main() -> None:
             )
             rows = {}
             for run, *_ in runs[1:]:
-                if case in MASK_CASES:
+                if case in BOX_CASES:
+                    n_ours, n_theirs, mean, worst = compare_boxes(outs[run.label], theirs_out)
+                    agree = f"{mean:.1%} of frames same count (max corner Δ {worst:.2e} px)"
+                elif case in MASK_CASES:
                     n_ours, n_theirs, mean, worst = compare_masks(outs[run.label], theirs_out)
                     agree = f"{mean:.1%} of frames identical (worst IoU {worst:.4f})"
                 else:

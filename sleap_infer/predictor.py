@@ -45,6 +45,7 @@ from sleap_infer.io.video import (
     runs,
 )
 from sleap_infer.io.writer import make_skeleton, make_video
+from sleap_infer.labels_embedding import LabelsEmbedder, require_labels_input
 from sleap_infer.layers import build_layer
 from sleap_infer.model.loader import LoadedModel, load_model
 from sleap_infer.model.registry import MODEL_TYPES
@@ -66,8 +67,10 @@ class VideoResult:
     frames: int = 0  # frames predicted, including those of resumed runs
     instances: int = 0
     masks: int = 0  # segmentation models
-    frames_with_instances: int = 0  # frames with an instance or a mask
-    mean_score: float | None = None  # mean instance (or mask) score; None when nothing found
+    boxes: int = 0  # box detectors
+    embeddings: int = 0  # re-ID vectors written
+    frames_with_instances: int = 0  # frames with an instance, a mask or a box
+    mean_score: float | None = None  # mean instance (or mask, or box) score; None: none found
     fps: float = 0.0  # this run's throughput
     stats: RunStats | None = None
     bad_frames: list[FrameError] = field(default_factory=list)
@@ -124,6 +127,17 @@ class Predictor:
     ) -> None:
         self.models: list[LoadedModel] = [load_model(p) for p in model_paths]
         self.options = options or PredictOptions()
+        self.batch_size = batch_size
+        # A lone embedding model embeds the detections of a SLEAP project, not frames.
+        self.embedder: LabelsEmbedder | None = None
+        if len(self.models) == 1 and predicts_embeddings(self.models):
+            self.embedder = LabelsEmbedder(
+                self.models[0], backend, device, self.options, backend_options
+            )
+            self.backend_name = get_runtime(backend).name
+            self.layer = self.embedder.layer
+            self.warnings: list[str] = []
+            return
         runtime = get_runtime(backend)
         make_backend = runtime.maker(device, **(backend_options or {}))
         self.backend_name = runtime.name
@@ -132,8 +146,7 @@ class Predictor:
         self._pads_short_videos = runtime.static_batch
         self.layer = build_layer(self.models, make_backend, self.options)
         self.runner = Runner(self.layer, batch_size=batch_size)
-        self.batch_size = batch_size
-        self.warnings: list[str] = skeleton_warnings(self.models, self.primary)
+        self.warnings = skeleton_warnings(self.models, self.primary)
 
     @property
     def primary(self) -> LoadedModel:
@@ -278,6 +291,8 @@ class Predictor:
             output_format if isinstance(output_format, OutputFormat) else get_format(output_format)
         )
         self.check_format(fmt)
+        if self.embedder is not None:
+            return self._embed_labels(Path(video), output, fmt)
         reader = self.open(video)
         info = reader.info
         indices, clamped = select_frames(frames, info.n_frames, video)
@@ -311,6 +326,25 @@ class Predictor:
         with contextlib.suppress(FileNotFoundError):
             jpath.unlink()  # only once the output is safely in place
         return result
+
+    def _embed_labels(
+        self, path: Path, output: str | Path | None, fmt: OutputFormat
+    ) -> VideoResult:
+        """The lone-embedding route: vectors for the detections a ``.slp`` holds."""
+        assert self.embedder is not None
+        require_labels_input(path)
+        out_path = Path(output) if output is not None else default_output_path(path, fmt)
+        run = self.embedder.embed_file(path, out_path)
+        return VideoResult(
+            video=path,
+            output=out_path,
+            frames=run.frames,
+            embeddings=run.vectors,
+            frames_with_instances=run.frames,
+            fps=run.frames / run.seconds if run.seconds > 0 else 0.0,
+            metadata_frames=run.frames,
+            decoded_frames=run.frames,
+        )
 
     def _journal_writer(
         self,
@@ -383,10 +417,9 @@ class Predictor:
         result.frames = journal.n_predicted
         result.instances = journal.n_instances
         result.masks = journal.n_masks
+        result.boxes = journal.n_boxes
         result.frames_with_instances = journal.frames_with_instances
-        found = journal.n_instances + journal.n_masks
-        if found:
-            result.mean_score = (journal.score_sum + journal.mask_score_sum) / found
+        result.mean_score = _mean_score(journal)
         result.fps = result.stats.fps if result.stats else 0.0
         provenance = self.provenance(info, indices)
         provenance.update(
@@ -412,11 +445,13 @@ class Predictor:
             out_path,
             fmt,
             make_video(info, n_frames=max(info.n_frames, highest + 1)),
-            make_skeleton(self.primary.config),
-            self.primary.config.class_names,
+            make_skeleton(self.layer.config),
+            self.layer.config.class_names,
             provenance,
             mask_output=self.options.mask_output,
             polygon_epsilon=self.options.polygon_epsilon,
+            box_categories=box_categories(self.models),
+            poses=predicts_poses(self.models),
         )
 
     def _remaining(
@@ -451,19 +486,68 @@ class Predictor:
         return not_done(), max(0, n - int(done[:n].sum()))
 
 
+def _mean_score(journal: Journal) -> float | None:
+    """Mean score of what the run is about: instances, else masks, else boxes."""
+    for n, total in (
+        (journal.n_instances, journal.score_sum),
+        (journal.n_masks, journal.mask_score_sum),
+        (journal.n_boxes, journal.box_score_sum),
+    ):
+        if n:
+            return total / n
+    return None
+
+
+def _entries(models: Sequence[LoadedModel]) -> list[Any]:
+    return [e for e in (MODEL_TYPES.get(m.model_type) for m in models) if e is not None]
+
+
 def predicts_masks(models: Sequence[LoadedModel]) -> bool:
-    return any(
-        entry is not None and entry.masks
-        for entry in (MODEL_TYPES.get(m.model_type) for m in models)
-    )
+    return any(entry.masks for entry in _entries(models))
+
+
+def predicts_boxes(models: Sequence[LoadedModel]) -> bool:
+    return any(entry.boxes for entry in _entries(models))
+
+
+def predicts_embeddings(models: Sequence[LoadedModel]) -> bool:
+    return any(entry.embeds for entry in _entries(models))
+
+
+def predicts_poses(models: Sequence[LoadedModel]) -> bool:
+    """Whether keypoint instances come out: a keypoint model, or an embedding model behind a
+    detector (one instance per animal, carrying its vector); not box detectors or
+    segmentation models alone."""
+    entries = _entries(models)
+    keypoints = any(not (e.boxes or e.masks or e.embeds) for e in entries)
+    return keypoints or (any(e.embeds for e in entries) and len(models) > 1)
+
+
+def box_categories(models: Sequence[LoadedModel]) -> tuple[str, ...]:
+    """The box detector's class names, which the boxes' category indices refer to."""
+    for model in models:
+        entry = MODEL_TYPES.get(model.model_type)
+        if entry is not None and entry.boxes:
+            return tuple(model.config.categories)
+    return ()
 
 
 def check_format(models: Sequence[LoadedModel], fmt: OutputFormat) -> None:
-    """A one-line UsageError when ``fmt`` cannot hold the masks these models predict."""
+    """A one-line UsageError when ``fmt`` cannot hold the masks or boxes these models predict."""
+    kind = ", ".join(m.model_type for m in models)
     if predicts_masks(models) and not fmt.holds_masks:
-        kind = ", ".join(m.model_type for m in models)
         raise UsageError(
             f"--format {fmt.name} cannot hold segmentation masks ({kind} model); use --format slp"
+        )
+    if predicts_boxes(models) and not fmt.holds_boxes:
+        raise UsageError(
+            f"--format {fmt.name} cannot hold bounding boxes ({kind} model); "
+            "use --format slp or csv"
+        )
+    if predicts_embeddings(models) and not fmt.holds_embeddings:
+        raise UsageError(
+            f"--format {fmt.name} cannot hold re-ID embedding vectors ({kind} model); "
+            "use --format slp"
         )
 
 

@@ -46,6 +46,36 @@ _HEADS: dict[str, dict[str, Any]] = {
     },
     "semantic_segmentation": {"segmentation": {"output_stride": 2}},
     "centered_instance_segmentation": {"segmentation": {"output_stride": 2, "anchor_part": None}},
+    "bbox_centernet": {
+        "center": {"categories": None, "output_stride": 2},
+        "size": {"output_stride": 2},
+        "offset": {"output_stride": 2},
+    },
+    "bbox_ssd": {
+        "ssd": {
+            "categories": None,
+            "output_stride": 2,
+            "num_levels": 3,
+            "anchor_sizes": [6.0, 10.0, 16.0],
+            "anchor_scales": [1.0, 1.26],
+            "aspect_ratios": [0.5, 1.0, 2.0],
+            "box_variances": [0.1, 0.1, 0.2, 0.2],
+            "head_channels": 8,
+            "head_convs": 1,
+        }
+    },
+    "embedding": {
+        "embedding": {
+            "embedding_dim": 8,
+            "num_fc_layers": 1,
+            "num_fc_units": 16,
+            "pool": "gem",
+            "normalize": True,
+            "output_stride": 8,
+            "anchor_part": None,
+            "detection_mode": "pose",
+        }
+    },
 }
 
 

@@ -453,7 +453,7 @@ def test_summary_json_and_json_progress_of_a_real_run(
     assert summary["totals"] == {
         "videos": 4, "done": 3, "truncated": 0, "skipped": 0, "failed": 1, "interrupted": 0,
         "not_started": 0, "frames": 24, "instances": sum(v["instances"] for v in videos.values()),
-        "masks": 0,
+        "masks": 0, "boxes": 0, "embeddings": 0,
     }  # fmt: skip
     # stdout: nothing but JSON events, ending with the same summary.
     events = [json.loads(line) for line in captured.out.splitlines()]

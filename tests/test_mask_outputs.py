@@ -9,8 +9,6 @@ prints the memory measurement as JSON; the test runs it in a subprocess.
 from __future__ import annotations
 
 import json
-import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,6 +17,7 @@ import h5py
 import numpy as np
 import pytest
 import sleap_io as sio
+from slp_tables import memory_numbers, rss_mb, run_memory_child
 
 from sleap_infer.io.formats import FORMATS
 from sleap_infer.io.journal import JournalWriter, read_journal
@@ -480,13 +479,6 @@ def test_simplification_edge_cases() -> None:
 # --- memory -----------------------------------------------------------------------------
 
 
-def _rss_mb() -> float:
-    """Resident memory now (not the peak, which the pool's encoding already set)."""
-    import psutil
-
-    return psutil.Process().memory_info().rss / 2**20
-
-
 def _full_res_pool(n: int, size: int, per_batch: int) -> list[MaskSet]:
     """``n`` distinct batches of two ``size`` x ``size`` masks per frame, encoded once."""
     rng = np.random.default_rng(0)
@@ -524,14 +516,14 @@ def measure_memory(folder: Path, n_frames: int = 5000, size: int = 1024) -> dict
     with JournalWriter(folder / "warm.partial", header={"fingerprint": {}}) as jw:
         for k in range(20):
             jw.write_batch(batch(k))
-    base = _rss_mb()
+    base = rss_mb()
     samples = []
     start = time.perf_counter()
     n_batches = n_frames // per_batch
     with JournalWriter(folder / "run.partial", header={"fingerprint": {}}) as jw:
         for k in range(n_batches):
             jw.write_batch(batch(k))
-            samples.append(_rss_mb())
+            samples.append(rss_mb())
     journal = read_journal(folder / "run.partial")
     journal_peak = max(samples)
     with StreamingSlpWriter(
@@ -546,36 +538,22 @@ def measure_memory(folder: Path, n_frames: int = 5000, size: int = 1024) -> dict
     ) as w:
         for preds in journal.batches():
             w.add(preds)
-            samples.append(_rss_mb())
-    samples.append(_rss_mb())
+            samples.append(rss_mb())
+    samples.append(rss_mb())
     seconds = time.perf_counter() - start
     with h5py.File(folder / "run.slp", "r") as f:
         assert len(f["masks"]) == journal.n_masks == 2 * n_batches * per_batch
     return {
+        **memory_numbers(folder, base, samples, journal_peak, seconds),
         "frames": n_batches * per_batch,
         "masks": journal.n_masks,
         "rle_mb": journal.mask_rle_bytes / 2**20,
         "bitmaps_mb": journal.n_masks * size * size / 2**20,
-        "journal_mb": (folder / "run.partial").stat().st_size / 2**20,
-        "slp_mb": (folder / "run.slp").stat().st_size / 2**20,
-        "base_rss_mb": base,
-        "journal_peak_rss_mb": journal_peak,
-        "peak_rss_mb": max(samples),
-        "growth_mb": max(samples) - base,
-        "process_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "seconds": seconds,
     }
 
 
 def test_memory_stays_flat_over_a_long_full_resolution_run(tmp_path: Path) -> None:
-    run = subprocess.run(
-        [sys.executable, __file__, "memory", str(tmp_path), "5000"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=600,
-    )
-    numbers = json.loads(run.stdout.strip().splitlines()[-1])
+    numbers = run_memory_child(__file__, tmp_path, 5000)
     assert numbers["masks"] == 10_000
     # Holding the run would take its RLE (tens of MB) or bitmaps (10 GB); flat means the
     # peak stays within buffers and caches of the baseline.

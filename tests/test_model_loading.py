@@ -71,8 +71,8 @@ def test_unknown_backbone_and_model_type(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="backbone 'pretrained' is not supported"):
         parse_config(raw)
     raw = config_dict("single_instance")
-    raw["model_config"]["head_configs"] = {"single_instance": None, "bbox_ssd": {}}
-    with pytest.raises(ConfigError, match="bbox_ssd"):
+    raw["model_config"]["head_configs"] = {"single_instance": None, "pose2000": {}}
+    with pytest.raises(ConfigError, match="unknown model type 'pose2000'"):
         parse_config(raw)
 
 

@@ -62,6 +62,8 @@ def outcome_from_result(task: VideoTask, result: VideoResult) -> VideoOutcome:
         frames=result.frames,
         instances=result.instances,
         masks=result.masks,
+        boxes=result.boxes,
+        embeddings=result.embeddings,
         frames_with_instances=result.frames_with_instances,
         mean_score=result.mean_score,
         fps=result.fps,

@@ -39,6 +39,8 @@ class VideoOutcome:
     frames: int = 0
     instances: int = 0
     masks: int = 0  # segmentation models
+    boxes: int = 0  # box detectors
+    embeddings: int = 0  # re-ID vectors written
     frames_with_instances: int = 0  # frames with an instance or a mask
     mean_score: float | None = None  # mean instance (or mask) score; None when nothing found
     fps: float = 0.0

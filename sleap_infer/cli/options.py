@@ -290,3 +290,16 @@ def parse_thresholds(text: str) -> tuple[float, ...]:
     if not values:
         raise UsageError("--merge-thresholds: give at least one number")
     return values
+
+
+# -------------------------------------------------------------- box detectors
+BboxNmsIou = Annotated[
+    float | None,
+    typer.Option(
+        metavar="FLOAT",
+        help="Box detectors: class-wise NMS IoU (default: 0.45 for SSD, off for CenterNet; "
+        "1 disables). --peak-threshold is the box score threshold, -n the boxes per frame "
+        "(default 100).",
+        rich_help_panel="Box detectors",
+    ),
+]

@@ -24,6 +24,7 @@ from sleap_infer.cli.options import (
     DEFAULT_PROGRESS,
     MERGE_THRESHOLDS_TEXT,
     BackendOption,
+    BboxNmsIou,
     CenterNmsKernel,
     Device,
     DistanceGateAlpha,
@@ -235,6 +236,7 @@ def predict(
     full_res_masks: FullResMasks = False,
     mask_output: MaskOutputOption = DEFAULT_MASK_OUTPUT,
     polygon_epsilon: PolygonEpsilon = defaults.POLYGON_EPSILON,
+    bbox_nms_iou: BboxNmsIou = None,
 ) -> None:
     """Predict poses on videos and save them as SLEAP .slp (or NWB, analysis HDF5, CSV)."""
     from sleap_infer.batch.execute import JobSettings
@@ -278,6 +280,7 @@ def predict(
         full_res_masks=full_res_masks,
         mask_output=mask_output.value,
         polygon_epsilon=polygon_epsilon,
+        bbox_nms_iou=bbox_nms_iou,
     )
     tasks = plan_batch(videos, output, fmt, recursive, parse_shard(shard))
     if summary_json is not None:

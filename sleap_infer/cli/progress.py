@@ -65,9 +65,14 @@ def outcome_line(outcome: VideoOutcome) -> str:
 
 
 def _found(outcome: VideoOutcome) -> str:
-    """``12 instances``, or for a segmentation model ``98 masks``."""
-    if outcome.masks and not outcome.instances:
-        return f"{outcome.masks} masks"
+    """``12 instances``, or ``98 masks`` / ``48 boxes`` for models that find no instances."""
+    if not outcome.instances:
+        if outcome.masks:
+            return f"{outcome.masks} masks"
+        if outcome.boxes:
+            return f"{outcome.boxes} boxes"
+        if outcome.embeddings:
+            return f"{outcome.embeddings} embeddings"
     return f"{outcome.instances} instances"
 
 

@@ -66,6 +66,8 @@ def video_record(outcome: VideoOutcome) -> dict[str, Any]:
         "frames": outcome.frames,
         "instances": outcome.instances,
         "masks": outcome.masks,
+        "boxes": outcome.boxes,
+        "embeddings": outcome.embeddings,
         "frames_with_instances": outcome.frames_with_instances,
         "mean_score": _number(outcome.mean_score, 6),
         "fps": _number(outcome.fps, 2) if outcome.fps else None,
@@ -119,6 +121,8 @@ class RunReport:
         totals["frames"] = sum(v["frames"] for v in videos)
         totals["instances"] = sum(v["instances"] for v in videos)
         totals["masks"] = sum(v.get("masks", 0) for v in videos)
+        totals["boxes"] = sum(v.get("boxes", 0) for v in videos)
+        totals["embeddings"] = sum(v.get("embeddings", 0) for v in videos)
         out_root = common_folder([t.output for t in self.tasks])
         return {
             "schema": SCHEMA,
@@ -192,12 +196,24 @@ def _status_text(outcome: VideoOutcome) -> Text:
     return Text(outcome.status, style="red")
 
 
-def _cells(o: VideoOutcome, masks: bool) -> tuple[str, ...]:
-    """Frames, instances (or masks) and FPS; an interrupted row shows the frames its
-    journal holds."""
+def _found_column(rows: Sequence[VideoOutcome]) -> str:
+    """What the count column counts: instances, or masks / boxes for models that find
+    no keypoint instances (segmentation models, box detectors)."""
+    if any(o.instances for o in rows):
+        return "instances"
+    if any(o.masks for o in rows):
+        return "masks"
+    if any(o.boxes for o in rows):
+        return "boxes"
+    return "embeddings" if any(o.embeddings for o in rows) else "instances"
+
+
+def _cells(o: VideoOutcome, column: str) -> tuple[str, ...]:
+    """Frames, instances (or masks, or boxes) and FPS; an interrupted row shows the frames
+    its journal holds."""
     finished = o.status in (DONE, TRUNCATED)
     frames = str(o.frames) if finished or o.frames else "-"
-    found = o.masks if masks else o.instances
+    found = int(getattr(o, column))
     instances = str(found) if finished or found else "-"
     fps = f"{o.fps:.1f}" if finished and o.fps else "-"
     return frames, instances, fps
@@ -239,14 +255,14 @@ def summary_table(outcomes: Sequence[VideoOutcome], tasks: Sequence[VideoTask] =
     """One row per planned video: names relative to the videos' common folder."""
     rows = _rows(outcomes, tasks)
     in_root = common_folder([o.task.video for o in rows])
-    masks = any(o.masks for o in rows)  # a segmentation model: count masks instead
+    column = _found_column(rows)
     table = Table(header_style="bold")
     table.add_column("video", overflow="fold")
-    for name in ("frames", "masks" if masks else "instances", "FPS"):
+    for name in ("frames", column, "FPS"):
         table.add_column(name, justify="right")
     table.add_column("status")
     for o in rows:
-        cells = _cells(o, masks)
+        cells = _cells(o, column)
         table.add_row(escape(_relative(o.task.video, in_root)), *cells, _status_text(o))
     return table
 

@@ -4,7 +4,11 @@ Kept apart from the writers (:mod:`sleap_infer.io.outputs`, which import
 h5py and sleap-io) so the command line can list the choices cheaply, and can
 refuse a format that cannot hold a segmentation model's masks before
 predicting (``holds_masks``: only ``.slp`` has a place for them; the others
-are per-track point tables).
+are per-track point tables), and one that cannot hold a box detector's boxes
+(``holds_boxes``: ``.slp`` and CSV, which gives each box a row), and one that
+cannot hold an embedding model's re-ID vectors (``holds_embeddings``: only
+``.slp``, which attaches them to their instances; the others would keep the
+poses and lose the vectors without a word).
 """
 
 from __future__ import annotations
@@ -21,15 +25,17 @@ class OutputFormat:
     suffix: str  # appended to ``<video name>.predictions``
     needs: tuple[str, ...] = ()  # importable modules its writer requires
     holds_masks: bool = False  # segmentation masks / polygons have a place in it
+    holds_boxes: bool = False  # predicted bounding boxes have a place in it
+    holds_embeddings: bool = False  # per-instance re-ID vectors have a place in it
 
 
 FORMATS: dict[str, OutputFormat] = {
     f.name: f
     for f in (
-        OutputFormat("slp", ".slp", holds_masks=True),
+        OutputFormat("slp", ".slp", holds_masks=True, holds_boxes=True, holds_embeddings=True),
         OutputFormat("nwb", ".nwb", ("pynwb", "ndx_pose")),
         OutputFormat("analysis-h5", ".analysis.h5"),
-        OutputFormat("csv", ".csv", ("pandas",)),
+        OutputFormat("csv", ".csv", ("pandas",), holds_boxes=True),
     )
 }
 

@@ -15,7 +15,9 @@ record, which :func:`read_journal` detects (short read or bad CRC) and drops;
 Record types: ``header`` (first; what the predictions depend on),
 ``session`` (one per run that appended), ``batch`` (one per predicted batch;
 a segmentation model's batch also holds its masks' arrays, named
-``mask_<array>``, and a journal written before masks existed simply has none),
+``mask_<array>``, a box detector's batch its boxes' arrays, named ``box_<array>``, and
+an embedding model's batch its ``(B, I, D)`` re-ID vectors, named ``embeddings``; a
+journal written before masks, boxes or vectors existed simply has none),
 ``bad_frames`` (frames that could not be decoded) and ``failed`` (the run
 stopped on an error, not an interruption; see :func:`mark_failed`).
 """
@@ -38,6 +40,7 @@ import numpy as np
 
 from sleap_infer.io.polygons import packaged
 from sleap_infer.io.video import FrameError
+from sleap_infer.vocab.boxes import BoxSet
 from sleap_infer.vocab.errors import OutputError, ResumeError, SleapInferError
 from sleap_infer.vocab.masks import MaskSet
 from sleap_infer.vocab.predictions import BatchPredictions
@@ -56,6 +59,8 @@ _BATCH_ARRAYS = (
     "class_scores",
 )
 MASK_PREFIX = "mask_"  # MaskSet arrays in a batch record: mask_frame, mask_rle, ...
+BOX_PREFIX = "box_"  # BoxSet arrays in a batch record: box_frame, box_xyxy, ...
+EMBEDDINGS = "embeddings"  # (B, I, D) float32 re-ID vectors in a batch record, NaN = none
 
 
 class EmptyJournalError(ResumeError):
@@ -130,11 +135,15 @@ class Journal:
     bad_frames: list[FrameError] = field(default_factory=list)
     predicted: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     n_instances: int = 0
-    frames_with_instances: int = 0  # with an instance or a mask: "frames with detections"
+    frames_with_instances: int = 0  # with an instance, mask or box: "frames with detections"
     score_sum: float = 0.0  # of the valid instances' scores (the run summary's mean score)
     n_masks: int = 0  # masks with a set pixel (the ones an output holds)
     mask_score_sum: float = 0.0
     mask_rle_bytes: int = 0  # of those masks' run lengths as stored (uint32): sizes the output
+    n_boxes: int = 0
+    box_score_sum: float = 0.0
+    n_embeddings: int = 0  # re-ID vectors on valid instances (the ones an output holds)
+    embedding_bytes: int = 0  # of those vectors as float32: sizes the output
     valid_bytes: int = 0
     torn_bytes: int = 0  # bytes after the last intact record (a crash mid-write)
     failed: str | None = None  # why the last run stopped, when it failed rather than being cut off
@@ -177,7 +186,27 @@ class Journal:
                         class_scores=arrays.get("class_scores"),
                         frame_indices=arrays["frame_indices"],
                         masks=_masks(arrays),
+                        boxes=_boxes(arrays),
+                        embeddings=arrays.get(EMBEDDINGS),
                     )
+
+
+def embeddings_of(preds: BatchPredictions) -> np.ndarray | None:
+    """The batch's ``(B, I, D)`` re-ID vectors, or None (models without an embedding head)."""
+    return preds.embeddings
+
+
+def vector_slots(embeddings: np.ndarray | None, valid: np.ndarray) -> np.ndarray:
+    """``(B, I)``: which instance slots carry a vector an output keeps: a valid
+    instance whose vector is not all NaN (NaN is how a model says "none")."""
+    valid = np.asarray(valid, bool)
+    if embeddings is None:
+        return np.zeros(valid.shape, bool)
+    if embeddings.ndim != 3 or embeddings.shape[:2] != valid.shape:
+        raise ValueError(
+            f"embeddings of shape {embeddings.shape} do not match {valid.shape} instance slots"
+        )
+    return valid & ~np.isnan(embeddings).all(axis=-1)
 
 
 def _masks(arrays: dict[str, np.ndarray]) -> MaskSet | None:
@@ -185,6 +214,13 @@ def _masks(arrays: dict[str, np.ndarray]) -> MaskSet | None:
     if MASK_PREFIX + "frame" not in arrays:
         return None
     return MaskSet.from_arrays({name: arrays[MASK_PREFIX + name] for name in MaskSet.ARRAYS})
+
+
+def _boxes(arrays: dict[str, np.ndarray]) -> BoxSet | None:
+    """The batch's boxes (rows relative to the batch); None for batches without a detector."""
+    if BOX_PREFIX + "frame" not in arrays:
+        return None
+    return BoxSet.from_arrays({name: arrays[BOX_PREFIX + name] for name in BoxSet.ARRAYS})
 
 
 @dataclass
@@ -197,6 +233,10 @@ class _Counts:
     n_masks: int = 0
     mask_score_sum: float = 0.0
     mask_rle_bytes: int = 0
+    n_boxes: int = 0
+    box_score_sum: float = 0.0
+    n_embeddings: int = 0
+    embedding_bytes: int = 0
 
     def add(self, arrays: dict[str, np.ndarray]) -> None:
         found = arrays["valid"]
@@ -212,7 +252,17 @@ class _Counts:
             self.mask_rle_bytes += 4 * int(kept.rle_len.sum())
             rows = kept.frame[(kept.frame >= 0) & (kept.frame < len(detected))]
             detected[rows] = True
+        boxes = _boxes(arrays)
+        if boxes is not None and len(boxes):
+            self.n_boxes += len(boxes)
+            self.box_score_sum += float(np.nansum(boxes.score))
+            detected[boxes.frame[(boxes.frame >= 0) & (boxes.frame < len(detected))]] = True
         self.frames_with_instances += int(detected.sum())
+        embeddings = arrays.get(EMBEDDINGS)
+        if embeddings is not None:
+            n = int(vector_slots(embeddings, found).sum())
+            self.n_embeddings += n
+            self.embedding_bytes += 4 * n * int(embeddings.shape[-1])
 
 
 def read_journal(path: Path) -> Journal:
@@ -268,6 +318,10 @@ def read_journal(path: Path) -> Journal:
         n_masks=counts.n_masks,
         mask_score_sum=counts.mask_score_sum,
         mask_rle_bytes=counts.mask_rle_bytes,
+        n_boxes=counts.n_boxes,
+        box_score_sum=counts.box_score_sum,
+        n_embeddings=counts.n_embeddings,
+        embedding_bytes=counts.embedding_bytes,
         valid_bytes=valid,
         torn_bytes=size - valid,
         failed=failed,
@@ -419,6 +473,12 @@ class JournalWriter:
         }
         if preds.masks is not None:
             arrays.update({MASK_PREFIX + k: v for k, v in preds.masks.arrays().items()})
+        if preds.boxes is not None:
+            arrays.update({BOX_PREFIX + k: v for k, v in preds.boxes.arrays().items()})
+        embeddings = embeddings_of(preds)
+        if embeddings is not None:
+            arrays[EMBEDDINGS] = np.asarray(embeddings, np.float32)
+            vector_slots(arrays[EMBEDDINGS], preds.valid)  # a wrong shape fails here, not later
         self._append({"type": "batch", "bad_frames": _frame_errors_to_json(bad_frames)}, arrays)
         self.batches_written += 1
 

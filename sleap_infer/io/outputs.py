@@ -9,8 +9,10 @@ so ``--resume`` can build the output once the cause is fixed. Every format is
 built from the journal batch by batch: ``.slp`` straight into sleap-io's
 tables, CSV row by row, analysis HDF5 into chunked arrays; NWB gathers each
 track's arrays (not per-point objects) before pynwb writes them. Only ``.slp``
-has a place for segmentation masks: any other format refuses a journal that
-holds some (one line) rather than writing a file without them.
+has a place for segmentation masks, and only ``.slp`` and CSV for bounding
+boxes, and only ``.slp`` for an embedding model's re-ID vectors: any other
+format refuses a journal that holds some (one line) rather than writing a file
+without them.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from sleap_infer.io.formats import FORMATS, OutputFormat
 from sleap_infer.io.isolate import WriteFailure, reason, run_isolated
 from sleap_infer.io.journal import Journal, fsync_path
 from sleap_infer.io.polygons import check_mask_output
-from sleap_infer.io.slots import Source
+from sleap_infer.io.slots import Source, boxes_refused, embeddings_refused
 from sleap_infer.io.slp_stream import StreamingSlpWriter
 from sleap_infer.vocab.errors import OutputError
 from sleap_infer.vocab.options import POLYGON_EPSILON
@@ -47,6 +49,16 @@ _MASK_TABLES_BYTES = 24_000
 _MASK_ROW_BYTES = 74 + 48
 _ROI_ROW_BYTES = 46 + 48 + 64
 _WKB_PER_RLE_BYTE = 8
+# Boxes: .slp's 15 column datasets and a category catalog (about 40 KB with one box,
+# measured), then a row of each column, its two empty strings and a category link;
+# CSV a row of 6 numbers and a name.
+_BOX_TABLES_BYTES = {"slp": 48_000, "csv": 100}
+_BOX_ROW_BYTES = {"slp": 69 + 3 * 16 + 17, "csv": 130}
+# .slp re-ID vectors: the ``embeddings/`` group's 3 datasets (about 9 KB with one vector,
+# measured), then per vector its ``owner_type`` and ``owner_id`` (the float32 values
+# themselves are ``Journal.embedding_bytes``).
+_EMBEDDING_TABLES_BYTES = 12_000
+_EMBEDDING_ROW_BYTES = 1 + 8
 
 
 def default_output_path(video: Path, fmt: OutputFormat = FORMATS["slp"]) -> Path:
@@ -151,6 +163,11 @@ def estimate_bytes(
     """An upper bound of the output's size (before compression) from the journal's counts."""
     per_instance = _INSTANCE_BYTES[fmt.name] + n_nodes * _POINT_BYTES[fmt.name]
     size = _FIXED_BYTES[fmt.name] + journal.n_instances * per_instance
+    if fmt.holds_boxes and journal.n_boxes:
+        size += _BOX_TABLES_BYTES[fmt.name] + journal.n_boxes * _BOX_ROW_BYTES[fmt.name]
+    if fmt.holds_embeddings and journal.n_embeddings:
+        size += _EMBEDDING_TABLES_BYTES + journal.embedding_bytes
+        size += journal.n_embeddings * _EMBEDDING_ROW_BYTES
     if not fmt.holds_masks:
         return size
     masks, rois = check_mask_output(mask_output)
@@ -177,6 +194,9 @@ def _write_slp(path: Path, source: Source) -> None:
         expected_rle_bytes=journal.mask_rle_bytes,
         mask_output=source.mask_output,
         polygon_epsilon=source.polygon_epsilon,
+        box_categories=source.box_categories,
+        expected_boxes=journal.n_boxes,
+        expected_embeddings=journal.n_embeddings,
     ) as writer:
         for batch in journal.batches():
             writer.add(batch)
@@ -213,15 +233,18 @@ def write_from_journal(
     *,
     mask_output: str = "mask",
     polygon_epsilon: float = POLYGON_EPSILON,
+    box_categories: tuple[str, ...] = (),
+    poses: bool = True,
 ) -> None:
     """Build the output file for a finished video from its journal, atomically.
 
     Raises :class:`OutputError` (one line naming ``path``) if it cannot be
     written, or if ``fmt`` cannot hold the masks the journal has (the
     predictor refuses such a format before predicting; this is the backstop
-    that never drops masks silently); the journal is left as it is.
-    ``mask_output`` (``mask``, ``polygon``, ``both``) and ``polygon_epsilon``
-    only matter for ``.slp``.
+    that never drops masks silently), and likewise for boxes and re-ID vectors;
+    the journal is left as it is. ``mask_output`` (``mask``, ``polygon``, ``both``) and
+    ``polygon_epsilon`` only matter for ``.slp``; ``box_categories`` (the box
+    detector's class names, which ``BoxSet.category`` indexes) for ``.slp`` and CSV.
     """
     check_mask_output(mask_output)
     if journal.n_masks and not fmt.holds_masks:
@@ -229,7 +252,21 @@ def write_from_journal(
             f"{path}: --format {fmt.name} has no place for segmentation masks "
             f"({journal.n_masks} predicted, kept in {journal.path}); use --format slp"
         )
-    source = Source(journal, video, skeleton, class_names, provenance, mask_output, polygon_epsilon)
+    if journal.n_boxes and not fmt.holds_boxes:
+        raise OutputError(boxes_refused(path, fmt.name, journal))
+    if journal.n_embeddings and not fmt.holds_embeddings:
+        raise OutputError(embeddings_refused(path, fmt.name, journal))
+    source = Source(
+        journal,
+        video,
+        skeleton,
+        class_names,
+        provenance,
+        mask_output,
+        polygon_epsilon,
+        tuple(box_categories),
+        poses,
+    )
     write = _writer(fmt)
     needs = estimate_bytes(journal, len(skeleton.nodes), fmt, mask_output)
     atomic_write(path, lambda tmp: write(tmp, source), needs=needs, kept=journal.path)

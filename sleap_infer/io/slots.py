@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import sleap_io as sio
 
 from sleap_infer.io.journal import Journal
+from sleap_infer.vocab.errors import OutputError
 from sleap_infer.vocab.options import POLYGON_EPSILON
 from sleap_infer.vocab.predictions import BatchPredictions
 
@@ -40,6 +42,18 @@ class Source:
     provenance: dict[str, Any]
     mask_output: str = "mask"  # masks, polygons or both (only .slp holds them)
     polygon_epsilon: float = POLYGON_EPSILON
+    box_categories: tuple[str, ...] = ()  # a box detector's class names (slp and csv hold boxes)
+    poses: bool = True  # the models predict keypoint instances (a lone box detector does not)
+
+    def refuse_boxes(self, path: Path, fmt: str) -> None:
+        """One-line refusal for a per-track format handed boxes: never drop them silently."""
+        if self.journal.n_boxes:
+            raise OutputError(boxes_refused(path, fmt, self.journal))
+
+    def refuse_embeddings(self, path: Path, fmt: str) -> None:
+        """One-line refusal for a format handed re-ID vectors it has no place for."""
+        if self.journal.n_embeddings:
+            raise OutputError(embeddings_refused(path, fmt, self.journal))
 
     @property
     def node_names(self) -> list[str]:
@@ -52,6 +66,20 @@ class Source:
     @property
     def fps(self) -> float:
         return float(self.video.backend_metadata.get("fps") or 30.0)
+
+
+def boxes_refused(path: Path, fmt: str, journal: Journal) -> str:
+    return (
+        f"{path}: --format {fmt} has no place for bounding boxes "
+        f"({journal.n_boxes} predicted, kept in {journal.path}); use --format slp or csv"
+    )
+
+
+def embeddings_refused(path: Path, fmt: str, journal: Journal) -> str:
+    return (
+        f"{path}: --format {fmt} has no place for re-ID embedding vectors "
+        f"({journal.n_embeddings} predicted, kept in {journal.path}); use --format slp"
+    )
 
 
 @dataclass(frozen=True)

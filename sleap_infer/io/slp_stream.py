@@ -15,12 +15,15 @@ Resizable datasets must be chunked, and HDF5 stores whole chunks: fixed
 16384-row uncompressed chunks made every file at least 1.97 MB (a 4-frame
 video, which ``sio.save_slp`` writes in 19 KB). Chunks are therefore sized
 from the row counts the caller expects (the journal knows them), capped at
-256 KB so a long video's tables stay in HDF5's 1 MB per-dataset chunk cache
-while they grow, and compressed (shuffle + gzip, which every HDF5 reader has;
-lzf is h5py-only). Rows are buffered, up to 256 KB per table, before they go
-to h5py, whose per-call cost (about 0.6 ms for a compound-dtype write)
+256 KB, and compressed (shuffle + gzip, which every HDF5 reader has; lzf is
+h5py-only). Rows are buffered, up to 256 KB per table, before they go to
+h5py, whose per-call cost (about 0.6 ms for a compound-dtype write)
 otherwise dominated: one write per batch took 3-7x longer than
-``sio.save_slp`` on a 1100-frame video.
+``sio.save_slp`` on a 1100-frame video. Buffered rows are written in whole
+chunks (the rest waits for the next flush or :meth:`close`), so no chunk is
+ever read back, and the file is opened without a chunk cache: HDF5 2.0's
+default 1 MB cache kept about 6 MB per growing table (80 MB for the 15 box
+columns, measured), where none is needed.
 
 Masks and polygons go the same way, into the tables sleap-io's
 ``write_masks``/``write_rois`` make (``masks`` + ``mask_rle`` bytes, ``rois`` +
@@ -32,6 +35,22 @@ masks still gets its ``frames`` row (no instances), as sleap-io writes a
 ``LabeledFrame`` with only masks. sleap-io derives ``format_id`` from the
 content (1.9 for predicted masks or ROIs, 2.1 once a mask has a scale or
 offset), which the frame-less shell cannot know: :meth:`close` raises it.
+
+Boxes go into sleap-io's ``bboxes/`` group (one column dataset per field, as
+``write_bboxes`` makes it), created at the first box; a frame with only boxes
+gets its ``frames`` row too. A named category also goes into sleap-io's
+``/categories`` catalog (``name``, one entry per class used, in first-use
+order, as ``save_slp`` lists one shared ``sio.Category`` per class) and a
+``links`` row per box. ``format_id`` is raised to 2.0 for boxes and 2.7 once a
+box has a category, as ``save_slp`` does.
+
+Re-ID vectors (an embedding model's, one per instance) go into sleap-io's
+``embeddings/`` group as ``save_slp(..., save_embedding_vectors=True)`` writes
+it: ``vectors`` (N, D) float32, ``owner_type`` (instance) and ``owner_id`` (the
+instance's row in ``instances``), created at the first vector so a file
+without any has no group. An instance whose vector is all NaN (the model found
+none) gets no row, as sleap-io skips an instance without ``identity_embedding``.
+``format_id`` is raised to 2.5, sleap-io's for an instance with a vector.
 """
 
 from __future__ import annotations
@@ -43,7 +62,9 @@ import h5py
 import numpy as np
 import sleap_io as sio
 
+from sleap_infer.io.journal import embeddings_of, vector_slots
 from sleap_infer.io.polygons import check_mask_output, mask_rois, packaged
+from sleap_infer.vocab.boxes import BoxSet
 from sleap_infer.vocab.masks import MaskSet
 from sleap_infer.vocab.options import POLYGON_EPSILON
 from sleap_infer.vocab.predictions import BatchPredictions
@@ -56,6 +77,12 @@ MIN_CHUNK_ROWS = 256  # a low guess must not make a long video thousands of tiny
 GZIP_LEVEL = 6  # zlib's default; measured, level 9 saves only 2% more on a 22000-frame file
 FORMAT_PREDICTED_ANNOTATIONS = 1.9  # sleap-io: predicted masks / ROIs
 FORMAT_SPATIAL_METADATA = 2.1  # sleap-io: a mask with a scale or an offset
+FORMAT_BOXES = 2.0  # sleap-io: any bounding box
+FORMAT_CATEGORIES = 2.7  # sleap-io: a detection with a category
+FORMAT_IDENTITY = 2.5  # sleap-io: an instance with an identity embedding
+OWNER_INSTANCE = 0  # sleap-io: ``embeddings/owner_type`` of an instance
+OWNER_BBOX = 4  # sleap-io: ``categories/links`` owner_type of a bounding box
+SINGLE_CLASS = ("object",)  # sleap-nn writes no category for a one-class "object" detector
 
 # sleap-io 0.9.5 ``write_masks`` / ``write_rois`` row layouts.
 MASK_DTYPE = np.dtype(
@@ -95,6 +122,44 @@ ROI_DTYPE = np.dtype(
 )
 _STRINGS = ("categories", "names", "sources")  # one "" per row: predictions have none
 
+# sleap-io 0.9.5 ``write_bboxes`` columns (``bboxes/<name>``) and ``categories/links`` rows.
+BOX_COLUMNS: tuple[tuple[str, Any], ...] = (
+    ("x1", np.float64),
+    ("y1", np.float64),
+    ("x2", np.float64),
+    ("y2", np.float64),
+    ("angle", np.float64),
+    ("video", np.int32),
+    ("frame_idx", np.int64),
+    ("track", np.int32),
+    ("instance", np.int32),
+    ("is_predicted", np.uint8),
+    ("score", np.float32),
+    ("tracking_score", np.float32),
+    ("category", h5py.string_dtype()),
+    ("name", h5py.string_dtype()),
+    ("source", h5py.string_dtype()),
+)
+CATEGORY_LINK_DTYPE = np.dtype(
+    [("owner_type", "u1"), ("owner_id", "i8"), ("category_idx", "i4"), ("category_score", "f4")]
+)
+# sleap-io 0.9.5 ``_write_embedding_groups``: ``embeddings/<name>`` and its dtype.
+EMBEDDING_TABLES: tuple[tuple[str, Any], ...] = (
+    ("vectors", np.float32),
+    ("owner_type", np.uint8),
+    ("owner_id", np.int64),
+)
+
+
+def box_category_names(box_categories: tuple[str, ...], category: np.ndarray) -> np.ndarray:
+    """Each box's class name, ``""`` for none (sleap-io's "unset"): no class index, one
+    out of range, or a single-class ``("object",)`` detector, as sleap-nn writes them."""
+    classes = () if tuple(box_categories) == SINGLE_CLASS else tuple(box_categories)
+    names = np.array([*classes, ""], object)
+    idx = np.asarray(category, np.int64).copy()
+    idx[(idx < 0) | (idx >= len(classes))] = -1
+    return names[idx]
+
 
 def chunk_rows(itemsize: int, expected: int | None) -> int:
     """Rows per chunk: the expected row count when known (one chunk, no padding),
@@ -113,6 +178,9 @@ class StreamingSlpWriter:
     more rows than expected still fit, in further chunks. ``mask_output``:
     ``"mask"`` writes masks, ``"polygon"`` their simplified polygons as
     ``PredictedROI`` (see :mod:`sleap_infer.io.polygons`), ``"both"`` both.
+    ``box_categories`` names a box's category index (the model's classes);
+    ``expected_boxes`` sizes the box columns' chunks, ``expected_embeddings``
+    the re-ID vectors' (see the module docstring).
     """
 
     def __init__(
@@ -129,8 +197,12 @@ class StreamingSlpWriter:
         expected_rle_bytes: int | None = None,
         mask_output: str = "mask",
         polygon_epsilon: float = POLYGON_EPSILON,
+        box_categories: tuple[str, ...] = (),
+        expected_boxes: int | None = None,
+        expected_embeddings: int | None = None,
     ) -> None:
         self.path = path
+        self.box_categories = tuple(box_categories)
         self.n_nodes = len(skeleton.nodes)
         self.n_tracks = len(tracks)
         self.write_masks, self.write_rois = check_mask_output(mask_output)
@@ -149,8 +221,11 @@ class StreamingSlpWriter:
             "rois": expected_masks,
             **{f"mask_{s}": expected_masks for s in _STRINGS},
             **{f"roi_{s}": expected_masks for s in _STRINGS},
+            **{f"bboxes/{name}": expected_boxes for name, _ in BOX_COLUMNS},
+            "categories/links": expected_boxes,
+            **{f"embeddings/{name}": expected_embeddings for name, _ in EMBEDDING_TABLES},
         }
-        self._file = h5py.File(path, "a")
+        self._file = h5py.File(path, "a", rdcc_nbytes=0)  # whole-chunk writes: no cache needed
         self._tables: dict[str, h5py.Dataset] = {}
         self._pending: dict[str, list[np.ndarray]] = {}
         self._pending_rows: dict[str, int] = {}
@@ -164,17 +239,23 @@ class StreamingSlpWriter:
         self.n_rois = 0
         self.n_wkb_bytes = 0
         self._spatial = False  # a written mask has a scale or an offset
+        self.n_boxes = 0
+        self._categories: dict[str, int] = {}  # catalog index of each class name, first use first
+        self.n_embeddings = 0
+        self.embedding_dim: int | None = None  # D, fixed by the first vector
 
-    def _create(self, name: str, dtype: np.dtype) -> None:
-        """(Re)create ``name`` as an empty, resizable, compressed table."""
+    def _create(self, name: str, dtype: np.dtype, width: int | None = None) -> None:
+        """(Re)create ``name`` as an empty, resizable, compressed table; ``width``
+        makes it 2-D (rows of ``width`` values, whole rows per chunk)."""
         if name in self._file:
             del self._file[name]
+        row = () if width is None else (width,)
         self._tables[name] = self._file.create_dataset(
             name,
-            shape=(0,),
-            maxshape=(None,),
+            shape=(0, *row),
+            maxshape=(None, *row),
             dtype=dtype,
-            chunks=(chunk_rows(dtype.itemsize, self._expected.get(name)),),
+            chunks=(chunk_rows(dtype.itemsize * (width or 1), self._expected.get(name)), *row),
             shuffle=True,
             compression="gzip",
             compression_opts=GZIP_LEVEL,
@@ -196,7 +277,8 @@ class StreamingSlpWriter:
         self._pending[name].append(rows)
         self._pending_rows[name] += len(rows)
         table = self._tables[name]
-        if self._pending_rows[name] * table.dtype.itemsize >= MAX_CHUNK_BYTES:
+        row_bytes = table.dtype.itemsize * int(np.prod(table.shape[1:]))
+        if self._pending_rows[name] * row_bytes >= MAX_CHUNK_BYTES:
             self._flush(name)
 
     def _append_strings(self, prefix: str, n: int) -> None:
@@ -204,19 +286,31 @@ class StreamingSlpWriter:
         for s in _STRINGS:
             self._append(f"{prefix}_{s}", empty)
 
-    def _flush(self, name: str) -> None:
+    def _flush(self, name: str, final: bool = False) -> None:
+        """Write the buffered rows that fill whole chunks (all of them when ``final``)."""
         if not self._pending[name]:
             return
         rows = np.concatenate(self._pending[name])
-        self._pending[name] = []
-        self._pending_rows[name] = 0
         table = self._tables[name]
         start = table.shape[0]
-        table.resize((start + len(rows),))
+        if not final:
+            step = table.chunks[0]
+            count = (start + len(rows)) // step * step - start
+            rest = rows[max(count, 0) :]
+            rows = rows[: max(count, 0)]
+            self._pending[name] = [rest] if len(rest) else []
+            self._pending_rows[name] = len(rest)
+            if not len(rows):
+                return
+        else:
+            self._pending[name] = []
+            self._pending_rows[name] = 0
+        table.resize((start + len(rows), *table.shape[1:]))
         table[start:] = rows
 
     def add(self, preds: BatchPredictions) -> None:
-        """Frames with a valid instance, a mask or a polygon become rows, in the order given."""
+        """Frames with a valid instance, a mask, a polygon or a box become rows, in the order
+        given."""
         if preds.frame_indices is None:
             raise ValueError("BatchPredictions.frame_indices must be set before writing")
         frame_indices = np.asarray(preds.frame_indices)
@@ -230,6 +324,8 @@ class StreamingSlpWriter:
             kept |= np.bincount(masks.frame, minlength=n_rows)[:n_rows] > 0
         for k, _ in rois:
             kept[masks.frame[k]] = True
+        boxes = preds.boxes if preds.boxes is not None else BoxSet.empty()
+        kept |= np.bincount(boxes.frame, minlength=n_rows)[:n_rows] > 0
         n_new_frames = int(kept.sum())
         if n_new_frames == 0:
             return
@@ -250,6 +346,8 @@ class StreamingSlpWriter:
             self._add_masks(masks, frame_indices)
         if rois:
             self._add_rois(rois, masks, frame_indices)
+        if len(boxes):
+            self._add_boxes(boxes, frame_indices)
 
     def _add_instances(
         self, preds: BatchPredictions, valid: np.ndarray, frame_id_of_b: np.ndarray
@@ -280,6 +378,7 @@ class StreamingSlpWriter:
                 tracking_score[has_track] = scores[has_track]
         instances["track"] = track
         instances["tracking_score"] = tracking_score
+        self._add_embeddings(preds, valid, b_idx, i_idx)
 
         xy = preds.points[b_idx, i_idx].reshape(-1, 2).astype(np.float64)
         points = np.zeros(len(xy), self._tables["pred_points"].dtype)
@@ -293,6 +392,30 @@ class StreamingSlpWriter:
         self._append("pred_points", points)
         self.n_instances += n_new
         self.n_points += len(points)
+
+    def _add_embeddings(
+        self, preds: BatchPredictions, valid: np.ndarray, b_idx: np.ndarray, i_idx: np.ndarray
+    ) -> None:
+        """The vectors of this batch's instances (rows ``b_idx, i_idx``, about to be
+        written from row ``n_instances`` on), owned by their instance's row."""
+        embeddings = embeddings_of(preds)
+        has = vector_slots(embeddings, valid)[b_idx, i_idx]
+        if embeddings is None or not has.any():
+            return
+        vectors = np.asarray(embeddings[b_idx[has], i_idx[has]], np.float32)
+        dim = int(vectors.shape[1])
+        if self.embedding_dim is None:
+            self.embedding_dim = dim
+            for name, dtype in EMBEDDING_TABLES:
+                width = dim if name == "vectors" else None
+                self._create(f"embeddings/{name}", np.dtype(dtype), width)
+        elif dim != self.embedding_dim:
+            raise ValueError(f"embedding vectors of {dim} values after {self.embedding_dim}")
+        self._append("embeddings/vectors", vectors)
+        self._append("embeddings/owner_type", np.full(len(vectors), OWNER_INSTANCE, np.uint8))
+        owner_id = self.n_instances + np.flatnonzero(has).astype(np.int64)
+        self._append("embeddings/owner_id", owner_id)
+        self.n_embeddings += len(vectors)
 
     def _add_masks(self, masks: MaskSet, frame_indices: np.ndarray) -> None:
         """Rows as sleap-io's ``write_masks``: no track, instance or source link, and the
@@ -360,8 +483,66 @@ class StreamingSlpWriter:
         self.n_rois += len(rois)
         self.n_wkb_bytes += int(nbytes.sum())
 
+    def _add_boxes(self, boxes: BoxSet, frame_indices: np.ndarray) -> None:
+        """Columns as sleap-io's ``write_bboxes`` (no track, instance, name or source),
+        grouped by frame as ``save_slp`` lists a frame's boxes; a named box gets its link."""
+        if "bboxes/x1" not in self._tables:
+            for name, dtype in BOX_COLUMNS:
+                self._create(f"bboxes/{name}", np.dtype(dtype))
+        order = np.argsort(boxes.frame, kind="stable")
+        n = len(order)
+        xyxy = np.asarray(boxes.xyxy, np.float64)[order]
+        names = box_category_names(self.box_categories, boxes.category[order])
+        empty = np.full(n, "", object)
+        columns = {
+            "x1": xyxy[:, 0],
+            "y1": xyxy[:, 1],
+            "x2": xyxy[:, 2],
+            "y2": xyxy[:, 3],
+            "angle": np.zeros(n),
+            "video": np.zeros(n),
+            "frame_idx": frame_indices[boxes.frame[order]],
+            "track": np.full(n, -1),
+            "instance": np.full(n, -1),
+            "is_predicted": np.ones(n),
+            "score": boxes.score[order],
+            "tracking_score": np.full(n, np.nan),
+            "category": names,
+            "name": empty,
+            "source": empty,
+        }
+        for name, dtype in BOX_COLUMNS:
+            self._append(f"bboxes/{name}", np.asarray(columns[name], np.dtype(dtype)))
+        named = np.flatnonzero(names != "")
+        if len(named):
+            self._add_category_links(self.n_boxes + named, names[named])
+        self.n_boxes += n
+
+    def _add_category_links(self, owner_ids: np.ndarray, names: np.ndarray) -> None:
+        if "categories/links" not in self._tables:
+            self._create("categories/links", CATEGORY_LINK_DTYPE)
+        for name in names.tolist():
+            self._categories.setdefault(name, len(self._categories))
+        rows = np.zeros(len(owner_ids), CATEGORY_LINK_DTYPE)
+        rows["owner_type"] = OWNER_BBOX
+        rows["owner_id"] = owner_ids
+        rows["category_idx"] = [self._categories[name] for name in names.tolist()]
+        rows["category_score"] = np.nan
+        self._append("categories/links", rows)
+
+    def _write_catalog(self) -> None:
+        """The ``categories/name`` catalog (a few names: written whole, at the end)."""
+        if not self._categories:
+            return
+        self._file.create_dataset(
+            "categories/name",
+            data=np.array(list(self._categories), object),
+            dtype=h5py.string_dtype(encoding="utf-8"),
+            maxshape=(None,),
+        )
+
     def _format_id(self) -> None:
-        """Raise ``format_id`` to what sleap-io writes for the masks and ROIs written."""
+        """Raise ``format_id`` to what sleap-io writes for the masks, ROIs and boxes written."""
         attrs = self._file["metadata"].attrs
         current = float(attrs["format_id"])
         wanted = current
@@ -369,6 +550,12 @@ class StreamingSlpWriter:
             wanted = max(wanted, FORMAT_PREDICTED_ANNOTATIONS)
         if self._spatial:
             wanted = max(wanted, FORMAT_SPATIAL_METADATA)
+        if self.n_boxes:
+            wanted = max(wanted, FORMAT_BOXES)
+        if self._categories:
+            wanted = max(wanted, FORMAT_CATEGORIES)
+        if self.n_embeddings:
+            wanted = max(wanted, FORMAT_IDENTITY)
         if wanted != current:
             attrs["format_id"] = wanted
 
@@ -378,7 +565,8 @@ class StreamingSlpWriter:
             return
         try:
             for name in self._tables:
-                self._flush(name)
+                self._flush(name, final=True)
+            self._write_catalog()
             self._format_id()
         finally:
             self._file.close()

@@ -6,7 +6,12 @@ API users who want a ``Labels``, and is the reference the streaming ``.slp``
 writer is tested against. ``make_skeleton`` and ``make_video`` serve both.
 Masks become ``PredictedSegmentationMask`` (and, per ``mask_output``,
 ``PredictedROI``) on the frame, as sleap-nn packages them: no instance or
-track link, empty masks dropped (:mod:`sleap_infer.io.polygons`).
+track link, empty masks dropped (:mod:`sleap_infer.io.polygons`). Boxes become
+``PredictedBoundingBox`` on the frame, one shared ``sio.Category`` per class
+name (so the file's category catalog lists each class once, not once per box).
+An embedding model's re-ID vector becomes the instance's ``identity_embedding``
+(float32, as sleap-nn sets it); an all-NaN vector means none, and sets nothing.
+Save with ``sio.save_slp(..., save_embedding_vectors=True)`` to keep them.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ from typing import Any
 import numpy as np
 import sleap_io as sio
 
+from sleap_infer.io.journal import embeddings_of, vector_slots
 from sleap_infer.io.polygons import check_mask_output, mask_rois, packaged, sio_mask
+from sleap_infer.io.slp_stream import box_category_names
 from sleap_infer.io.video import VideoInfo
 from sleap_infer.vocab.config import ModelConfig
 from sleap_infer.vocab.options import POLYGON_EPSILON
@@ -57,7 +64,8 @@ class LabelsBuilder:
     """Accumulates predicted frames for one video.
 
     ``mask_output``: ``"mask"`` keeps masks, ``"polygon"`` only their simplified
-    polygons, ``"both"`` both (sleap-nn's ``--mask_output``).
+    polygons, ``"both"`` both (sleap-nn's ``--mask_output``). ``box_categories``:
+    the box detector's class names, indexed by ``BoxSet.category``.
     """
 
     def __init__(
@@ -67,8 +75,11 @@ class LabelsBuilder:
         class_names: tuple[str, ...] = (),
         mask_output: str = "mask",
         polygon_epsilon: float = POLYGON_EPSILON,
+        box_categories: tuple[str, ...] = (),
     ) -> None:
         self.video = video
+        self.box_categories = tuple(box_categories)
+        self._categories: dict[str, sio.Category] = {}
         self.skeleton = skeleton
         self.tracks = [sio.Track(name=name) for name in class_names]
         self.frames: list[sio.LabeledFrame] = []
@@ -80,11 +91,18 @@ class LabelsBuilder:
             raise ValueError("BatchPredictions.frame_indices must be set before writing")
         masks = packaged(preds.masks)
         rois = mask_rois(masks, self.polygon_epsilon) if self.keep_rois else []
+        embeddings = embeddings_of(preds)
+        has_vector = vector_slots(embeddings, preds.valid)
         for b, frame_idx in enumerate(preds.frame_indices.tolist()):
             instances = [self._instance(item) for item in preds.frame(b)]
+            for j, instance in zip(np.flatnonzero(preds.valid[b]), instances):
+                if has_vector[b, j]:
+                    vector = np.asarray(embeddings[b, j], np.float32)
+                    instance.identity_embedding = sio.Embedding(vector)
             frame_masks = [sio_mask(masks, k) for k in masks.in_frame(b)] if self.keep_masks else []
             frame_rois = [roi for k, roi in rois if masks.frame[k] == b]
-            if instances or frame_masks or frame_rois:
+            frame_boxes = self._boxes(preds, b)
+            if instances or frame_masks or frame_rois or frame_boxes:
                 self.frames.append(
                     sio.LabeledFrame(
                         video=self.video,
@@ -92,8 +110,32 @@ class LabelsBuilder:
                         instances=instances,
                         masks=frame_masks,
                         rois=frame_rois,
+                        bboxes=frame_boxes,
                     )
                 )
+
+    def _boxes(self, preds: BatchPredictions, b: int) -> list[sio.PredictedBoundingBox]:
+        if preds.boxes is None:
+            return []
+        ks = preds.boxes.in_frame(b)
+        names = box_category_names(self.box_categories, preds.boxes.category[ks])
+        return [
+            sio.PredictedBoundingBox(
+                x1=float(x1),
+                y1=float(y1),
+                x2=float(x2),
+                y2=float(y2),
+                score=float(preds.boxes.score[k]),
+                category=self._category(name),
+            )
+            for k, name in zip(ks, names.tolist())
+            for x1, y1, x2, y2 in [preds.boxes.xyxy[k]]
+        ]
+
+    def _category(self, name: str) -> sio.Category | None:
+        if not name:
+            return None
+        return self._categories.setdefault(name, sio.Category(name=name))
 
     def _instance(self, item: dict[str, Any]) -> sio.PredictedInstance:
         kwargs: dict[str, Any] = {}

@@ -88,11 +88,18 @@ def _single(
     model: LoadedModel, make_backend: BackendMaker, options: PredictOptions
 ) -> InferenceLayer:
     entry = MODEL_TYPES.get(model.model_type)
+    if entry is not None and entry.embeds:
+        raise UsageError(
+            f"{model.path}: an embedding model describes animals found by another model: give "
+            "a SLEAP project (.slp) holding the detections to embed, or add a centroid or box "
+            "detector model (--model DIR) to find them"
+        )
     if entry is not None and entry.pair is not None:
         raise UsageError(
             f"{model.path}: a {model.model_type} model only "
             f"{'segments' if entry.masks else 'poses'} animals in crops; "
-            f"add a {entry.pair.detector} model (--model DIR) to find them (top-down)"
+            f"add a {entry.pair.detector} model (--model DIR) to find them (top-down; "
+            "a box detector works too)"
         )
     return _make(model, make_backend, options)
 
@@ -126,7 +133,8 @@ def build_layer(
     if roles is None:
         types = ", ".join(sorted(m.model_type for m in models))
         raise UsageError(
-            f"cannot combine models of types {types}: give one model, or a centroid "
-            "model plus a centered-instance (or multi-class top-down) model for top-down"
+            f"cannot combine models of types {types}: give one model, or a centroid (or box "
+            "detector) model plus a centered-instance, multi-class top-down or "
+            "centered-instance segmentation model for top-down"
         )
     return _pair(models[roles[0]], models[roles[1]], make_backend, options)

@@ -33,6 +33,8 @@ class PreprocInfo:
     source: torch.Tensor | None = None
     # (height, width) of the frames as they came in: masks are cut back to it.
     original_size: tuple[int, int] | None = None
+    # Box-seeded top-down: ``source`` was size-matched for the crop model, by these factors.
+    crop_eff_scale: np.ndarray | None = None
 
 
 def _frame_size(frames: np.ndarray | torch.Tensor) -> tuple[int, int]:

@@ -1,5 +1,11 @@
 """Top-down: a centroid model finds the animals, a centered-instance model poses each crop.
 
+A box detector can stand in for the centroid model (sleap-nn 0.3.5's box-seeded
+top-down): crops are centred on the boxes' centres, cut from the frame
+size-matched for the *crop* model (its own training size), and the boxes are
+written too. A crop model trained with ``crop_mode: bbox`` gets each box resized
+to its crop instead (:mod:`sleap_infer.ops.box_crops`); it needs a box detector.
+
 Stage 1 runs the centroid layer on the frames. Stage 2 cuts one
 ``crop_size`` square per centroid out of the size-matched (unscaled) frames,
 all crops in one gather, and runs the centered-instance layer on them as a
@@ -10,7 +16,7 @@ each frame's crops are also matched to identity classes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -19,8 +25,12 @@ import torch.nn.functional as F
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo
 from sleap_infer.layers.centered_instance import CenteredInstanceLayer
 from sleap_infer.layers.centroid import CentroidLayer, Centroids
+from sleap_infer.model.registry import MODEL_TYPES
+from sleap_infer.ops.box_crops import BoxCropSpec, cut_box_crops, points_from_crop
 from sleap_infer.ops.crops import centered_boxes, crop_origin, gather_crops
 from sleap_infer.ops.identity import assign_crop_classes
+from sleap_infer.vocab.boxes import BoxSet
+from sleap_infer.vocab.errors import ConfigError, UsageError
 from sleap_infer.vocab.options import PredictOptions
 from sleap_infer.vocab.predictions import BatchPredictions
 from sleap_infer.vocab.timing import stage
@@ -34,6 +44,19 @@ class Crops:
     top_left: torch.Tensor  # (n, 2) float offset of each crop in size-matched pixels
     frame: torch.Tensor  # (n,) frame index
     slot: torch.Tensor  # (n,) centroid slot within the frame
+    # Box-scaled crops: edge-coordinate windows (n, 4) and frame-to-crop scales (n, 2).
+    windows: torch.Tensor | None = None
+    scales: torch.Tensor | None = None
+
+    def to_frame(self, local: torch.Tensor) -> torch.Tensor:
+        """Crop-pixel keypoints ``(n, nodes, 2)`` in the crop source's pixels."""
+        if self.windows is None or self.scales is None:
+            return local + self.top_left.to(local.device)[:, None, :]
+        return points_from_crop(local, self.windows.to(local.device), self.scales.to(local.device))
+
+
+BOX_CROP_MODEL_TYPES = ("centered_instance", "multi_class_topdown")
+"""Crop models that may be trained on box-scaled crops (sleap-nn 0.3.5)."""
 
 
 class TopDownLayer(InferenceLayer):
@@ -55,6 +78,34 @@ class TopDownLayer(InferenceLayer):
         self.centroid = centroid
         self.instance = instance
         self._crop_size = instance.crop_size  # a config without one fails here, not mid-video
+        entry = MODEL_TYPES.get(centroid.config.model_type)
+        self.box_seeded = entry is not None and entry.boxes
+        self.box_crop = self._box_crop_spec(centroid, instance, self.box_seeded)
+
+    @staticmethod
+    def _box_crop_spec(
+        centroid: InferenceLayer, instance: InferenceLayer, box_seeded: bool
+    ) -> BoxCropSpec | None:
+        """The crop model's ``crop_mode: bbox`` settings, refused where sleap-nn 0.3.5 does."""
+        try:
+            spec = BoxCropSpec.from_raw(instance.config.raw)
+        except ValueError as exc:
+            raise ConfigError(f"{instance.config.model_type} model: {exc}") from exc
+        if spec is None:
+            return None
+        kind = instance.config.model_type
+        if kind not in BOX_CROP_MODEL_TYPES:
+            raise ConfigError(
+                f"{kind} model trained with preprocessing.crop_mode: bbox: box-scaled crops "
+                f"are supported for {' and '.join(BOX_CROP_MODEL_TYPES)} models only"
+            )
+        if not box_seeded:
+            raise UsageError(
+                f"the {kind} model crops each animal's box (preprocessing.crop_mode: bbox): "
+                f"pair it with a bbox_centernet or bbox_ssd model, not a "
+                f"{centroid.config.model_type} model"
+            )
+        return spec
 
     @property
     def input_channels(self) -> int:
@@ -67,8 +118,80 @@ class TopDownLayer(InferenceLayer):
     def preprocess(
         self, frames: np.ndarray | torch.Tensor, keep_source: bool = True
     ) -> tuple[torch.Tensor, PreprocInfo]:
-        """The centroid model's input, keeping the size-matched frames to crop from."""
-        return self.centroid.preprocess(frames, keep_source=True)
+        """The centroid model's input, keeping the size-matched frames to crop from
+        (box-seeded: size-matched for the crop model)."""
+        x, info = self.centroid.preprocess(frames, keep_source=True)
+        if not self.box_seeded:
+            return x, info
+        sized, eff = self.instance.size_frames(frames)
+        return x, replace(info, source=sized, crop_eff_scale=np.full(x.shape[0], eff))
+
+    def stage1(
+        self, outputs: dict[str, torch.Tensor], info: PreprocInfo
+    ) -> tuple[Centroids, PreprocInfo]:
+        """The animals' centres in the crop source's pixels, and the info whose
+        ``eff_scale`` maps those pixels back to the frame."""
+        cents = self.centroid.find_centroids(outputs, info)
+        crop_eff = info.crop_eff_scale
+        if crop_eff is None or np.array_equal(crop_eff, info.eff_scale):
+            return cents, info
+        ratio = torch.as_tensor(crop_eff / info.eff_scale, dtype=cents.points.dtype)
+        points = cents.points * ratio.to(cents.points.device)[:, None, None]
+        return Centroids(points, cents.values, cents.valid), replace(info, eff_scale=crop_eff)
+
+    def box_stage1(
+        self, outputs: dict[str, torch.Tensor], info: PreprocInfo
+    ) -> tuple[Centroids, torch.Tensor, PreprocInfo, BoxSet]:
+        """Box-scaled crops: the boxes decoded once, as centroids (their centres) and
+        ``(B, K, 4)`` corners in the crop source's pixels (NaN padded), plus the
+        info mapping those pixels back, and the boxes as written."""
+        boxes = self.centroid.postprocess(outputs, info).boxes
+        if boxes is None:
+            boxes = BoxSet.empty()
+        eff = info.crop_eff_scale if info.crop_eff_scale is not None else info.eff_scale
+        eff = np.asarray(eff, np.float32)
+        batch = len(eff)
+        rows = [boxes.in_frame(b) for b in range(batch)]
+        width = max([1, *map(len, rows)])
+        corners = torch.full((batch, width, 4), float("nan"))
+        values = torch.zeros((batch, width))
+        valid = torch.zeros((batch, width), dtype=torch.bool)
+        for b, idx in enumerate(rows):
+            # float32 original-pixel corners times the float32 factor, as sleap-nn holds them.
+            xyxy = torch.as_tensor(boxes.xyxy[idx], dtype=torch.float32)
+            corners[b, : len(idx)] = xyxy * torch.tensor(eff[b])
+            values[b, : len(idx)] = torch.as_tensor(boxes.score[idx])
+            valid[b, : len(idx)] = True
+        centres = (corners[..., :2] + corners[..., 2:]) / 2
+        device = self.centroid.device
+        cents = Centroids(centres.to(device), values.to(device), valid.to(device))
+        return cents, corners, replace(info, eff_scale=eff.astype(np.float64)), boxes
+
+    def make_box_crops(
+        self, source: torch.Tensor, cents: Centroids, corners: torch.Tensor
+    ) -> Crops:
+        """Resize every valid box of ``source`` (``corners`` in its pixels) to a crop."""
+        frame, slot = torch.nonzero(cents.valid.cpu(), as_tuple=True)
+        assert self.box_crop is not None
+        images, windows, scales = cut_box_crops(
+            source, corners[frame, slot], frame, self.crop_size, self.box_crop
+        )
+        dev = source.device
+        top_left = (windows[:, :2] - 0.5).to(dev)  # crop corner in keypoint coordinates
+        return Crops(images, top_left, frame.to(dev), slot.to(dev), windows, scales)
+
+    def add_boxes(
+        self,
+        preds: BatchPredictions,
+        outputs: dict[str, torch.Tensor],
+        info: PreprocInfo,
+        boxes: BoxSet | None = None,
+    ) -> None:
+        """Box-seeded: the detector's boxes go into the output too (as sleap-nn writes them)."""
+        if self.box_seeded:
+            preds.boxes = (
+                boxes if boxes is not None else self.centroid.postprocess(outputs, info).boxes
+            )
 
     def info_for_input(
         self, x: torch.Tensor, eff_scale: float = 1.0, source: torch.Tensor | None = None
@@ -94,9 +217,15 @@ class TopDownLayer(InferenceLayer):
     def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
         if info.source is None:
             raise ValueError("top-down postprocessing needs PreprocInfo.source (the frames)")
-        cents = self.centroid.find_centroids(outputs, info)
-        with stage("crop extraction"):
-            crops = self.make_crops(info.source, cents)
+        detected, boxes = info, None
+        if self.box_crop is not None:
+            cents, corners, info, boxes = self.box_stage1(outputs, info)
+            with stage("crop extraction"):
+                crops = self.make_box_crops(info.source, cents, corners)
+        else:
+            cents, info = self.stage1(outputs, info)
+            with stage("crop extraction"):
+                crops = self.make_crops(info.source, cents)
         batch, width = cents.valid.shape
         n = crops.images.shape[0]
         # Pad the crop batch to a multiple of the frame batch: fewer distinct shapes for
@@ -113,7 +242,7 @@ class TopDownLayer(InferenceLayer):
         eff = info.eff_scale.astype(np.float32)
         if peaks is not None:
             local = peaks.points[:n].cpu()
-            pts = (local + crops.top_left.cpu()[:, None, :]).numpy() / eff[frame, None, None]
+            pts = crops.to_frame(local).numpy() / eff[frame, None, None]
             points[frame, slot] = pts
             scores[frame, slot] = peaks.values[:n].cpu().numpy()
         found = ~np.isnan(points).all(axis=(2, 3))
@@ -130,6 +259,7 @@ class TopDownLayer(InferenceLayer):
             preds.class_scores = np.full((batch, width), np.nan, np.float32)
         centroids = cents.points.cpu().numpy() / eff[:, None, None]
         preds.extras["centroids"] = centroids.astype(np.float32)
+        self.add_boxes(preds, outputs, detected, boxes)
         return preds
 
     @staticmethod

@@ -42,7 +42,8 @@ class TopDownSegmentationLayer(TopDownLayer):
     def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
         if info.source is None:
             raise ValueError("top-down postprocessing needs PreprocInfo.source (the frames)")
-        cents = self.centroid.find_centroids(outputs, info)
+        detected = info
+        cents, info = self.stage1(outputs, info)
         with stage("crop extraction"):
             crops = self.make_crops(info.source, cents)
         batch = int(cents.valid.shape[0])
@@ -50,6 +51,7 @@ class TopDownSegmentationLayer(TopDownLayer):
         n = int(crops.images.shape[0])
         if n == 0:
             preds.masks = MaskSet.empty()
+            self.add_boxes(preds, outputs, detected)
             return preds
         # As for keypoints: a crop batch padded to a multiple of the frame batch gives
         # compiled / TensorRT backends fewer shapes; the padded crops are ignored.
@@ -66,6 +68,7 @@ class TopDownSegmentationLayer(TopDownLayer):
             )
         centroids = cents.points.cpu().numpy() / info.eff_scale.astype(np.float32)[:, None, None]
         preds.extras["centroids"] = centroids.astype(np.float32)
+        self.add_boxes(preds, outputs, detected)
         return preds
 
     def warmup(self, frame_shape: tuple[int, int, int, int], iterations: int = 1) -> None:

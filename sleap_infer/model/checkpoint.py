@@ -145,12 +145,38 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     return ckpt
 
 
-def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
-    """The network weights of a sleap-nn checkpoint, with the ``model.`` prefix removed."""
+TRAIN_ONLY_KEYS: dict[str, frozenset[str]] = {
+    # sleap-nn 0.3.5's embedding module keeps its contrastive projection head
+    # (Linear, ReLU, Linear) next to the model; inference never runs it.
+    "embedding": frozenset(f"projection.{i}.{p}" for i in (0, 2) for p in ("weight", "bias")),
+}
+"""Tensors outside ``model.`` that a model type's checkpoint may hold and inference drops.
+Any other stray tensor makes the checkpoint fail to load (strict, like the rest)."""
+
+
+def load_state_dict(path: Path, model_type: str | None = None) -> dict[str, torch.Tensor]:
+    """The network weights of a sleap-nn checkpoint, with the ``model.`` prefix removed.
+
+    Tensors outside ``model.`` are refused, except ``model_type``'s
+    :data:`TRAIN_ONLY_KEYS`, which are dropped.
+    """
     ckpt = load_checkpoint(path)
     state = ckpt.get("state_dict")
     if not isinstance(state, dict):
         raise ModelError(f"{path}: checkpoint has no state_dict")
+    allowed = TRAIN_ONLY_KEYS.get(model_type or "", frozenset())
+    stray = [
+        key
+        for key, value in state.items()
+        if isinstance(value, torch.Tensor)
+        and not (isinstance(key, str) and key.startswith("model."))
+        and key not in allowed
+    ]
+    if stray:
+        raise ModelError(
+            f"{path}: state_dict has {len(stray)} tensor(s) outside 'model.' "
+            f"(e.g. {stray[0]!r}) that a {model_type or 'sleap-nn'} model does not have"
+        )
     weights = {
         key[len("model.") :]: value
         for key, value in state.items()

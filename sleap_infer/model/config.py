@@ -17,6 +17,7 @@ import yaml
 from sleap_infer.model.backbones import first_non_null, get, parse_backbone
 from sleap_infer.model.registry import (
     CLASSES,
+    EMBEDDING_DIM,
     NODES,
     ONE,
     PAF_COMPONENTS,
@@ -25,7 +26,14 @@ from sleap_infer.model.registry import (
     model_type,
     tileable_types,
 )
-from sleap_infer.vocab.config import HeadConfig, ModelConfig, Preprocessing, Tiling
+from sleap_infer.vocab.config import (
+    BoxDetector,
+    EmbeddingSettings,
+    HeadConfig,
+    ModelConfig,
+    Preprocessing,
+    Tiling,
+)
 from sleap_infer.vocab.errors import ConfigError
 
 
@@ -92,7 +100,9 @@ def _parse_tiling(raw: Any) -> Tiling | None:
     )
 
 
-def _parse_skeleton(skeletons: Any) -> _Skeleton:
+def _parse_skeleton(skeletons: Any, optional: bool = False) -> _Skeleton:
+    if not skeletons and optional:  # box detectors can be trained on boxes alone
+        return _Skeleton("Skeleton-0", (), (), ())
     if not skeletons:
         raise ConfigError("data_config.skeletons is empty: cannot name the predicted nodes")
     sk = skeletons[0]
@@ -138,7 +148,118 @@ def _class_names(specs: tuple[HeadSpec, ...], head_raw: dict[str, Any]) -> tuple
     return names
 
 
+DEFAULT_CATEGORY = "object"
+
+
+def _categories(specs: tuple[HeadSpec, ...], head_raw: dict[str, Any]) -> tuple[str, ...]:
+    """Box classes from the per-category head's block; sleap-nn's ``["object"]`` when unset."""
+    spec = next((s for s in specs if s.per_category), None)
+    if spec is None:
+        return ()
+    names = (head_raw.get(spec.section) or {}).get("categories")
+    return tuple(str(n) for n in names) if names else (DEFAULT_CATEGORY,)
+
+
+def _level_strides(spec: HeadSpec, sub: dict[str, Any]) -> tuple[int, ...]:
+    if not spec.multiscale:
+        return ()
+    first = int(get(sub, "output_stride", spec.stride))
+    return tuple(first * 2**i for i in range(int(get(sub, "num_levels", 3))))
+
+
+def _floats(sub: dict[str, Any], key: str, default: tuple[float, ...]) -> tuple[float, ...]:
+    value = sub.get(key)
+    return default if value is None else tuple(float(v) for v in value)
+
+
+def _box_detector(
+    name: str, heads: tuple[HeadConfig, ...], head_raw: dict[str, Any]
+) -> BoxDetector:
+    """CenterNet reads one grid; SSD also needs its anchors' numbers (written at training)."""
+    first = heads[0]
+    if not first.strides:
+        return BoxDetector("centernet", first.output_stride)
+    sub = head_raw.get(first.section) or {}
+    sizes = sub.get("anchor_sizes")
+    if not sizes or len(sizes) != len(first.strides):
+        raise ConfigError(
+            f"{name}.{first.section}.anchor_sizes must give one size per pyramid level "
+            f"({len(first.strides)}), got {sizes!r}"
+        )
+    base = BoxDetector("ssd", first.output_stride)
+    return BoxDetector(
+        "ssd",
+        first.output_stride,
+        strides=first.strides,
+        anchor_sizes=tuple(float(s) for s in sizes),
+        anchor_scales=_floats(sub, "anchor_scales", base.anchor_scales),
+        aspect_ratios=_floats(sub, "aspect_ratios", base.aspect_ratios),
+        box_variances=_floats(sub, "box_variances", base.box_variances),
+        head_channels=int(get(sub, "head_channels", base.head_channels)),
+        head_convs=int(get(sub, "head_convs", base.head_convs)),
+    )
+
+
+_POOLS = ("gem", "avg", "max")
+
+
+def _embedding_head(spec: HeadSpec, sub: dict[str, Any]) -> HeadConfig:
+    """sleap-nn's defaults; an unset ``pool`` is GeM (what training resolves for every
+    backbone we build: only a frozen pretrained encoder gets ``avg``)."""
+    pool = str(sub.get("pool") or "gem")
+    if pool not in _POOLS:
+        raise ConfigError(f"embedding.pool {pool!r} is not one of {', '.join(_POOLS)}")
+    return HeadConfig(
+        spec.name,
+        int(get(sub, "embedding_dim", 128)),
+        int(get(sub, "output_stride", spec.stride)),
+        section=spec.section,
+        vector=True,
+        num_fc_layers=int(get(sub, "num_fc_layers", 1)),
+        num_fc_units=int(get(sub, "num_fc_units", 256)),
+        pool=pool,
+        normalize=bool(get(sub, "normalize", True)),
+    )
+
+
+_DETECTION_MODES = ("mask", "pose")
+_CENTERINGS = ("auto", "mask_com", "bbox")
+_FILLS = ("black", "grey", "mean", "noise")
+_CENTROID_METHODS = ("center_of_mass", "bbox_center", "anchor")
+
+
+def _choice(value: Any, default: str, allowed: tuple[str, ...], key: str) -> str:
+    out = default if value is None else str(value)
+    if out not in allowed:
+        raise ConfigError(f"{key} {out!r} is not one of {', '.join(allowed)}")
+    return out
+
+
+def _embedding_settings(
+    sub: dict[str, Any], pre: dict[str, Any], anchor: str | None
+) -> EmbeddingSettings:
+    """The crop recipe. ``geometric_median`` centroids are refused (not implemented here)."""
+    method = sub.get("centroid_method") or ("anchor" if anchor is not None else None)
+    return EmbeddingSettings(
+        detection_mode=_choice(
+            sub.get("detection_mode"), "mask", _DETECTION_MODES, "detection_mode"
+        ),
+        crop_centering=_choice(pre.get("crop_centering"), "auto", _CENTERINGS, "crop_centering"),
+        burn_in=bool(pre.get("burn_in") or False),
+        background_fill=_choice(pre.get("background_fill"), "black", _FILLS, "background_fill"),
+        centroid_method=_choice(method, "center_of_mass", _CENTROID_METHODS, "centroid_method"),
+        centroid_fallback=_choice(
+            sub.get("centroid_fallback"),
+            "center_of_mass",
+            _CENTROID_METHODS[:2],
+            "centroid_fallback",
+        ),
+    )
+
+
 def _head(spec: HeadSpec, sub: dict[str, Any], channels: int) -> HeadConfig:
+    if spec.channels == EMBEDDING_DIM:
+        return _embedding_head(spec, sub)
     vector: dict[str, Any] = {}
     if spec.vector:
         vector = {
@@ -149,10 +270,11 @@ def _head(spec: HeadSpec, sub: dict[str, Any], channels: int) -> HeadConfig:
     return HeadConfig(
         spec.name,
         channels,
-        int(get(sub, "output_stride", 1)),
+        int(get(sub, "output_stride", spec.stride)),
         section=spec.section,
         activation=spec.activation,
         vector=spec.vector,
+        strides=_level_strides(spec, sub),
         **vector,
     )
 
@@ -171,9 +293,13 @@ def _parse(raw: dict[str, Any]) -> ModelConfig:
     data, head_configs, backbone_configs = _sections(raw)
     entry = model_type(first_non_null(head_configs, "model_config.head_configs"))
     backbone = parse_backbone(backbone_configs)
-    skeleton = _parse_skeleton(data.get("skeletons"))
+    skeleton = _parse_skeleton(data.get("skeletons"), optional=entry.boxes or entry.embeds)
     head_raw = head_configs[entry.name] or {}
     confmaps = head_raw.get("confmaps") or {}
+    if entry.embeds:
+        if not isinstance(head_raw.get("embedding"), dict):
+            raise ConfigError("head_configs.embedding has no 'embedding' block")
+        confmaps = head_raw["embedding"]  # its anchor_part is the pose carrier's anchor
     parts = tuple(confmaps.get("part_names") or skeleton.nodes)
     per_node = any(s.channels == NODES for s in entry.heads)
     if per_node and len(parts) != len(skeleton.nodes):
@@ -182,14 +308,23 @@ def _parse(raw: dict[str, Any]) -> ModelConfig:
         )
     paf_edges = _paf_edges(entry.heads, head_raw, skeleton)
     class_names = _class_names(entry.heads, head_raw)
+    categories = _categories(entry.heads, head_raw)
     counts = {
         NODES: len(skeleton.nodes),
         ONE: 1,
         PAF_COMPONENTS: 2 * len(paf_edges),
         CLASSES: len(class_names),
         TWO: 2,
+        EMBEDDING_DIM: 0,  # read from the block itself (_embedding_head)
     }
-    heads = tuple(_head(s, head_raw.get(s.section) or {}, counts[s.channels]) for s in entry.heads)
+    heads = tuple(
+        _head(
+            s,
+            head_raw.get(s.section) or {},
+            counts[s.channels] * (len(categories) if s.per_category else 1),
+        )
+        for s in entry.heads
+    )
     total = raw["model_config"].get("total_params")
     preprocessing = _parse_preprocessing(data.get("preprocessing") or {})
     if preprocessing.tiling is not None and not entry.tileable:
@@ -197,6 +332,10 @@ def _parse(raw: dict[str, Any]) -> ModelConfig:
             f"preprocessing.tiling is enabled, but {entry.name} models cannot be tiled "
             f"(sleap-nn tiles {', '.join(tileable_types())})"
         )
+    anchor = _anchor(confmaps.get("anchor_part"), skeleton.nodes, parts)
+    embedding = None
+    if entry.embeds:
+        embedding = _embedding_settings(confmaps, data.get("preprocessing") or {}, anchor)
     return ModelConfig(
         model_type=entry.name,
         backbone=backbone,
@@ -207,9 +346,12 @@ def _parse(raw: dict[str, Any]) -> ModelConfig:
         skeleton_name=skeleton.name,
         symmetries=skeleton.symmetries,
         part_names=parts,
-        anchor_part=_anchor(confmaps.get("anchor_part"), skeleton.nodes, parts),
+        anchor_part=anchor,
         paf_edges=paf_edges,
         class_names=class_names,
+        categories=categories,
+        boxes=_box_detector(entry.name, heads, head_raw) if entry.boxes else None,
+        embedding=embedding,
         total_params=None if total is None else int(total),
         raw=raw,
     )

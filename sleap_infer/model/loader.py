@@ -82,7 +82,7 @@ def load_model(path: str | Path) -> LoadedModel:
     model_dir = resolve_model_dir(path)
     config = load_config(model_dir / CONFIG_NAME)
     ckpt_path = model_dir / CKPT_NAME
-    state = load_state_dict(ckpt_path)
+    state = load_state_dict(ckpt_path, config.model_type)
     network = build_network(config)
     expected = network.state_dict()
     missing = [k for k in expected if k not in state]

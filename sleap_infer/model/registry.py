@@ -29,6 +29,7 @@ ONE = "one"  # a single map (centroids)
 PAF_COMPONENTS = "paf_components"  # x and y per PAF edge
 CLASSES = "classes"  # one per identity class
 TWO = "two"  # a (dx, dy) vector field (center offsets)
+EMBEDDING_DIM = "embedding_dim"  # the head block's ``embedding_dim`` (appearance vectors)
 
 _LAYERS = "sleap_infer.layers"
 _WRAPPERS = "sleap_infer.export.wrappers"
@@ -43,6 +44,11 @@ class HeadSpec:
     channels: str = NODES
     activation: str = "none"  # "sigmoid": class maps are probabilities
     vector: bool = False  # pooled to one vector per image (class vectors)
+    # Box detectors: ``channels`` counts per category (one center map per category; SSD:
+    # one foreground logit per category, its background logit and 4 deltas implied).
+    per_category: bool = False
+    multiscale: bool = False  # reads several feature strides (SSD pyramid levels)
+    stride: int = 1  # sleap-nn's default output_stride when the block omits it
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,10 @@ class ModelType:
     tileable: bool = False  # runs tiled when its config enables preprocessing.tiling
     raw_export: bool = False  # its exported graph returns the raw maps: ``layer`` decodes them
     masks: bool = False  # predicts segmentation masks, not keypoint instances
+    boxes: bool = False  # predicts bounding boxes, not keypoint instances
+    # Turns crops of given detections into appearance vectors (re-ID). Runs alone on the
+    # detections of a labels file, or after a centroid model (``pair``) on a video.
+    embeds: bool = False
 
     @property
     def needs_centroids(self) -> bool:
@@ -116,6 +126,11 @@ _MASK_HOST = (
 
 # ------------------------------------------------------------------------ heads
 _FOREGROUND = HeadSpec("SegmentationHead", "segmentation", channels=ONE, activation="sigmoid")
+_BOX_HOST = (
+    "corners / input scale / size-matcher scale, clipped to the original frame",
+    "slots left without area dropped (score order kept)",
+)
+
 _CONFMAPS_MULTI = HeadSpec("MultiInstanceConfmapsHead", "confmaps")
 _CONFMAPS_CROP = HeadSpec("CenteredInstanceConfmapsHead", "confmaps")
 
@@ -255,14 +270,81 @@ MODEL_TYPES: dict[str, ModelType] = {
             raw_export=True,
             masks=True,
         ),
+        ModelType(
+            "bbox_centernet",
+            heads=(
+                HeadSpec(
+                    "BBoxCenterHead",
+                    "center",
+                    channels=ONE,
+                    activation="sigmoid",
+                    per_category=True,
+                    stride=4,
+                ),
+                HeadSpec("BBoxSizeHead", "size", channels=TWO, stride=4),
+                HeadSpec("BBoxOffsetHead", "offset", channels=TWO, stride=4),
+            ),
+            layer=f"{_LAYERS}.boxes:CenterNetLayer",
+            in_graph=(*_NETWORK, "sigmoid of the center logits"),
+            on_host=(
+                "center peaks (3x3 max-pool equality, plateaus kept), top-k before the "
+                "score threshold",
+                "boxes from size / offset at each peak x output_stride, clipped to the input",
+                "optional class-wise IoU NMS (--bbox-nms-iou)",
+                *_BOX_HOST,
+            ),
+            raw_export=True,
+            boxes=True,
+        ),
+        ModelType(
+            "bbox_ssd",
+            heads=(
+                HeadSpec(
+                    "SSDHead",
+                    "ssd",
+                    channels=ONE,
+                    per_category=True,
+                    multiscale=True,
+                    stride=8,
+                ),
+            ),
+            layer=f"{_LAYERS}.boxes:SSDLayer",
+            in_graph=(*_NETWORK, "per-level towers and predictors, anchors of all levels"),
+            on_host=(
+                "softmax over classes (background dropped), anchor deltas decoded",
+                "score threshold, top 1000 candidates, class-wise IoU NMS (0.45), max detections",
+                *_BOX_HOST,
+            ),
+            raw_export=True,
+            boxes=True,
+        ),
+        ModelType(
+            "embedding",
+            heads=(
+                HeadSpec(
+                    "EmbeddingHead", "embedding", channels=EMBEDDING_DIM, vector=True, stride=32
+                ),
+            ),
+            layer=f"{_LAYERS}.embedding:EmbeddingLayer",
+            in_graph=(
+                "uint8 crop -> float32 0..255 (no / 255)",
+                "per crop and channel standardisation (std + 1e-5, floored at 1)",
+                "network, bottleneck pooling (GeM / avg / max), FC layers, L2 norm",
+            ),
+            on_host=(
+                "crop centres: mask centre of mass (or box midpoint) on the image grid, "
+                "or the pose centroid",
+                "crop_size squares sampled bilinearly at crop / (crop - 1) magnification, "
+                "zero beyond the frame with a coverage fade (sleap-nn's Skia crop)",
+            ),
+            pair=PairSpec("topdown_embedding", f"{_LAYERS}.embedding:TopDownEmbeddingLayer"),
+            raw_export=True,
+            embeds=True,
+        ),
     )
 }
 
-NOT_YET_SUPPORTED: tuple[str, ...] = (
-    "embedding",
-    "bbox_centernet",
-    "bbox_ssd",
-)
+NOT_YET_SUPPORTED: tuple[str, ...] = ()
 """sleap-nn head types we recognise but cannot run yet (a clearer error than "unknown")."""
 
 
@@ -284,9 +366,16 @@ def pair_roles(types: Sequence[str]) -> tuple[int, int] | None:
     for detector, instance in ((0, 1), (1, 0)):
         entry = MODEL_TYPES.get(types[instance])
         pair = None if entry is None else entry.pair
-        if pair is not None and types[detector] == pair.detector:
+        if pair is not None and seeds_crops(types[detector], pair):
             return detector, instance
     return None
+
+
+def seeds_crops(model_type: str, pair: PairSpec) -> bool:
+    """Whether ``model_type`` can find the animals for ``pair``: its detector (centroids), or
+    any box detector (crops centred on the boxes, as sleap-nn 0.3.5 does)."""
+    entry = MODEL_TYPES.get(model_type)
+    return model_type == pair.detector or (entry is not None and entry.boxes)
 
 
 def pipeline_names() -> tuple[str, ...]:

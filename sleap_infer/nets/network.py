@@ -5,7 +5,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from sleap_infer.nets.heads import make_class_vectors_head, make_spatial_head
+from sleap_infer.nets.heads import (
+    SSDPredictor,
+    make_class_vectors_head,
+    make_embedding_head,
+    make_spatial_head,
+)
+from sleap_infer.ops.embedding_crops import standardize_crops
 from sleap_infer.vocab.config import ModelConfig
 from sleap_infer.vocab.errors import ConfigError
 
@@ -28,6 +34,11 @@ class PoseNetwork(nn.Module):
 
     ``forward`` takes ``(B, C, H, W)`` uint8 (divided by 255 here, once, so every
     backend and export sees the same contract) or float already in [0, 1].
+
+    Embedding models differ (sleap-nn never divides their crops by 255): uint8 crops
+    are standardised here per crop and channel, so the exported graph holds it too;
+    a float input is taken as already standardised (burn-in crops, whose mask the
+    host applies).
     """
 
     def __init__(self, config: ModelConfig, backbone: nn.Module) -> None:
@@ -36,10 +47,14 @@ class PoseNetwork(nn.Module):
         self.head_names = [h.name for h in config.heads]
         self.head_strides = [h.output_stride for h in config.heads]
         self.head_is_vector = [h.vector for h in config.heads]
+        self.head_levels = [h.strides for h in config.heads]
         self.in_channels = config.in_channels
-        layers = []
+        self.standardizes = config.embedding is not None
+        layers: list[nn.Module] = []
         for head in config.heads:
-            if head.is_spatial:
+            if head.strides:
+                layers.append(self._multiscale_head(config, backbone, head.strides))
+            elif head.is_spatial:
                 if head.output_stride not in backbone.stride_to_filters:
                     raise ConfigError(
                         f"head {head.name} needs stride {head.output_stride}; backbone "
@@ -48,18 +63,45 @@ class PoseNetwork(nn.Module):
                 layers.append(
                     make_spatial_head(head, backbone.stride_to_filters[head.output_stride])
                 )
+            elif head.pool is not None:
+                layers.append(make_embedding_head(head, backbone.middle_filters))
             else:
                 layers.append(make_class_vectors_head(head, backbone.middle_filters))
         self.head_layers = nn.ModuleList(layers)
 
+    @staticmethod
+    def _multiscale_head(
+        config: ModelConfig, backbone: nn.Module, strides: tuple[int, ...]
+    ) -> nn.Module:
+        missing = [s for s in strides if s not in backbone.stride_to_filters]
+        if missing or config.boxes is None:
+            raise ConfigError(
+                f"SSD levels {list(strides)} need backbone strides "
+                f"{sorted(backbone.stride_to_filters)}"
+            )
+        widths = [backbone.stride_to_filters[s] for s in strides]
+        return SSDPredictor(config.boxes, len(config.categories), widths)
+
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        if not torch.is_floating_point(x):
+        if self.standardizes:
+            if not torch.is_floating_point(x):
+                dtype = next(self.parameters()).dtype
+                x = standardize_crops(x.float()).to(dtype)
+        elif not torch.is_floating_point(x):
             x = x.float() / 255.0
         x = to_model_channels(x, self.in_channels)
         feats = self.backbone(x)
         outputs: dict[str, torch.Tensor] = {}
         heads = zip(self.head_names, self.head_strides, self.head_is_vector, self.head_layers)
-        for name, stride, vector, layer in heads:
+        for (name, stride, vector, layer), levels in zip(heads, self.head_levels):
+            if levels:  # a decoder output per level, the bottleneck for the deepest
+                outputs[name] = layer(
+                    [
+                        feats.levels[feats.strides.index(s)] if s in feats.strides else feats.middle
+                        for s in levels
+                    ]
+                )
+                continue
             if vector or not feats.levels or stride not in feats.strides:
                 source = feats.middle
             else:

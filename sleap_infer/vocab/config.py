@@ -60,6 +60,11 @@ class HeadConfig:
     num_fc_layers: int = 0
     num_fc_units: int = 0
     global_pool: bool = True
+    # Multi-scale heads only (SSD): the feature strides read, finest first.
+    strides: tuple[int, ...] = ()
+    # Embedding heads only: bottleneck pooling (gem | avg | max) and the final L2 norm.
+    pool: str | None = None
+    normalize: bool = False
 
     @property
     def is_spatial(self) -> bool:
@@ -144,6 +149,49 @@ BackboneConfig = UNetConfig | ConvNeXtConfig | SwinTConfig
 
 
 @dataclass(frozen=True)
+class EmbeddingSettings:
+    """How an ``embedding`` model cuts and normalises its crops (sleap-nn 0.3.5).
+
+    From ``data_config.preprocessing`` (``burn_in``, ``background_fill``,
+    ``crop_centering``) and the head block (``detection_mode``, the pose
+    carrier's centre: ``anchor_part`` / ``centroid_method`` / ``centroid_fallback``).
+    The crop side is ``Preprocessing.crop_size``; the input ``scale`` is ignored
+    for these crops, as sleap-nn ignores it.
+    """
+
+    detection_mode: str = "mask"  # mask | pose: the carrier tried first
+    crop_centering: str = "auto"  # auto | mask_com | bbox (mask carrier)
+    burn_in: bool = False  # mask the crop and standardise its foreground only
+    background_fill: str = "black"  # black | grey | mean | noise (burn_in only)
+    centroid_method: str = "center_of_mass"  # center_of_mass | bbox_center | anchor
+    centroid_fallback: str = "center_of_mass"  # for a missing anchor node
+
+
+@dataclass(frozen=True)
+class BoxDetector:
+    """What decoding a box detector needs (``head_configs.bbox_centernet`` / ``bbox_ssd``).
+
+    ``style`` is ``"centernet"`` or ``"ssd"``. SSD anchors are not in the checkpoint:
+    they are rebuilt from these numbers for every padded input size, so the
+    ``anchor_sizes`` training wrote into the YAML are required.
+    """
+
+    style: str
+    output_stride: int  # CenterNet grid stride; SSD finest level stride
+    strides: tuple[int, ...] = ()  # SSD pyramid levels, finest first
+    anchor_sizes: tuple[float, ...] = ()  # SSD: one base size per level, input pixels
+    anchor_scales: tuple[float, ...] = (1.0, 1.26, 1.587)
+    aspect_ratios: tuple[float, ...] = (0.5, 1.0, 2.0)  # h / w
+    box_variances: tuple[float, ...] = (0.1, 0.1, 0.2, 0.2)
+    head_channels: int = 128
+    head_convs: int = 1
+
+    @property
+    def anchors_per_location(self) -> int:
+        return len(self.anchor_scales) * len(self.aspect_ratios)
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     """Everything inference needs to know about one trained model directory."""
 
@@ -159,6 +207,9 @@ class ModelConfig:
     anchor_part: str | None = None
     paf_edges: tuple[tuple[int, int], ...] = ()
     class_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()  # box detectors: class names of the boxes
+    boxes: BoxDetector | None = None  # box detectors only
+    embedding: EmbeddingSettings | None = None  # embedding models only
     total_params: int | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 

@@ -91,6 +91,9 @@ class PredictOptions:
     # ... and what the output holds (writers).
     mask_output: str = "mask"
     polygon_epsilon: float = POLYGON_EPSILON
+    # Box detectors: class-wise IoU NMS; None = the type's default (SSD 0.45, CenterNet
+    # off), 1.0 suppresses nothing.
+    bbox_nms_iou: float | None = None
 
     def __post_init__(self) -> None:
         check_integral_patch_size(self.integral_patch_size)
@@ -121,6 +124,8 @@ class PredictOptions:
             )
         if self.polygon_epsilon < 0:
             raise UsageError("--polygon-epsilon must be >= 0")
+        if self.bbox_nms_iou is not None and not 0.0 <= self.bbox_nms_iou <= 1.0:
+            raise UsageError(f"--bbox-nms-iou {self.bbox_nms_iou}: must be in [0, 1]")
 
     def decode_settings(self) -> DecodeSettings:
         """The in-graph decoding these options need from an export.

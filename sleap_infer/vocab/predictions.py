@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sleap_infer.vocab.boxes import BoxSet
 from sleap_infer.vocab.masks import MaskSet
 
 
@@ -29,10 +30,16 @@ class BatchPredictions:
     frame_indices: np.ndarray | None = None  # (B,) int64, filled in by the runner
     extras: dict[str, np.ndarray] = field(default_factory=dict)  # debug (e.g. confmaps)
     masks: MaskSet | None = None  # segmentation models: the predicted masks
+    boxes: BoxSet | None = None  # box detectors: the predicted boxes
+    embeddings: np.ndarray | None = None  # (B, I, D) float32 re-ID vectors, NaN where none
 
     @property
     def n_masks(self) -> int:
         return 0 if self.masks is None else len(self.masks)
+
+    @property
+    def n_boxes(self) -> int:
+        return 0 if self.boxes is None else len(self.boxes)
 
     @property
     def batch_size(self) -> int:
@@ -70,6 +77,8 @@ class BatchPredictions:
             frame_indices=cut(self.frame_indices),
             extras={k: v[:n] for k, v in self.extras.items()},
             masks=None if self.masks is None else self.masks.select(self.masks.frame < n),
+            boxes=None if self.boxes is None else self.boxes.select(self.boxes.frame < n),
+            embeddings=cut(self.embeddings),
         )
 
     def frame(self, i: int) -> list[dict[str, np.ndarray | float | int]]:

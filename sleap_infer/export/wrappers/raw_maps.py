@@ -25,6 +25,9 @@ class RawMapsWrapper(ExportWrapper):
 
     Sigmoid heads keep their sigmoid, written out (see :class:`PlainSigmoid`): foreground
     probabilities near a threshold decide mask pixels, so they must be torch's values.
+
+    Embedding models export their one vector head instead, ``EmbeddingHead`` ``(B, D)``:
+    the input is a batch of uint8 crops, standardised inside the network (no / 255).
     """
 
     decode_fields = ()  # nothing of the decoding is in the graph
@@ -36,7 +39,16 @@ class RawMapsWrapper(ExportWrapper):
         super().__init__(network, config, decode, fp16=fp16)
         # Per model, not per class: one wrapper serves every model type.
         self.model_type = config.model_type  # type: ignore[misc]
-        self.output_names = tuple(h.name for h in config.heads if h.is_spatial)  # type: ignore[misc]
+        self.embeds = config.embedding is not None
+        self.output_names = tuple(  # type: ignore[misc]
+            h.name for h in config.heads if h.is_spatial or self.embeds
+        )
+
+    def head_outputs(self, image: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Embedding networks take the uint8 crops themselves (they standardise, not / 255)."""
+        if not self.embeds:
+            return super().head_outputs(image)
+        return {name: out.float() for name, out in self.network(image).items()}
 
     def forward(self, image: torch.Tensor) -> tuple[torch.Tensor, ...]:
         heads = self.head_outputs(image)
@@ -54,5 +66,6 @@ class RawMapsWrapper(ExportWrapper):
         ]
 
     def checks_values(self, name: str) -> bool:
-        """Every map counts: the host thresholds and groups them pixel by pixel."""
+        """Every map counts: the host thresholds and groups them pixel by pixel (and every
+        vector component, for embeddings)."""
         return True
