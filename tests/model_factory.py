@@ -177,3 +177,17 @@ def write_model_dir(path: Path, raw: dict[str, Any], seed: int = 0) -> Path:
     (path / "training_config.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
     save_checkpoint(path / "best.ckpt", net.state_dict())
     return path
+
+
+def write_box_detector(path: Path, seed: int = 4) -> Path:
+    """A random-weight CenterNet whose size head says ~10 px: random sizes are ~0, which
+    clips every box away."""
+    write_model_dir(path, config_dict("bbox_centernet"), seed=seed)
+    from sleap_infer.model.loader import load_model
+
+    net = load_model(path).network
+    size_head = net.head_layers[1].BBoxSizeHead[0]
+    size_head.weight.data.zero_()
+    size_head.bias.data.fill_(5.0)
+    save_checkpoint(path / "best.ckpt", net.state_dict())
+    return path

@@ -24,7 +24,7 @@ from sleap_infer.runtimes import backend_maker
 from sleap_infer.vocab.errors import ConfigError, UsageError
 from sleap_infer.vocab.options import PredictOptions
 
-from model_factory import config_dict, write_model_dir
+from model_factory import config_dict, write_box_detector, write_model_dir
 
 BOX_CROP = {"crop_size": 32, "crop_mode": "bbox", "crop_bbox_aspect": "square"}
 
@@ -157,12 +157,7 @@ def test_points_from_crop_inverts_the_crop_mapping(aspect: str) -> None:
 
 
 def _box_model(folder: Path) -> LoadedModel:
-    """A random-weight CenterNet whose size head says ~10 px (random sizes are ~0: no box)."""
-    model = load_model(write_model_dir(folder, config_dict("bbox_centernet"), seed=4))
-    size_head = model.network.head_layers[1].BBoxSizeHead[0]
-    size_head.weight.data.zero_()
-    size_head.bias.data.fill_(5.0)
-    return model
+    return load_model(write_box_detector(folder))
 
 
 @pytest.mark.parametrize("aspect", ["square", "letterbox"])

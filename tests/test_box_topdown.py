@@ -11,23 +11,17 @@ import pytest
 
 from sleap_infer.layers.build import build_layer
 from sleap_infer.layers.topdown import TopDownLayer
-from sleap_infer.model.checkpoint import save_checkpoint
 from sleap_infer.model.loader import LoadedModel, load_model
 from sleap_infer.model.registry import pair_roles
 from sleap_infer.runtimes import backend_maker
 from sleap_infer.vocab.options import PredictOptions
 
 from conftest import write_video
-from model_factory import config_dict, write_model_dir
+from model_factory import config_dict, write_box_detector, write_model_dir
 
 
 def _box_model(folder: Path) -> LoadedModel:
-    """A random-weight CenterNet whose size head says ~10 px (random sizes are ~0: no box)."""
-    model = load_model(write_model_dir(folder, config_dict("bbox_centernet"), seed=4))
-    size_head = model.network.head_layers[1].BBoxSizeHead[0]
-    size_head.weight.data.zero_()
-    size_head.bias.data.fill_(5.0)
-    return model
+    return load_model(write_box_detector(folder))
 
 
 def test_any_box_detector_pairs_with_any_crop_model_in_either_order() -> None:
@@ -93,8 +87,7 @@ def test_box_then_centered_instance_segmentation_matches_sleap_nn(shared: Path) 
 
 
 def test_box_detector_cli_writes_csv_and_refuses_analysis_h5(tmp_path: Path) -> None:
-    model = tmp_path / "box"
-    save_checkpoint(model / "best.ckpt", _box_model(model).network.state_dict())
+    model = write_box_detector(tmp_path / "box")
     frames = np.random.default_rng(0).integers(0, 255, (4, 64, 64, 3), dtype=np.uint8)
     video = write_video(tmp_path / "clip.mp4", frames)
     out = tmp_path / "out.csv"

@@ -67,6 +67,15 @@ class InferenceLayer(Preprocessor, ABC):
     def device(self) -> torch.device:
         return self.backend.device
 
+    @property
+    def stage1_threshold(self) -> float:
+        """The peak (or box score) threshold of a detector that may be top-down's stage 1:
+        ``--centroid-peak-threshold`` wins over ``--peak-threshold`` there."""
+        opts = self.options
+        if opts.centroid_peak_threshold is not None:
+            return opts.centroid_peak_threshold
+        return opts.peak_threshold
+
     # ----------------------------------------------------------------- running
     @abstractmethod
     def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:

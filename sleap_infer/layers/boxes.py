@@ -49,10 +49,7 @@ class BoxLayer(InferenceLayer):
     @property
     def threshold(self) -> float:
         """The score threshold; the top-down stage-1 override wins, as for centroids."""
-        opts = self.options
-        if opts.centroid_peak_threshold is not None:
-            return opts.centroid_peak_threshold
-        return opts.peak_threshold
+        return self.stage1_threshold
 
     @property
     def max_detections(self) -> int:

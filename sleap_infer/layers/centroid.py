@@ -45,10 +45,7 @@ class CentroidLayer(InferenceLayer):
 
     @property
     def threshold(self) -> float:
-        opts = self.options
-        if opts.centroid_peak_threshold is not None:
-            return opts.centroid_peak_threshold
-        return opts.peak_threshold
+        return self.stage1_threshold
 
     def find_centroids(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> Centroids:
         """Local peaks -> size-matched frame pixels, top-``max_instances`` by value per frame.
