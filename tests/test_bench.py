@@ -106,3 +106,27 @@ def test_bench_torch_vs_onnx_on_real_frames(
         assert onnx_row.delta_px_max < 0.05
         assert by[("trt", n)].status == UNAVAILABLE and by[("trt", n)].reason
     assert "scene.mp4" in context["frames"]
+
+
+def test_box_and_mask_agreement_against_torch() -> None:
+    from sleap_infer.bench.measure import box_delta, mask_agreement
+    from sleap_infer.vocab.boxes import BoxSet
+    from sleap_infer.vocab.masks import MaskSet
+    from sleap_infer.vocab.predictions import BatchPredictions
+
+    def preds(xyxy: list[list[float]], masks: list[np.ndarray]) -> BatchPredictions:
+        p = BatchPredictions.empty(1, 2)
+        p.boxes = BoxSet.build([0] * len(xyxy), xyxy, [0.9] * len(xyxy))
+        one = [(1.0, 1.0)] * len(masks)
+        p.masks = MaskSet.build([0] * len(masks), masks, [0.5] * len(masks), one, one)
+        return p
+
+    a, b = np.zeros((4, 4), bool), np.zeros((4, 4), bool)
+    a[1:3, 1:3] = True
+    b[0, 0] = True
+    ref = preds([[0, 0, 10, 10], [5, 5, 8, 9]], [a, b])
+    moved = preds([[0, 0, 10, 10.5], [5, 5, 8, 9]], [a, a])
+    assert box_delta(ref, moved) == pytest.approx(0.5)
+    assert box_delta(ref, preds([[0, 0, 10, 10]], [a, b])) == float("inf")  # a box lost
+    assert mask_agreement(ref, moved) == 0.5  # the second mask differs
+    assert mask_agreement(ref, ref) == 1.0

@@ -47,6 +47,8 @@ class Measurement:
     matched_points: int | None = None
     # Segmentation models: share of torch's masks this backend reproduced pixel for pixel.
     masks_identical: float | None = None
+    # Box detectors: the largest corner difference (px) from torch's boxes, in order.
+    box_delta_px: float | None = None
     stages: dict[str, float] = field(default_factory=dict)  # share of timed wall time
 
     def to_json(self) -> dict[str, Any]:
@@ -175,3 +177,21 @@ def mask_agreement(reference: BatchPredictions, other: BatchPredictions) -> floa
                 and np.array_equal(ref.runs(k), oth.runs(j))
             )
     return same / len(ref)
+
+
+def box_delta(reference: BatchPredictions, other: BatchPredictions) -> float | None:
+    """Largest corner difference (px) between the two runs' boxes, paired in each frame's
+    order; ``inf`` when a frame's box count differs; None without boxes."""
+    ref, oth = reference.boxes, other.boxes
+    if ref is None or not len(ref):
+        return None
+    if oth is None:
+        return float("inf")
+    worst = 0.0
+    for b in range(reference.batch_size):
+        mine, theirs = ref.in_frame(b), oth.in_frame(b)
+        if len(mine) != len(theirs):
+            return float("inf")
+        if mine:
+            worst = max(worst, float(np.abs(ref.xyxy[mine] - oth.xyxy[theirs]).max()))
+    return worst

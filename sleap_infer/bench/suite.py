@@ -16,6 +16,7 @@ from sleap_infer.bench.measure import (
     FAILED,
     UNAVAILABLE,
     Measurement,
+    box_delta,
     keypoint_delta,
     mask_agreement,
     measure_layer,
@@ -172,5 +173,6 @@ def run_bench(
                     reference[b], preds
                 )
                 row.masks_identical = mask_agreement(reference[b], preds)
+                row.box_delta_px = box_delta(reference[b], preds)
             emit(row)
     return rows, context

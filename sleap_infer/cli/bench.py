@@ -160,8 +160,11 @@ def _table(rows: list[Measurement], context: dict[str, Any]) -> Table:
     if gpu:
         table.add_column("GPU MiB", justify="right")
     masks = any(r.masks_identical is not None for r in rows)
+    boxes = any(r.box_delta_px is not None for r in rows)
     if masks:
         table.add_column("Masks = torch", justify="right")
+    elif boxes:
+        table.add_column("Δ box px vs torch (max)", justify="right")
     else:
         table.add_column("Δ px vs torch (mean/max)", justify="right")
     for r in rows:
@@ -184,6 +187,8 @@ def _table(rows: list[Measurement], context: dict[str, Any]) -> Table:
         if masks:
             share = r.masks_identical
             cells.append("1.0" if r.backend == "torch" else _fmt(share, 4))
+        elif boxes:
+            cells.append("0" if r.backend == "torch" else _fmt(r.box_delta_px, 6))
         else:
             cells.append(f"{_fmt(r.delta_px_mean, 4)}/{_fmt(r.delta_px_max, 4)}")
         table.add_row(*cells)
