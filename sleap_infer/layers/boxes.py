@@ -101,27 +101,39 @@ class BoxLayer(InferenceLayer):
         return out, torch.cat(keep) if keep else torch.zeros(0, dtype=torch.bool)
 
     def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
-        frames, keep = self.frame_boxes(outputs, info)
-        batch = len(info.eff_scale)
-        preds = BatchPredictions.empty(batch, self.n_nodes)
-        ok = keep.numpy()
-        rows = [np.full(len(d.scores), b, np.int32) for b, d in enumerate(frames)]
-        if not rows or not ok.any():
-            preds.boxes = BoxSet.empty()
-        else:
-            preds.boxes = BoxSet.build(
-                np.concatenate(rows)[ok],
-                torch.cat([d.boxes for d in frames]).double().numpy()[ok],
-                torch.cat([d.scores for d in frames]).numpy()[ok],
-                torch.cat([d.classes for d in frames]).numpy()[ok],
-            )
+        preds = BatchPredictions.empty(len(info.eff_scale), self.n_nodes)
+        preds.boxes = self._box_set(*self.frame_boxes(outputs, info))
         self._keep_maps(preds, outputs)
         return preds
 
     def find_centroids(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> Centroids:
         """Stage 1 of top-down: each kept box's centre (from the box clipped to the frame)
         and score, in size-matched pixels, strongest first, NaN / 0 / False padded."""
+        return self._centroids(*self.frame_boxes(outputs, info), info)
+
+    def detections(
+        self, outputs: dict[str, torch.Tensor], info: PreprocInfo
+    ) -> tuple[BoxSet, Centroids]:
+        """Box-seeded top-down: the boxes as written and their centres, from one decode."""
         frames, keep = self.frame_boxes(outputs, info)
+        return self._box_set(frames, keep), self._centroids(frames, keep, info)
+
+    @staticmethod
+    def _box_set(frames: list[Detections], keep: torch.Tensor) -> BoxSet:
+        ok = keep.numpy()
+        rows = [np.full(len(d.scores), b, np.int32) for b, d in enumerate(frames)]
+        if not rows or not ok.any():
+            return BoxSet.empty()
+        return BoxSet.build(
+            np.concatenate(rows)[ok],
+            torch.cat([d.boxes for d in frames]).double().numpy()[ok],
+            torch.cat([d.scores for d in frames]).numpy()[ok],
+            torch.cat([d.classes for d in frames]).numpy()[ok],
+        )
+
+    def _centroids(
+        self, frames: list[Detections], keep: torch.Tensor, info: PreprocInfo
+    ) -> Centroids:
         eff = np.asarray(info.eff_scale, np.float32)
         counts, start, per_frame = [], 0, []
         for det in frames:

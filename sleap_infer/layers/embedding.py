@@ -254,8 +254,7 @@ class TopDownEmbeddingLayer(TopDownLayer):
     def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
         if info.source is None:
             raise ValueError("top-down postprocessing needs PreprocInfo.source (the frames)")
-        detected = info
-        cents, info = self.stage1(outputs, info)
+        cents, info, boxes = self.stage1(outputs, info)
         valid = cents.valid.cpu().numpy()
         values = cents.values.cpu().numpy().astype(np.float32)
         eff = info.eff_scale.astype(np.float32)
@@ -284,7 +283,7 @@ class TopDownEmbeddingLayer(TopDownLayer):
             embeddings=embeddings,
         )
         preds.extras["centroids"] = original.astype(np.float32)
-        self.add_boxes(preds, outputs, detected)
+        self.add_boxes(preds, boxes)
         return preds
 
     def warmup(self, frame_shape: tuple[int, int, int, int], iterations: int = 1) -> None:

@@ -128,16 +128,21 @@ class TopDownLayer(InferenceLayer):
 
     def stage1(
         self, outputs: dict[str, torch.Tensor], info: PreprocInfo
-    ) -> tuple[Centroids, PreprocInfo]:
-        """The animals' centres in the crop source's pixels, and the info whose
-        ``eff_scale`` maps those pixels back to the frame."""
-        cents = self.centroid.find_centroids(outputs, info)
+    ) -> tuple[Centroids, PreprocInfo, BoxSet | None]:
+        """The animals' centres in the crop source's pixels, the info whose ``eff_scale``
+        maps those pixels back to the frame, and (box-seeded) the boxes, decoded once."""
+        boxes = None
+        if self.box_seeded:
+            boxes, cents = self.centroid.detections(outputs, info)
+        else:
+            cents = self.centroid.find_centroids(outputs, info)
         crop_eff = info.crop_eff_scale
         if crop_eff is None or np.array_equal(crop_eff, info.eff_scale):
-            return cents, info
+            return cents, info, boxes
         ratio = torch.as_tensor(crop_eff / info.eff_scale, dtype=cents.points.dtype)
         points = cents.points * ratio.to(cents.points.device)[:, None, None]
-        return Centroids(points, cents.values, cents.valid), replace(info, eff_scale=crop_eff)
+        cents = Centroids(points, cents.values, cents.valid)
+        return cents, replace(info, eff_scale=crop_eff), boxes
 
     def box_stage1(
         self, outputs: dict[str, torch.Tensor], info: PreprocInfo
@@ -180,18 +185,11 @@ class TopDownLayer(InferenceLayer):
         top_left = (windows[:, :2] - 0.5).to(dev)  # crop corner in keypoint coordinates
         return Crops(images, top_left, frame.to(dev), slot.to(dev), windows, scales)
 
-    def add_boxes(
-        self,
-        preds: BatchPredictions,
-        outputs: dict[str, torch.Tensor],
-        info: PreprocInfo,
-        boxes: BoxSet | None = None,
-    ) -> None:
+    @staticmethod
+    def add_boxes(preds: BatchPredictions, boxes: BoxSet | None) -> None:
         """Box-seeded: the detector's boxes go into the output too (as sleap-nn writes them)."""
-        if self.box_seeded:
-            preds.boxes = (
-                boxes if boxes is not None else self.centroid.postprocess(outputs, info).boxes
-            )
+        if boxes is not None:
+            preds.boxes = boxes
 
     def info_for_input(
         self, x: torch.Tensor, eff_scale: float = 1.0, source: torch.Tensor | None = None
@@ -217,13 +215,12 @@ class TopDownLayer(InferenceLayer):
     def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
         if info.source is None:
             raise ValueError("top-down postprocessing needs PreprocInfo.source (the frames)")
-        detected, boxes = info, None
         if self.box_crop is not None:
             cents, corners, info, boxes = self.box_stage1(outputs, info)
             with stage("crop extraction"):
                 crops = self.make_box_crops(info.source, cents, corners)
         else:
-            cents, info = self.stage1(outputs, info)
+            cents, info, boxes = self.stage1(outputs, info)
             with stage("crop extraction"):
                 crops = self.make_crops(info.source, cents)
         batch, width = cents.valid.shape
@@ -259,7 +256,7 @@ class TopDownLayer(InferenceLayer):
             preds.class_scores = np.full((batch, width), np.nan, np.float32)
         centroids = cents.points.cpu().numpy() / eff[:, None, None]
         preds.extras["centroids"] = centroids.astype(np.float32)
-        self.add_boxes(preds, outputs, detected, boxes)
+        self.add_boxes(preds, boxes)
         return preds
 
     @staticmethod

@@ -42,8 +42,7 @@ class TopDownSegmentationLayer(TopDownLayer):
     def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
         if info.source is None:
             raise ValueError("top-down postprocessing needs PreprocInfo.source (the frames)")
-        detected = info
-        cents, info = self.stage1(outputs, info)
+        cents, info, boxes = self.stage1(outputs, info)
         with stage("crop extraction"):
             crops = self.make_crops(info.source, cents)
         batch = int(cents.valid.shape[0])
@@ -51,7 +50,7 @@ class TopDownSegmentationLayer(TopDownLayer):
         n = int(crops.images.shape[0])
         if n == 0:
             preds.masks = MaskSet.empty()
-            self.add_boxes(preds, outputs, detected)
+            self.add_boxes(preds, boxes)
             return preds
         # As for keypoints: a crop batch padded to a multiple of the frame batch gives
         # compiled / TensorRT backends fewer shapes; the padded crops are ignored.
@@ -68,7 +67,7 @@ class TopDownSegmentationLayer(TopDownLayer):
             )
         centroids = cents.points.cpu().numpy() / info.eff_scale.astype(np.float32)[:, None, None]
         preds.extras["centroids"] = centroids.astype(np.float32)
-        self.add_boxes(preds, outputs, detected)
+        self.add_boxes(preds, boxes)
         return preds
 
     def warmup(self, frame_shape: tuple[int, int, int, int], iterations: int = 1) -> None:

@@ -18,17 +18,25 @@ def make_spatial_head(head: HeadConfig, in_channels: int) -> nn.Sequential:
     return nn.Sequential(OrderedDict({head.name: nn.Sequential(conv, act)}))
 
 
+def _add_fc_layers(
+    layers: OrderedDict[str, nn.Module], prefix: str, width: int, head: HeadConfig
+) -> int:
+    """The vector heads' hidden layers, ``{prefix}{i}_fc`` + ``_relu`` (sleap-nn's key
+    names); returns the width they end with."""
+    for i in range(head.num_fc_layers):
+        layers[f"{prefix}{i}_fc"] = nn.Linear(width, head.num_fc_units)
+        layers[f"{prefix}{i}_relu"] = nn.ReLU()
+        width = head.num_fc_units
+    return width
+
+
 def make_class_vectors_head(head: HeadConfig, in_channels: int) -> nn.Sequential:
     """Global max pool -> MLP -> softmax over classes (outputs probabilities)."""
     layers: OrderedDict[str, nn.Module] = OrderedDict()
     if head.global_pool:
         layers["pre_classification_global_pool"] = nn.AdaptiveMaxPool2d(1)
     layers["pre_classification_flatten"] = nn.Flatten(start_dim=1)
-    width = in_channels
-    for i in range(head.num_fc_layers):
-        layers[f"pre_classification{i}_fc"] = nn.Linear(width, head.num_fc_units)
-        layers[f"pre_classification{i}_relu"] = nn.ReLU()
-        width = head.num_fc_units
+    width = _add_fc_layers(layers, "pre_classification", in_channels, head)
     layers["ClassVectorsHead"] = nn.Linear(width, head.channels)
     layers["softmax"] = nn.Softmax(dim=-1)
     return nn.Sequential(layers)
@@ -115,11 +123,7 @@ def make_embedding_head(head: HeadConfig, in_channels: int) -> nn.Sequential:
     else:
         layers["pre_embedding_pool"] = nn.AdaptiveAvgPool2d(1)
     layers["pre_embedding_flatten"] = nn.Flatten(start_dim=1)
-    width = in_channels
-    for i in range(head.num_fc_layers):
-        layers[f"pre_embedding{i}_fc"] = nn.Linear(width, head.num_fc_units)
-        layers[f"pre_embedding{i}_relu"] = nn.ReLU()
-        width = head.num_fc_units
+    width = _add_fc_layers(layers, "pre_embedding", in_channels, head)
     layers["EmbeddingHead"] = nn.Linear(width, head.channels)
     if head.normalize:
         layers["l2norm"] = L2Norm()
