@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 TORCH_PIN ?= torch==2.13.0
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install test lint format demo bench bench-vs-sleap-nn bench-agreement bench-rss clean
+.PHONY: install test lint format demo bench bench-vs-sleap-nn bench-agreement bench-rss bench-tracking clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,12 @@ bench-agreement: $(STAMP)
 
 bench-rss: $(STAMP)
 	$(PY) benchmarks/rss_vs_length.py
+
+# Tracking: same tracks as sleap-nn's classic tracker, and MOTA / IDF1 against ground truth.
+bench-tracking: $(STAMP)
+	$(PY) -m pip install --quiet "motmetrics>=1.4"
+	$(PY) benchmarks/tracking_parity.py
+	$(PY) benchmarks/tracking_accuracy.py
 
 clean:
 	rm -rf $(VENV) demo_out .pytest_cache .ruff_cache

@@ -15,6 +15,7 @@ through a journal.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,8 +82,16 @@ class LabelsEmbedder:
         self.model = model
         self.layer = layer_class(model.model_type)(model.config, maker(model), options)
 
-    def embed_file(self, source: Path, output: Path) -> EmbeddingRun:
-        """Embed every carrier detection of ``source``; write the labels to ``output``."""
+    def embed_file(
+        self,
+        source: Path,
+        output: Path,
+        before_save: Callable[[sio.Labels], dict[str, Any]] | None = None,
+    ) -> EmbeddingRun:
+        """Embed every carrier detection of ``source``; write the labels to ``output``.
+
+        ``before_save`` (e.g. re-tracking by the new vectors) sees the embedded labels
+        before they are written; what it returns joins the provenance."""
         try:
             labels = sio.load_slp(str(source))
         except Exception as exc:  # sleap-io raises many kinds for damaged files
@@ -112,6 +121,8 @@ class LabelsEmbedder:
             "inference_end_timestamp": now_iso(),
             "versions": package_versions(),
         }
+        if before_save is not None:
+            labels.provenance.update(before_save(labels))
         atomic_write(
             output,
             lambda tmp: sio.save_slp(

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import sleap_io as sio
 
 from sleap_infer.io.formats import OutputFormat, get_format
 from sleap_infer.io.frames import select_frames
@@ -49,11 +50,20 @@ from sleap_infer.labels_embedding import LabelsEmbedder, require_labels_input
 from sleap_infer.layers import build_layer
 from sleap_infer.model.loader import LoadedModel, load_model
 from sleap_infer.model.registry import MODEL_TYPES
+from sleap_infer.online_tracking import (
+    IMAGES,
+    OnlineTracker,
+    track_names,
+    tracking_provenance,
+)
+from sleap_infer.retrack import retrack_labels
 from sleap_infer.runner import Runner, RunStats
 from sleap_infer.runtimes import get_runtime
+from sleap_infer.tracking import MASKS, POSES, resolve_options
 from sleap_infer.vocab.errors import OutputError, ResumeError, UsageError
 from sleap_infer.vocab.options import BATCH_SIZE, PredictOptions
 from sleap_infer.vocab.predictions import BatchPredictions
+from sleap_infer.vocab.tracking import TrackingOptions
 
 OUTPUT_ONLY_OPTIONS = frozenset({"mask_output", "polygon_epsilon"})
 
@@ -69,6 +79,7 @@ class VideoResult:
     masks: int = 0  # segmentation models
     boxes: int = 0  # box detectors
     embeddings: int = 0  # re-ID vectors written
+    tracks: int = 0  # tracks the tracker made (tracked runs)
     frames_with_instances: int = 0  # frames with an instance, a mask or a box
     mean_score: float | None = None  # mean instance (or mask, or box) score; None: none found
     fps: float = 0.0  # this run's throughput
@@ -124,10 +135,15 @@ class Predictor:
         batch_size: int = BATCH_SIZE,
         options: PredictOptions | None = None,
         backend_options: dict[str, Any] | None = None,
+        tracking: TrackingOptions | None = None,
     ) -> None:
         self.models: list[LoadedModel] = [load_model(p) for p in model_paths]
         self.options = options or PredictOptions()
         self.batch_size = batch_size
+        self.tracking: TrackingOptions | None = None  # resolved for these models
+        if tracking is not None:
+            check_trackable(self.models)
+        self._tracking_asked = tracking
         # A lone embedding model embeds the detections of a SLEAP project, not frames.
         self.embedder: LabelsEmbedder | None = None
         if len(self.models) == 1 and predicts_embeddings(self.models):
@@ -146,6 +162,9 @@ class Predictor:
         self._pads_short_videos = runtime.static_batch
         self.layer = build_layer(self.models, make_backend, self.options)
         self.runner = Runner(self.layer, batch_size=batch_size)
+        if tracking is not None:
+            n_nodes = len(self.layer.config.node_names)
+            self.tracking = resolve_tracking(self.models, tracking, n_nodes)
         self.warnings = skeleton_warnings(self.models, self.primary)
 
     @property
@@ -188,6 +207,8 @@ class Predictor:
                 k: v for k, v in self._options_dict().items() if k not in OUTPUT_ONLY_OPTIONS
             },
             "frames": selection_text(frames),
+            # Absent when untracked, so journals of untracked runs still resume.
+            **({"tracking": self.tracking.to_json()} if self.tracking else {}),
         }
 
     def provenance(self, info: VideoInfo, frames: list[int] | None) -> dict[str, Any]:
@@ -309,16 +330,20 @@ class Predictor:
             warnings=warnings,
         )
         bad = _BadFrameLog()
+        online = self._start_tracker(journal, reader)
         stream, total = self._remaining(reader, indices, journal, bad.add)
         if on_start is not None:
             on_start(info, total)
         t0 = time.perf_counter()
         try:
             with self._journal_writer(jpath, journal, fingerprint, info, result) as writer:
-                result.stats = self._run_into(writer, stream, bad, on_progress, total)
+                result.stats = self._run_into(writer, stream, bad, on_progress, total, online)
             finished = read_journal(jpath)
+            extra = dict(extra_provenance or {})
+            if self.tracking is not None:
+                extra["tracking"] = tracking_provenance(self.tracking, online)
             self._write_output(finished, info, indices, out_path, fmt, time.perf_counter() - t0,
-                               extra_provenance, result)  # fmt: skip
+                               extra, result)  # fmt: skip
         except Exception as exc:  # not KeyboardInterrupt: that leaves an "interrupted" journal
             if jpath.exists():
                 mark_failed(jpath, describe(exc))
@@ -327,6 +352,25 @@ class Predictor:
             jpath.unlink()  # only once the output is safely in place
         return result
 
+    def _start_tracker(self, journal: Journal | None, reader: VideoReader) -> OnlineTracker | None:
+        """This video's tracker: fresh, or where the resumed journal's last batch left it."""
+        if self.tracking is None:
+            return None
+        channels = reader.channels_for(self.layer.input_channels)
+
+        def read_frames(indices: list[int]) -> list[np.ndarray]:
+            found = dict(reader.iter_frames(sorted(set(indices)), channels))
+            return [found[i] for i in indices]
+
+        return OnlineTracker.start(
+            self.tracking,
+            tracking_carrier(self.models),
+            len(self.layer.config.node_names),
+            predicts_embeddings(self.models),
+            snapshot=journal.tracker if journal is not None else None,
+            read_frames=read_frames,
+        )
+
     def _embed_labels(
         self, path: Path, output: str | Path | None, fmt: OutputFormat
     ) -> VideoResult:
@@ -334,12 +378,24 @@ class Predictor:
         assert self.embedder is not None
         require_labels_input(path)
         out_path = Path(output) if output is not None else default_output_path(path, fmt)
-        run = self.embedder.embed_file(path, out_path)
+        asked = self._tracking_asked
+        retrack = None
+        tracks = [0]
+        if asked is not None:
+
+            def retrack(labels: sio.Labels) -> dict[str, Any]:
+                """Track by the new vectors (sleap-nn's ``embedding --tracking``)."""
+                stats = retrack_labels(labels, asked)
+                tracks[0] = stats.tracks
+                return {"tracking": {"options": stats.options.to_json(), "tracks": stats.tracks}}
+
+        run = self.embedder.embed_file(path, out_path, before_save=retrack)
         return VideoResult(
             video=path,
             output=out_path,
             frames=run.frames,
             embeddings=run.vectors,
+            tracks=tracks[0],
             frames_with_instances=run.frames,
             fps=run.frames / run.seconds if run.seconds > 0 else 0.0,
             metadata_frames=run.frames,
@@ -385,16 +441,26 @@ class Predictor:
         bad: _BadFrameLog,
         on_progress: Callable[[int], None] | None,
         total: int,
+        online: OnlineTracker | None = None,
     ) -> RunStats:
-        """Predict ``stream``, appending each batch (and new bad frames) to the journal."""
+        """Predict ``stream``, appending each batch (and new bad frames, and the tracker's
+        state after it) to the journal; tracking runs here, in frame order."""
 
         def sink(preds: BatchPredictions) -> None:
-            writer.write_batch(preds, bad.drain())
+            snapshot = online.track(preds) if online is not None else None
+            preds.extras.pop(IMAGES, None)
+            writer.write_batch(preds, bad.drain(), snapshot)
 
         # --batch-size 1000 on 166 frames must not allocate (and run) 834 blank frames.
         batch_size = None if self._pads_short_videos else max(1, min(self.batch_size, total))
         try:
-            return self.runner.run(stream, sink=sink, progress=on_progress, batch_size=batch_size)
+            return self.runner.run(
+                stream,
+                sink=sink,
+                progress=on_progress,
+                batch_size=batch_size,
+                keep_images=online is not None and online.needs_images,
+            )
         finally:
             with contextlib.suppress(OutputError):  # keep the original error, if any
                 writer.write_bad_frames(bad.drain())
@@ -418,6 +484,7 @@ class Predictor:
         result.instances = journal.n_instances
         result.masks = journal.n_masks
         result.boxes = journal.n_boxes
+        result.tracks = journal.n_tracks
         result.frames_with_instances = journal.frames_with_instances
         result.mean_score = _mean_score(journal)
         result.fps = result.stats.fps if result.stats else 0.0
@@ -446,7 +513,7 @@ class Predictor:
             fmt,
             make_video(info, n_frames=max(info.n_frames, highest + 1)),
             make_skeleton(self.layer.config),
-            self.layer.config.class_names,
+            track_names(journal.n_tracks) if self.tracking else self.layer.config.class_names,
             provenance,
             mask_output=self.options.mask_output,
             polygon_epsilon=self.options.polygon_epsilon,
@@ -521,6 +588,37 @@ def predicts_poses(models: Sequence[LoadedModel]) -> bool:
     entries = _entries(models)
     keypoints = any(not (e.boxes or e.masks or e.embeds) for e in entries)
     return keypoints or (any(e.embeds for e in entries) and len(models) > 1)
+
+
+def tracking_carrier(models: Sequence[LoadedModel]) -> str:
+    """What a tracked run tracks: masks for mask-only models, else keypoint instances."""
+    return MASKS if predicts_masks(models) and not predicts_poses(models) else POSES
+
+
+def resolve_tracking(
+    models: Sequence[LoadedModel], options: TrackingOptions, n_nodes: int
+) -> TrackingOptions:
+    """The tracking options with sleap-nn's automatic choices made for these models
+    (``n_nodes``: of the skeleton the output uses)."""
+    check_trackable(models)
+    carrier = tracking_carrier(models)
+    return resolve_options(options, carrier, n_nodes, predicts_embeddings(models))
+
+
+def check_trackable(models: Sequence[LoadedModel]) -> None:
+    """A one-line UsageError for models whose output cannot be tracked."""
+    entries = _entries(models)
+    kind = ", ".join(m.model_type for m in models)
+    if any(m.config.class_names for m in models):
+        raise UsageError(
+            f"--tracking: the {kind} model already assigns identities (its classes); "
+            "drop --tracking"
+        )
+    if entries and all(e.boxes for e in entries):
+        raise UsageError(
+            f"--tracking: a box detector's boxes are not tracked (as in sleap-nn); pair "
+            f"{kind} with an instance model to track animals"
+        )
 
 
 def box_categories(models: Sequence[LoadedModel]) -> tuple[str, ...]:

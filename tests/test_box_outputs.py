@@ -18,14 +18,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import sleap_io as sio
-from slp_tables import (
-    assert_same_datasets,
-    format_id,
-    memory_numbers,
-    rss_mb,
-    run_memory_child,
-    write_journal,
-)
 
 from sleap_infer.io.csv_out import write_csv
 from sleap_infer.io.formats import FORMATS
@@ -38,6 +30,15 @@ from sleap_infer.vocab.boxes import BoxSet
 from sleap_infer.vocab.errors import OutputError
 from sleap_infer.vocab.masks import MaskSet
 from sleap_infer.vocab.predictions import BatchPredictions
+
+from slp_tables import (
+    assert_same_datasets,
+    format_id,
+    memory_numbers,
+    rss_mb,
+    run_memory_child,
+    write_journal,
+)
 
 N_NODES = 2
 CLASSES = ("mouse", "rat")

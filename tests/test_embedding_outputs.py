@@ -18,15 +18,6 @@ import h5py
 import numpy as np
 import pytest
 import sleap_io as sio
-from slp_tables import (
-    assert_same_datasets,
-    datasets,
-    format_id,
-    memory_numbers,
-    rss_mb,
-    run_memory_child,
-    write_journal,
-)
 
 from sleap_infer.io.formats import FORMATS
 from sleap_infer.io.journal import JournalWriter, read_journal
@@ -36,6 +27,16 @@ from sleap_infer.io.slp_stream import FORMAT_IDENTITY, OWNER_INSTANCE, Streaming
 from sleap_infer.io.writer import LabelsBuilder
 from sleap_infer.vocab.errors import OutputError
 from sleap_infer.vocab.predictions import BatchPredictions
+
+from slp_tables import (
+    assert_same_datasets,
+    datasets,
+    format_id,
+    memory_numbers,
+    rss_mb,
+    run_memory_child,
+    write_journal,
+)
 
 N_NODES = 2
 DIM = 8

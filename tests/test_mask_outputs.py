@@ -17,7 +17,6 @@ import h5py
 import numpy as np
 import pytest
 import sleap_io as sio
-from slp_tables import memory_numbers, rss_mb, run_memory_child
 
 from sleap_infer.io.formats import FORMATS
 from sleap_infer.io.journal import JournalWriter, read_journal
@@ -28,6 +27,8 @@ from sleap_infer.io.writer import LabelsBuilder
 from sleap_infer.vocab.errors import OutputError
 from sleap_infer.vocab.masks import MaskSet
 from sleap_infer.vocab.predictions import BatchPredictions
+
+from slp_tables import memory_numbers, rss_mb, run_memory_child
 
 N_NODES = 2
 REFERENCE = "reference/bottomup_segmentation_both.slp"  # sleap-nn 0.3.5, --mask_output both

@@ -213,7 +213,7 @@ def test_analysis_h5_never_presents_ranks_as_identities(tmp_path: Path, kind: st
         assert names == list(case.class_names)
         assert axis.startswith("identities")
         left_out = len(case.instances) - len(slots)
-        assert left_out > 0 and f"{left_out} instances without a class are left out" in axis
+        assert left_out > 0 and f"{left_out} instances without one are left out" in axis
     else:
         assert names == [f"untracked_{k}" for k in range(n_slots)]
         assert axis.startswith("no identities") and "highest-scoring" in axis

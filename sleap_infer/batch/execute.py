@@ -64,6 +64,7 @@ def outcome_from_result(task: VideoTask, result: VideoResult) -> VideoOutcome:
         masks=result.masks,
         boxes=result.boxes,
         embeddings=result.embeddings,
+        tracks=result.tracks,
         frames_with_instances=result.frames_with_instances,
         mean_score=result.mean_score,
         fps=result.fps,

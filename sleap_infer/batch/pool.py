@@ -33,6 +33,7 @@ from sleap_infer.batch.tasks import (
 from sleap_infer.io.formats import OutputFormat
 from sleap_infer.vocab.errors import SleapInferError
 from sleap_infer.vocab.options import BATCH_SIZE, PredictOptions
+from sleap_infer.vocab.tracking import TrackingOptions
 
 POLL_S = 0.2
 STOP_GRACE_S = 30.0
@@ -47,6 +48,7 @@ class PredictorSpec:
     batch_size: int = BATCH_SIZE
     options: PredictOptions = field(default_factory=PredictOptions)
     backend_options: dict[str, Any] = field(default_factory=dict)
+    tracking: TrackingOptions | None = None  # --tracking: tracked per video, in each worker
 
     def check(self, devices: Sequence[str], fmt: OutputFormat | None = None) -> list[str]:
         """Before spawning workers: the models load and combine, and every device exists.
@@ -55,7 +57,12 @@ class PredictorSpec:
         """
         from sleap_infer.layers import build_layer
         from sleap_infer.model.loader import load_model
-        from sleap_infer.predictor import check_format, output_model, skeleton_warnings
+        from sleap_infer.predictor import (
+            check_format,
+            output_model,
+            resolve_tracking,
+            skeleton_warnings,
+        )
         from sleap_infer.runtimes import backend_maker
 
         models = [load_model(p) for p in self.model_paths]
@@ -64,6 +71,8 @@ class PredictorSpec:
         for device in devices:
             backend_maker(self.backend, device, **self.backend_options)
         layer = build_layer(models, backend_maker("torch", "cpu"), self.options)
+        if self.tracking is not None:
+            resolve_tracking(models, self.tracking, len(layer.config.node_names))
         return skeleton_warnings(models, output_model(models, layer.config))
 
     def build(self, device: str) -> Any:
@@ -76,6 +85,7 @@ class PredictorSpec:
             batch_size=self.batch_size,
             options=self.options,
             backend_options=self.backend_options,
+            tracking=self.tracking,
         )
 
 

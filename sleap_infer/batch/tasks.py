@@ -41,6 +41,7 @@ class VideoOutcome:
     masks: int = 0  # segmentation models
     boxes: int = 0  # box detectors
     embeddings: int = 0  # re-ID vectors written
+    tracks: int = 0  # tracks made (--tracking)
     frames_with_instances: int = 0  # frames with an instance or a mask
     mean_score: float | None = None  # mean instance (or mask) score; None when nothing found
     fps: float = 0.0

@@ -1,4 +1,4 @@
-"""The ``infer`` command line: predict, export, bench.
+"""The ``infer`` command line: predict, track, export, bench.
 
 Help is Typer's plain (click) help, not its rich panels: at 80 columns the
 panels cut option names with an ellipsis, plain help wraps (see :mod:`.help`).
@@ -17,6 +17,7 @@ from sleap_infer import __version__
 from sleap_infer.cli import bench as bench_cmd
 from sleap_infer.cli import export as export_cmd
 from sleap_infer.cli import predict as predict_cmd
+from sleap_infer.cli import track as track_cmd
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_FAILED, EXIT_INTERRUPTED, HelpCommand
 from sleap_infer.vocab.errors import SleapInferError
@@ -54,6 +55,12 @@ app.command(
     short_help="Predict poses on videos: .slp, NWB, analysis HDF5 or CSV.",
     epilog=predict_cmd.EPILOG,
 )(predict_cmd.predict)
+app.command(
+    no_args_is_help=True,
+    cls=HelpCommand,
+    short_help="Re-track a prediction .slp (ours or sleap-nn's) without a model.",
+    epilog=track_cmd.EPILOG,
+)(track_cmd.track)
 app.command(
     no_args_is_help=True,
     cls=HelpCommand,

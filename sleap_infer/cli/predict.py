@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from sleap_infer.cli import tracking as trk
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, exit_codes
 from sleap_infer.cli.options import (
@@ -237,6 +238,32 @@ def predict(
     mask_output: MaskOutputOption = DEFAULT_MASK_OUTPUT,
     polygon_epsilon: PolygonEpsilon = defaults.POLYGON_EPSILON,
     bbox_nms_iou: BboxNmsIou = None,
+    # --- identity tracking (sleap-nn's classic tracker's defaults).
+    tracking: Annotated[
+        bool,
+        typer.Option(
+            "--tracking",
+            "-t",
+            help="Track identities across frames as batches are predicted (online; resumable).",
+        ),
+    ] = False,
+    tracker: trk.Tracker = None,
+    features: trk.Features = None,
+    scoring: trk.Scoring = None,
+    reduction: trk.Reduction = trk.DEFAULTS.reduction,
+    robust_quantile: trk.RobustQuantile = trk.DEFAULTS.robust_quantile,
+    candidates: trk.Candidates = None,
+    window_size: trk.WindowSize = None,
+    matching: trk.Matching = trk.DEFAULTS.matching,
+    max_tracks: trk.MaxTracks = None,
+    min_new_track_points: trk.MinNewTrackPoints = trk.DEFAULTS.min_new_track_points,
+    min_match_points: trk.MinMatchPoints = trk.DEFAULTS.min_match_points,
+    oks_stddev: trk.OksStddev = trk.DEFAULTS.oks_stddev,
+    use_flow: trk.UseFlow = False,
+    track_buffer: trk.TrackBuffer = trk.DEFAULTS.track_buffer,
+    track_high_threshold: trk.TrackHigh = trk.DEFAULTS.track_high_threshold,
+    track_low_threshold: trk.TrackLow = trk.DEFAULTS.track_low_threshold,
+    new_track_threshold: trk.NewTrack = trk.DEFAULTS.new_track_threshold,
 ) -> None:
     """Predict poses on videos and save them as SLEAP .slp (or NWB, analysis HDF5, CSV)."""
     from sleap_infer.batch.execute import JobSettings
@@ -282,6 +309,7 @@ def predict(
         polygon_epsilon=polygon_epsilon,
         bbox_nms_iou=bbox_nms_iou,
     )
+    tracking_options = trk.tracking_options(tracking, locals())
     tasks = plan_batch(videos, output, fmt, recursive, parse_shard(shard))
     if summary_json is not None:
         check_summary_path(summary_json)
@@ -295,6 +323,7 @@ def predict(
         "frames": frames,
         "format": fmt.name,
         "shard": shard,
+        "tracking": tracking_options is not None,
     }
     report = RunReport(tasks, options=cli_args)
     reporter = make_reporter(mode, len(tasks), progress_interval)
@@ -314,6 +343,7 @@ def predict(
             "compile": compile,
             "notify": print_export_notice,
         },
+        tracking=tracking_options,
     )
     settings = JobSettings(
         frames=frames,

@@ -65,7 +65,13 @@ def outcome_line(outcome: VideoOutcome) -> str:
 
 
 def _found(outcome: VideoOutcome) -> str:
-    """``12 instances``, or ``98 masks`` / ``48 boxes`` for models that find no instances."""
+    """``12 instances``, or ``98 masks`` / ``48 boxes`` for models that find no instances;
+    `` in 3 tracks`` after it in a tracked run."""
+    tracks = f" in {outcome.tracks} tracks" if outcome.tracks else ""
+    return _what(outcome) + tracks
+
+
+def _what(outcome: VideoOutcome) -> str:
     if not outcome.instances:
         if outcome.masks:
             return f"{outcome.masks} masks"

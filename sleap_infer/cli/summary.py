@@ -68,6 +68,7 @@ def video_record(outcome: VideoOutcome) -> dict[str, Any]:
         "masks": outcome.masks,
         "boxes": outcome.boxes,
         "embeddings": outcome.embeddings,
+        "tracks": outcome.tracks,
         "frames_with_instances": outcome.frames_with_instances,
         "mean_score": _number(outcome.mean_score, 6),
         "fps": _number(outcome.fps, 2) if outcome.fps else None,

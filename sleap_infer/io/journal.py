@@ -20,6 +20,13 @@ an embedding model's batch its ``(B, I, D)`` re-ID vectors, named ``embeddings``
 journal written before masks, boxes or vectors existed simply has none),
 ``bad_frames`` (frames that could not be decoded) and ``failed`` (the run
 stopped on an error, not an interruption; see :func:`mark_failed`).
+
+A tracked run's batch record also carries the tracker's state *after* that
+batch (meta key ``tracker``, arrays named ``tracker/<name>``), in the same
+record as the tracks it produced: a kill can never separate the two, so
+``--resume`` restarts the tracker exactly where the last whole batch left it.
+Only the last record's state is kept when reading (it is bounded by the
+tracker's window, not the video's length).
 """
 
 from __future__ import annotations
@@ -61,6 +68,8 @@ _BATCH_ARRAYS = (
 MASK_PREFIX = "mask_"  # MaskSet arrays in a batch record: mask_frame, mask_rle, ...
 BOX_PREFIX = "box_"  # BoxSet arrays in a batch record: box_frame, box_xyxy, ...
 EMBEDDINGS = "embeddings"  # (B, I, D) float32 re-ID vectors in a batch record, NaN = none
+TRACKER_PREFIX = "tracker/"  # a tracked run's tracker state in a batch record
+TrackerSnapshot = tuple[dict[str, Any], dict[str, np.ndarray]]  # (JSON meta, arrays)
 
 
 class EmptyJournalError(ResumeError):
@@ -147,6 +156,12 @@ class Journal:
     valid_bytes: int = 0
     torn_bytes: int = 0  # bytes after the last intact record (a crash mid-write)
     failed: str | None = None  # why the last run stopped, when it failed rather than being cut off
+    tracker: TrackerSnapshot | None = None  # the tracker's state after the last batch (tracked)
+
+    @property
+    def n_tracks(self) -> int:
+        """Track ids a tracked run handed out so far (0 when untracked)."""
+        return int(self.tracker[0].get("n_tracks", 0)) if self.tracker else 0
 
     @property
     def n_predicted(self) -> int:
@@ -213,7 +228,10 @@ def _masks(arrays: dict[str, np.ndarray]) -> MaskSet | None:
     """The batch's masks (rows relative to the batch, as written); None for pose batches."""
     if MASK_PREFIX + "frame" not in arrays:
         return None
-    return MaskSet.from_arrays({name: arrays[MASK_PREFIX + name] for name in MaskSet.ARRAYS})
+    names = (*MaskSet.ARRAYS, *MaskSet.TRACK_ARRAYS)
+    return MaskSet.from_arrays(
+        {name: arrays[MASK_PREFIX + name] for name in names if MASK_PREFIX + name in arrays}
+    )
 
 
 def _boxes(arrays: dict[str, np.ndarray]) -> BoxSet | None:
@@ -283,6 +301,7 @@ def read_journal(path: Path) -> Journal:
         predicted: list[np.ndarray] = []
         counts = _Counts()
         failed: str | None = None
+        tracker: TrackerSnapshot | None = None
         valid = len(MAGIC)
         for end, meta, arrays in _records(fh):
             kind = meta.get("type")
@@ -298,6 +317,8 @@ def read_journal(path: Path) -> Journal:
             elif kind == "batch":
                 predicted.append(arrays["frame_indices"].astype(np.int64))
                 counts.add(arrays)
+                if "tracker" in meta:
+                    tracker = _tracker_snapshot(meta, arrays)
             if kind in ("batch", "bad_frames"):
                 bad.extend(_frame_errors_from_json(meta.get("bad_frames", [])))
             valid = end
@@ -325,7 +346,15 @@ def read_journal(path: Path) -> Journal:
         valid_bytes=valid,
         torn_bytes=size - valid,
         failed=failed,
+        tracker=tracker,
     )
+
+
+def _tracker_snapshot(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> TrackerSnapshot:
+    """The tracker state a batch record carries (arrays copied: the record's buffer goes)."""
+    n = len(TRACKER_PREFIX)
+    state = {k[n:]: v.copy() for k, v in arrays.items() if k.startswith(TRACKER_PREFIX)}
+    return dict(meta["tracker"]), state
 
 
 def check_compatible(journal: Journal, fingerprint: dict[str, Any]) -> None:
@@ -466,8 +495,14 @@ class JournalWriter:
     def write_session(self, info: dict[str, Any]) -> None:
         self._append({"type": "session", **info})
 
-    def write_batch(self, preds: BatchPredictions, bad_frames: Sequence[FrameError] = ()) -> None:
-        """One predicted batch (plus any undecodable frames reported since the last record)."""
+    def write_batch(
+        self,
+        preds: BatchPredictions,
+        bad_frames: Sequence[FrameError] = (),
+        tracker: TrackerSnapshot | None = None,
+    ) -> None:
+        """One predicted batch (plus any undecodable frames reported since the last record,
+        and, tracking, the tracker's state after the batch)."""
         arrays = {
             name: getattr(preds, name) for name in _BATCH_ARRAYS if getattr(preds, name) is not None
         }
@@ -479,7 +514,11 @@ class JournalWriter:
         if embeddings is not None:
             arrays[EMBEDDINGS] = np.asarray(embeddings, np.float32)
             vector_slots(arrays[EMBEDDINGS], preds.valid)  # a wrong shape fails here, not later
-        self._append({"type": "batch", "bad_frames": _frame_errors_to_json(bad_frames)}, arrays)
+        meta: dict[str, Any] = {"type": "batch", "bad_frames": _frame_errors_to_json(bad_frames)}
+        if tracker is not None:
+            meta["tracker"] = tracker[0]
+            arrays.update({TRACKER_PREFIX + k: v for k, v in tracker[1].items()})
+        self._append(meta, arrays)
         self.batches_written += 1
 
     def write_failed(self, reason: str) -> None:

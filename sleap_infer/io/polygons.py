@@ -80,13 +80,26 @@ def packaged(masks: MaskSet | None) -> MaskSet:
         offset=masks.offset[order],
         rle=np.concatenate(pieces).astype(np.uint32),
         rle_len=masks.rle_len[order],
+        track=None if masks.track is None else masks.track[order],
+        tracking_score=None if masks.tracking_score is None else masks.tracking_score[order],
     )
 
 
-def sio_mask(masks: MaskSet, k: int) -> sio.PredictedSegmentationMask:
-    """Mask ``k`` as sleap-io's object (its RLE is ours: same encoding, copied as is)."""
+def sio_mask(
+    masks: MaskSet, k: int, tracks: list[sio.Track] | None = None
+) -> sio.PredictedSegmentationMask:
+    """Mask ``k`` as sleap-io's object (its RLE is ours: same encoding, copied as is);
+    a tracked mask links to ``tracks[its track id]``."""
     height, width = (int(v) for v in masks.size[k])
+    track = None
+    tracking_score = None
+    if tracks and masks.track is not None and 0 <= int(masks.track[k]) < len(tracks):
+        track = tracks[int(masks.track[k])]
+        if masks.tracking_score is not None:
+            tracking_score = float(masks.tracking_score[k])
     return sio.PredictedSegmentationMask(
+        track=track,
+        tracking_score=tracking_score,
         rle_counts=np.array(masks.runs(k), np.uint32),
         height=height,
         width=width,

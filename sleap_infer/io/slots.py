@@ -1,8 +1,9 @@
 """Which column ("track") of a per-track format each predicted instance goes to.
 
 Analysis HDF5 and NWB store one trajectory per track, but most models do not
-know who is who. Only identity models (multi-class) give real tracks: their
-classes. For every other model a frame's instances are placed in *slots* by
+know who is who. Only identity models (multi-class) and tracked runs
+(``--tracking``) give real tracks: their classes, or the tracker's tracks.
+For every other model a frame's instances are placed in *slots* by
 descending instance score, and the slots are named ``untracked_<k>`` with a
 description saying that slot ``k`` is a rank within each frame, never an
 animal: inventing ``track_0``/``track_1`` from instance order would look like
@@ -96,8 +97,9 @@ class TrackAxis:
         if not self.identities:
             return RANKS
         return (
-            "identities: slot k holds the instance the model assigned to class track_names[k]; "
-            f"{self.left_out} instances without a class are left out"
+            "identities: slot k holds the instance assigned identity track_names[k] (a "
+            "multi-class model's class, or a tracker's track); "
+            f"{self.left_out} instances without one are left out"
         )
 
 

@@ -418,8 +418,8 @@ class StreamingSlpWriter:
         self.n_embeddings += len(vectors)
 
     def _add_masks(self, masks: MaskSet, frame_indices: np.ndarray) -> None:
-        """Rows as sleap-io's ``write_masks``: no track, instance or source link, and the
-        RLE counts as raw uint32 bytes in ``mask_rle``."""
+        """Rows as sleap-io's ``write_masks``: no instance or source link (a track only in a
+        tracked run), and the RLE counts as raw uint32 bytes in ``mask_rle``."""
         self._create_group("mask", "masks", MASK_DTYPE, "mask_rle")
         n = len(masks)
         rows = np.zeros(n, MASK_DTYPE)
@@ -434,6 +434,12 @@ class StreamingSlpWriter:
         rows["is_predicted"] = 1
         rows["score"] = masks.score
         rows["tracking_score"] = np.nan
+        if self.n_tracks and masks.track is not None:  # a tracked run's masks
+            ids = np.asarray(masks.track, np.int64)
+            has_track = (ids >= 0) & (ids < self.n_tracks)
+            rows["track"][has_track] = ids[has_track]
+            if masks.tracking_score is not None:
+                rows["tracking_score"][has_track] = masks.tracking_score[has_track]
         nbytes = 4 * np.asarray(masks.rle_len, np.int64)
         ends = self.n_rle_bytes + np.cumsum(nbytes)
         rows["rle_start"] = ends - nbytes

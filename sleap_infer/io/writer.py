@@ -99,7 +99,11 @@ class LabelsBuilder:
                 if has_vector[b, j]:
                     vector = np.asarray(embeddings[b, j], np.float32)
                     instance.identity_embedding = sio.Embedding(vector)
-            frame_masks = [sio_mask(masks, k) for k in masks.in_frame(b)] if self.keep_masks else []
+            frame_masks = (
+                [sio_mask(masks, k, self.tracks) for k in masks.in_frame(b)]
+                if self.keep_masks
+                else []
+            )
             frame_rois = [roi for k, roi in rois if masks.frame[k] == b]
             frame_boxes = self._boxes(preds, b)
             if instances or frame_masks or frame_rois or frame_boxes:

@@ -103,9 +103,12 @@ class Runner:
         sink: Callable[[BatchPredictions], None] | None = None,
         progress: Callable[[int], None] | None = None,
         batch_size: int | None = None,
+        keep_images: bool = False,
     ) -> RunStats:
         """Predict ``frames`` batch by batch; ``batch_size`` overrides the runner's own for
-        this run (the predictor passes a smaller one for a video shorter than a batch)."""
+        this run (the predictor passes a smaller one for a video shorter than a batch).
+        ``keep_images`` hands the sink the batch's frames too (``extras["images"]``), for
+        trackers that look at pixels (optical flow)."""
         stats = RunStats()
         timer = StageTimer()
         size = batch_size or self.batch_size
@@ -126,6 +129,8 @@ class Runner:
             with timer.activate():
                 preds = self.layer.predict(batch.frames).take(batch.n)
             preds.frame_indices = batch.indices
+            if keep_images:
+                preds.extras["images"] = batch.frames[: batch.n]
             t1 = time.perf_counter()
             if sink is not None:
                 sink(preds)

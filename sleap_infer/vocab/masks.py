@@ -11,6 +11,10 @@ full-resolution 1080p mask a few thousand, where the bitmap would be 2 MB.
 
 Geometry follows sleap-io too: ``image = mask / scale + offset`` with
 ``scale = (sx, sy)`` and ``offset = (ox, oy)``.
+
+A tracked run adds each mask's track id and tracking score (``track``,
+``tracking_score``); untracked masks have neither array, so journals written
+before tracking existed read back unchanged.
 """
 
 from __future__ import annotations
@@ -68,8 +72,11 @@ class MaskSet:
     offset: np.ndarray  # (M, 2) float64 (ox, oy), image pixels
     rle: np.ndarray  # (K,) uint32 run lengths of all masks, concatenated
     rle_len: np.ndarray  # (M,) int64 runs per mask
+    track: np.ndarray | None = None  # (M,) int32 track id, -1 = untracked (tracked runs only)
+    tracking_score: np.ndarray | None = None  # (M,) float32, NaN where untracked
 
     ARRAYS = ("frame", "score", "size", "scale", "offset", "rle", "rle_len")
+    TRACK_ARRAYS = ("track", "tracking_score")
 
     def __len__(self) -> int:
         return int(self.frame.shape[0])
@@ -116,6 +123,7 @@ class MaskSet:
         if not parts:
             return cls.empty()
         shifts = frame_shift or [0] * len(parts)
+        tracked = all(p.track is not None for p in parts)
         return cls(
             frame=np.concatenate([p.frame + s for p, s in zip(parts, shifts)]).astype(np.int32),
             score=np.concatenate([p.score for p in parts]),
@@ -124,6 +132,12 @@ class MaskSet:
             offset=np.concatenate([p.offset for p in parts]),
             rle=np.concatenate([p.rle for p in parts]),
             rle_len=np.concatenate([p.rle_len for p in parts]),
+            track=np.concatenate([p.track for p in parts]) if tracked else None,  # type: ignore[misc]
+            tracking_score=(
+                np.concatenate([p.tracking_score for p in parts])  # type: ignore[misc]
+                if tracked
+                else None
+            ),
         )
 
     @property
@@ -158,6 +172,8 @@ class MaskSet:
             offset=self.offset[keep],
             rle=np.concatenate(pieces).astype(np.uint32) if pieces else np.zeros(0, np.uint32),
             rle_len=self.rle_len[keep],
+            track=None if self.track is None else self.track[keep],
+            tracking_score=None if self.tracking_score is None else self.tracking_score[keep],
         )
 
     def in_frame(self, b: int) -> list[int]:
@@ -165,8 +181,10 @@ class MaskSet:
         return np.flatnonzero(self.frame == b).tolist()
 
     def arrays(self) -> dict[str, np.ndarray]:
-        return {name: getattr(self, name) for name in self.ARRAYS}
+        names = self.ARRAYS + (self.TRACK_ARRAYS if self.track is not None else ())
+        return {name: getattr(self, name) for name in names}
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> MaskSet:
-        return cls(**{name: arrays[name] for name in cls.ARRAYS})
+        present = [name for name in cls.TRACK_ARRAYS if name in arrays]
+        return cls(**{name: arrays[name] for name in (*cls.ARRAYS, *present)})

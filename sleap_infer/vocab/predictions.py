@@ -25,8 +25,10 @@ class BatchPredictions:
     point_scores: np.ndarray  # (B, I, N) float32
     instance_scores: np.ndarray  # (B, I) float32
     valid: np.ndarray  # (B, I) bool
-    class_ids: np.ndarray | None = None  # (B, I) int32 identity class, -1 = none
-    class_scores: np.ndarray | None = None  # (B, I) float32 identity confidence
+    # Identity: a multi-class model's class, or (tracked runs) the tracker's track id; the
+    # output names it with the class names or the track names respectively.
+    class_ids: np.ndarray | None = None  # (B, I) int32 identity, -1 = none
+    class_scores: np.ndarray | None = None  # (B, I) float32 identity confidence / tracking score
     frame_indices: np.ndarray | None = None  # (B,) int64, filled in by the runner
     extras: dict[str, np.ndarray] = field(default_factory=dict)  # debug (e.g. confmaps)
     masks: MaskSet | None = None  # segmentation models: the predicted masks

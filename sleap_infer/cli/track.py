@@ -1,0 +1,87 @@
+"""``infer track``: re-track an existing prediction file, no model needed.
+
+Works on our ``.slp`` outputs and on sleap-nn's; the same options as ``infer
+predict --tracking``. The file is read whole (sleap-io has no streaming
+reader), re-tracked per video in frame order, and written atomically: the
+input is never touched, and a failed run leaves no half-written output.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from sleap_infer.cli import tracking as trk
+from sleap_infer.cli.console import console
+from sleap_infer.cli.help import exit_codes
+from sleap_infer.vocab.errors import UsageError
+
+EPILOG = exit_codes(ok="re-tracked and written", failed="the file could not be read or written")
+
+
+def default_output(path: Path) -> Path:
+    """``x.slp`` -> ``x.tracked.slp`` (``.pkg.slp`` keeps its double suffix out of the stem)."""
+    name = path.name
+    stem = name[: -len(".pkg.slp")] if name.endswith(".pkg.slp") else path.stem
+    return path.with_name(f"{stem}.tracked.slp")
+
+
+def track(
+    predictions: Annotated[
+        Path,
+        typer.Argument(metavar="PREDICTIONS", help="A .slp prediction file.", show_default=False),
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="PATH",
+            help="Where to write (default: <name>.tracked.slp next to the input).",
+            show_default=False,
+        ),
+    ] = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace an existing output file.")
+    ] = False,
+    tracker: trk.Tracker = None,
+    features: trk.Features = None,
+    scoring: trk.Scoring = None,
+    reduction: trk.Reduction = trk.DEFAULTS.reduction,
+    robust_quantile: trk.RobustQuantile = trk.DEFAULTS.robust_quantile,
+    candidates: trk.Candidates = None,
+    window_size: trk.WindowSize = None,
+    matching: trk.Matching = trk.DEFAULTS.matching,
+    max_tracks: trk.MaxTracks = None,
+    min_new_track_points: trk.MinNewTrackPoints = trk.DEFAULTS.min_new_track_points,
+    min_match_points: trk.MinMatchPoints = trk.DEFAULTS.min_match_points,
+    oks_stddev: trk.OksStddev = trk.DEFAULTS.oks_stddev,
+    use_flow: trk.UseFlow = False,
+    track_buffer: trk.TrackBuffer = trk.DEFAULTS.track_buffer,
+    track_high_threshold: trk.TrackHigh = trk.DEFAULTS.track_high_threshold,
+    track_low_threshold: trk.TrackLow = trk.DEFAULTS.track_low_threshold,
+    new_track_threshold: trk.NewTrack = trk.DEFAULTS.new_track_threshold,
+) -> None:
+    """Re-track a prediction file (ours or sleap-nn's) without a model."""
+    from sleap_infer.retrack import retrack_file
+
+    options = trk.tracking_options(True, locals())
+    assert options is not None
+    out = output if output is not None else default_output(predictions)
+    if out.resolve() == predictions.resolve():
+        raise UsageError(f"{out}: the output would replace the input; pick another -o")
+    if out.exists() and not overwrite:
+        raise UsageError(f"{out}: exists; pass --overwrite to replace it")
+    with console.status(f"Tracking {escape(predictions.name)}...", spinner="dots"):
+        stats = retrack_file(predictions, out, options)
+    per_frame = 1000 * stats.seconds / stats.frames if stats.frames else 0.0
+    console.print(
+        f"[green]tracked[/] {escape(str(predictions))}: {stats.frames} frames, "
+        f"{stats.instances} tracked, {stats.tracks} tracks ({per_frame:.2f} ms/frame) "
+        f"-> {escape(str(out))}",
+        highlight=False,
+        soft_wrap=True,
+    )

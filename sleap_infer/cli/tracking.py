@@ -1,0 +1,156 @@
+"""Tracking options, declared once for ``infer predict --tracking`` and ``infer track``.
+
+Defaults come from :mod:`sleap_infer.vocab.tracking`. Unset ``--features``,
+``--scoring``, ``--candidates`` and ``--window-size`` mean "as sleap-nn
+chooses for this model" (see ``TrackingOptions``); the chosen values are
+printed in the output's provenance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Annotated, Any
+
+import typer
+
+from sleap_infer.vocab import tracking as t
+from sleap_infer.vocab.errors import UsageError
+from sleap_infer.vocab.tracking import TrackingOptions
+
+
+def _choice_help(text: str, values: tuple[str, ...]) -> str:
+    return f"{text} One of: {', '.join(values)}."
+
+
+Tracker = Annotated[
+    str | None,
+    typer.Option(
+        metavar="NAME",
+        help=_choice_help(
+            "classic: sleap-nn's candidate-window tracker (default). bytetrack: Kalman "
+            "motion + two-stage association by score; never drops a detection. Implies "
+            "--tracking.",
+            t.TRACKERS,
+        ),
+        show_default=False,
+    ),
+]
+Features = Annotated[
+    str | None,
+    typer.Option(
+        metavar="NAME",
+        help=_choice_help(
+            "What is compared across frames (default: keypoints; centroids for a one-node "
+            "skeleton, masks for segmentation, embeddings for a re-ID model).",
+            t.FEATURES,
+        ),
+        show_default=False,
+    ),
+]
+Scoring = Annotated[
+    str | None,
+    typer.Option(
+        metavar="NAME",
+        help=_choice_help("Similarity (default: follows --features).", t.SCORINGS),
+        show_default=False,
+    ),
+]
+Reduction = Annotated[
+    str,
+    typer.Option(
+        metavar="NAME",
+        help=_choice_help("How a track's candidates' scores are combined.", t.REDUCTIONS),
+    ),
+]
+RobustQuantile = Annotated[
+    float,
+    typer.Option(metavar="Q", help="Quantile for --reduction robust_quantile (1 = max)."),
+]
+Candidates = Annotated[
+    str | None,
+    typer.Option(
+        metavar="NAME",
+        help=_choice_help(
+            "fixed_window: the last --window-size frames' instances; local_queues: the last "
+            "--window-size instances of each track (default with --max-tracks and masks).",
+            t.CANDIDATES,
+        ),
+        show_default=False,
+    ),
+]
+WindowSize = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        metavar="N",
+        help=f"Candidate window (default {t.WINDOW_SIZE}; {t.MASK_WINDOW_SIZE} for masks).",
+        show_default=False,
+    ),
+]
+Matching = Annotated[
+    str, typer.Option(metavar="NAME", help=_choice_help("Track assignment.", t.MATCHINGS))
+]
+MaxTracks = Annotated[
+    int | None,
+    typer.Option(
+        min=1, metavar="N", help="Never create more tracks than this.", show_default=False
+    ),
+]
+MinNewTrackPoints = Annotated[
+    int,
+    typer.Option(
+        min=0, metavar="N", help="No new track for a pose with N or fewer visible points."
+    ),
+]
+MinMatchPoints = Annotated[
+    int,
+    typer.Option(
+        min=0, metavar="N", help="Candidates with N or fewer visible points are not matched."
+    ),
+]
+OksStddev = Annotated[float, typer.Option(metavar="FLOAT", help="OKS keypoint spread.")]
+UseFlow = Annotated[
+    bool,
+    typer.Option(
+        "--use-flow",
+        help="Shift candidates by optical flow (OpenCV pyramidal Lucas-Kanade) before "
+        "matching; needs opencv-python-headless.",
+    ),
+]
+TrackBuffer = Annotated[
+    int,
+    typer.Option(min=0, metavar="N", help="bytetrack: frames a lost track waits to be re-found."),
+]
+TrackHigh = Annotated[
+    float,
+    typer.Option(metavar="FLOAT", help="bytetrack: first-stage (high) detection score."),
+]
+TrackLow = Annotated[
+    float, typer.Option(metavar="FLOAT", help="bytetrack: lowest score associated at all.")
+]
+NewTrack = Annotated[
+    float, typer.Option(metavar="FLOAT", help="bytetrack: score needed to start a track.")
+]
+
+DEFAULTS = TrackingOptions()
+
+
+FIELDS = tuple(f.name for f in fields(TrackingOptions))
+
+
+def tracking_options(enabled: bool, params: dict[str, Any]) -> TrackingOptions | None:
+    """The options from a command's parameters (named as ``TrackingOptions``' fields, so
+    ``predict`` and ``track`` pass their ``locals()``), or None when tracking is off: a
+    tracking knob given without ``--tracking`` is a mistake worth one line, not ignored."""
+    values = {k: params[k] for k in FIELDS if k in params}
+    if values.get("tracker") is not None:
+        enabled = True
+    else:
+        values["tracker"] = DEFAULTS.tracker
+    if not enabled:
+        changed = [k for k, v in values.items() if v != getattr(DEFAULTS, k)]
+        if changed:
+            flags = ", ".join("--" + k.replace("_", "-") for k in changed)
+            raise UsageError(f"{flags} only matter with --tracking (-t)")
+        return None
+    return TrackingOptions(**values)

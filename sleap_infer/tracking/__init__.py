@@ -1,0 +1,49 @@
+"""Identity tracking, online: one frame at a time, in frame order, state saved per batch.
+
+``classic`` is sleap-nn's candidate-window tracker (same assignments on the
+same detections); ``bytetrack`` a Kalman-motion, two-stage-by-score tracker
+that never drops a detection. :func:`make_tracker` resolves the automatic
+choices (:func:`resolve_options`) and builds either.
+"""
+
+from __future__ import annotations
+
+from sleap_infer.tracking.base import (
+    MASKS,
+    POSES,
+    Assignment,
+    Detections,
+    MaskBitmap,
+    Tracker,
+    TrackerState,
+    track_name,
+)
+from sleap_infer.tracking.resolve import resolve_options
+from sleap_infer.vocab.tracking import TrackingOptions
+
+__all__ = [
+    "MASKS",
+    "POSES",
+    "Assignment",
+    "Detections",
+    "MaskBitmap",
+    "Tracker",
+    "TrackerState",
+    "make_tracker",
+    "resolve_options",
+    "track_name",
+]
+
+
+def make_tracker(
+    options: TrackingOptions, carrier: str, n_nodes: int, has_embeddings: bool = False
+) -> Tracker:
+    """A fresh tracker for one video (``carrier``: :data:`POSES` or :data:`MASKS`)."""
+    resolved = resolve_options(options, carrier, n_nodes, has_embeddings)
+    if resolved.tracker == "bytetrack":
+        from sleap_infer.tracking.bytetrack import ByteTracker
+
+        return ByteTracker(resolved, carrier)
+    from sleap_infer.tracking.classic import ClassicTracker
+
+    return ClassicTracker(resolved, carrier)

@@ -1,0 +1,87 @@
+"""What a tracker sees per frame, what it answers, and how its state is saved.
+
+Trackers run online: the predictor hands them one frame at a time, in frame
+order, inside the streaming pipeline. Everything a tracker remembers between
+frames (candidate windows, Kalman states, the previous image for optical flow,
+the next track id) must round-trip through :meth:`Tracker.state` /
+:meth:`Tracker.load_state` *exactly*: the journal stores the state after every
+batch, and ``--resume`` after a kill must give the same tracks, bit for bit, as
+a run that was never interrupted. So states are plain JSON plus numpy arrays,
+never pickles, and float state is saved at the precision it is computed in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+POSES = "poses"  # the tracked things are keypoint instances
+MASKS = "masks"  # ... segmentation masks (mask-only models)
+
+
+@dataclass
+class MaskBitmap:
+    """One mask as sleap-io holds it: a bitmap plus how it maps to frame pixels.
+
+    Frame pixel ``(x, y)`` = ``offset + bitmap_pixel / scale`` (sleap-io's
+    ``scale``/``offset`` convention).
+    """
+
+    bitmap: np.ndarray  # (h, w) bool
+    scale: tuple[float, float] = (1.0, 1.0)  # (sx, sy)
+    offset: tuple[float, float] = (0.0, 0.0)  # (ox, oy)
+
+
+@dataclass
+class Detections:
+    """One frame's detections, in the order the output lists them."""
+
+    frame_idx: int
+    points: np.ndarray  # (I, N, 2) float64 frame pixels, NaN = node missing; masks: (I, 0, 2)
+    scores: np.ndarray  # (I,) float64 instance (or mask) scores
+    masks: list[MaskBitmap] | None = None  # mask carrier: one per detection
+    embeddings: np.ndarray | None = None  # (I, D) float64, a NaN row = no vector
+    image: np.ndarray | None = None  # (H, W, C) uint8, only when the tracker needs pixels
+
+    def __len__(self) -> int:
+        return int(self.scores.shape[0])
+
+
+@dataclass
+class Assignment:
+    """The tracker's answer for one frame, aligned with the frame's detections."""
+
+    track_ids: np.ndarray  # (I,) int64, -1 = no track (never dropped: kept untracked)
+    scores: np.ndarray  # (I,) float32 tracking score, NaN where untracked
+
+
+@dataclass
+class TrackerState:
+    """A tracker's memory between frames: JSON-able ``meta`` plus named arrays."""
+
+    meta: dict[str, Any] = field(default_factory=dict)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+class Tracker(Protocol):
+    """Assigns track ids frame by frame; ids count up from 0, named ``track_<id>``."""
+
+    needs_images: bool  # optical flow: hand it ``Detections.image``
+
+    def step(self, detections: Detections) -> Assignment: ...
+
+    @property
+    def n_tracks(self) -> int:
+        """How many track ids were ever handed out (the output's track list)."""
+        ...
+
+    def state(self) -> TrackerState: ...
+
+    def load_state(self, state: TrackerState) -> None: ...
+
+
+def track_name(track_id: int) -> str:
+    """sleap-nn's name for a track id."""
+    return f"track_{track_id}"

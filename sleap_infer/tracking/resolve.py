@@ -1,0 +1,132 @@
+"""The tracking choices left open (``None``), made as sleap-nn makes them.
+
+sleap-nn's order (``apply_tracking`` and the CLI's embedding route):
+
+1. Re-ID vectors on the detections and no ``features``: track by appearance
+   (``embeddings``). With ``embeddings``, an unset (or ``oks``) scoring
+   becomes ``cosine_sim``, the candidates ``local_queues``, the window 5.
+2. Otherwise masks: ``masks`` scored by ``mask_iou``, ``local_queues``, window
+   25 (over-segmented masks need a longer memory). Nothing else can score a
+   mask, and optical flow cannot move one.
+3. Otherwise a one-node skeleton: ``centroids`` by ``euclidean_dist``.
+4. Otherwise ``keypoints`` by ``oks``, ``fixed_window`` of 5.
+
+A ``max_tracks`` cap is only kept by local queues, so it switches
+``fixed_window`` to them (sleap-nn does so even when asked for fixed_window).
+Unlike sleap-nn, an explicitly chosen window of 5 on masks stays 5 (sleap-nn
+cannot tell it from its default). A combination whose scoring cannot read the
+feature is refused in one line rather than failing mid-video. ByteTrack reads
+none of the classic knobs: its unset fields are filled the same way, unchecked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sleap_infer.tracking.base import MASKS
+from sleap_infer.vocab.errors import UsageError
+from sleap_infer.vocab.tracking import MASK_WINDOW_SIZE, WINDOW_SIZE, TrackingOptions
+
+# Which scorings can read which feature (sleap-nn computes these without failing).
+SCORABLE = {
+    "keypoints": ("oks", "euclidean_dist", "cosine_sim"),
+    "centroids": ("euclidean_dist", "cosine_sim"),
+    "bboxes": ("iou", "euclidean_dist", "cosine_sim"),
+    "masks": ("mask_iou",),
+    "embeddings": ("cosine_sim", "euclidean_dist"),
+}
+_POSE_DEFAULT_SCORING = {"keypoints": "oks", "centroids": "euclidean_dist", "bboxes": "iou"}
+
+
+def _embedding_choice(options: TrackingOptions, has_embeddings: bool) -> TrackingOptions:
+    if not has_embeddings:
+        raise UsageError("--features embeddings: the detections carry no re-ID vectors")
+    if options.use_flow:
+        raise UsageError("--use-flow moves points, it cannot move re-ID vectors (--features)")
+    scoring = options.scoring
+    if scoring is None or scoring == "oks":
+        scoring = "cosine_sim"
+    return replace(
+        options,
+        features="embeddings",
+        scoring=scoring,
+        candidates=options.candidates or "local_queues",
+        window_size=options.window_size or WINDOW_SIZE,
+    )
+
+
+def _mask_choice(options: TrackingOptions) -> TrackingOptions:
+    features = options.features or "masks"
+    if features != "masks":
+        raise UsageError(f"--features {features}: the detections are masks (use masks)")
+    if options.use_flow:
+        raise UsageError("--use-flow cannot track masks: optical flow moves keypoints")
+    return replace(
+        options,
+        features="masks",
+        scoring=options.scoring or "mask_iou",
+        candidates=options.candidates or "local_queues",
+        window_size=options.window_size or MASK_WINDOW_SIZE,
+    )
+
+
+def _pose_choice(options: TrackingOptions, n_nodes: int) -> TrackingOptions:
+    features, scoring = options.features, options.scoring
+    if features == "masks":
+        raise UsageError("--features masks: the detections are poses, not masks")
+    if n_nodes == 1:  # OKS is meaningless on one point
+        features, scoring = features or "centroids", scoring or "euclidean_dist"
+    else:
+        features = features or "keypoints"
+        scoring = scoring or _POSE_DEFAULT_SCORING[features]
+    return replace(
+        options,
+        features=features,
+        scoring=scoring,
+        candidates=options.candidates or "fixed_window",
+        window_size=options.window_size or WINDOW_SIZE,
+    )
+
+
+def _bytetrack_fill(options: TrackingOptions, carrier: str, n_nodes: int) -> TrackingOptions:
+    masks = carrier == MASKS
+    features = options.features or (
+        "masks" if masks else "centroids" if n_nodes == 1 else "keypoints"
+    )
+    default_scoring = {**_POSE_DEFAULT_SCORING, "masks": "mask_iou", "embeddings": "cosine_sim"}
+    return replace(
+        options,
+        features=features,
+        scoring=options.scoring
+        or ("euclidean_dist" if n_nodes == 1 and not masks else default_scoring[features]),
+        candidates=options.candidates or ("local_queues" if masks else "fixed_window"),
+        window_size=options.window_size or (MASK_WINDOW_SIZE if masks else WINDOW_SIZE),
+    )
+
+
+def _fill(
+    options: TrackingOptions, carrier: str, n_nodes: int, has_embeddings: bool
+) -> TrackingOptions:
+    if options.features == "embeddings" or (options.features is None and has_embeddings):
+        return _embedding_choice(options, has_embeddings)
+    if carrier == MASKS:
+        return _mask_choice(options)
+    return _pose_choice(options, n_nodes)
+
+
+def resolve_options(
+    options: TrackingOptions, carrier: str, n_nodes: int, has_embeddings: bool = False
+) -> TrackingOptions:
+    """``options`` with every automatic choice made for this carrier and skeleton."""
+    if options.tracker == "bytetrack":
+        return _bytetrack_fill(options, carrier, n_nodes)
+    resolved = _fill(options, carrier, n_nodes, has_embeddings)
+    features, scoring = str(resolved.features), str(resolved.scoring)
+    if scoring not in SCORABLE[features]:
+        raise UsageError(
+            f"--scoring {scoring} cannot score --features {features}"
+            f" (use {' or '.join(SCORABLE[features])})"
+        )
+    if resolved.max_tracks is not None and resolved.candidates == "fixed_window":
+        resolved = replace(resolved, candidates="local_queues")
+    return resolved

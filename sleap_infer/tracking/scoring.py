@@ -1,0 +1,201 @@
+"""How alike a detection and a candidate are, and one number per track from several.
+
+Same assignments as sleap-nn need the same scores down to the last bit
+(Hungarian and greedy break ties by order), so every function here does
+sleap-nn's float operations in its order, on its dtypes: OKS with the
+COCO-style normalisation over the *detection's* box area, box IoU with
+``+ 1`` pixel extents and Python ``max``/``min`` (so a NaN side counts as no
+overlap), mask IoU over the overlap of two cropped masks, negative euclidean
+distance and cosine similarity that turn degenerate input into NaN. OKS is
+computed for all pairs of a frame at once; that gives the same bits as
+sleap-nn's one call per pair (checked). A track's score is the ``nanmean``,
+``nanmax`` or ``nanquantile`` of its candidates' scores, NaN when none is
+left; NaN becomes an infinite cost, i.e. "cannot match".
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+
+from sleap_infer.tracking.features import Feature, MaskCrop
+
+
+def oks_matrix(gt: np.ndarray, pr: np.ndarray, stddev: float) -> np.ndarray:
+    """``(G, M)`` object keypoint similarity of poses ``gt`` (G, N, 2) to ``pr`` (M, N, 2).
+
+    Normalised by each ``gt`` pose's box area; a node missing in ``gt`` adds 0
+    and is not counted, one missing in ``pr`` adds 0 but is counted.
+    """
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        area = np.prod(np.nanmax(gt, axis=-2) - np.nanmin(gt, axis=-2), axis=-1)
+        n_gt, n_nodes, n_dims = gt.shape
+        n_pr = pr.shape[0]
+        spread = (2 * np.full(n_nodes, stddev)) ** 2
+        scale = 2 * (area + np.spacing(1))
+        norm = np.reshape(spread, (1, 1, n_nodes)) * np.reshape(scale, (n_gt, 1, 1))
+        delta = np.reshape(gt, (n_gt, 1, n_nodes, n_dims)) - np.reshape(
+            pr, (1, n_pr, n_nodes, n_dims)
+        )
+        distance = (delta**2).sum(axis=-1)
+        distance[:, np.any(np.isnan(pr), axis=-1)] = np.inf
+        ks = np.exp(-(distance / norm))
+        missing_gt = np.any(np.isnan(gt), axis=-1)
+        ks = np.where(missing_gt[:, None, :], 0.0, ks)
+        visible = np.sum((~missing_gt).astype("float32"), axis=-1, keepdims=True)
+        return np.sum(ks, axis=-1) / visible
+
+
+def iou(a: np.ndarray, b: np.ndarray) -> float:
+    """IoU of two ``[xmin, ymin, xmax, ymax]`` boxes whose extents include both ends."""
+    (ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1) = a, b
+    with np.errstate(all="ignore"):
+        inter_w = max(0, min(ax1, bx1) - max(ax0, bx0) + 1)
+        inter_h = max(0, min(ay1, by1) - max(ay0, by0) + 1)
+        inter = inter_w * inter_h
+        union = (ax1 - ax0 + 1) * (ay1 - ay0 + 1) + (bx1 - bx0 + 1) * (by1 - by0 + 1) - inter
+        return inter / union
+
+
+def _overlap(a: MaskCrop, b: MaskCrop) -> int:
+    if a.area == 0 or b.area == 0:
+        return 0
+    top, bottom = max(a.y0, b.y0), min(a.y0 + a.crop.shape[0], b.y0 + b.crop.shape[0])
+    left, right = max(a.x0, b.x0), min(a.x0 + a.crop.shape[1], b.x0 + b.crop.shape[1])
+    if bottom <= top or right <= left:
+        return 0
+    sub_a = a.crop[top - a.y0 : bottom - a.y0, left - a.x0 : right - a.x0]
+    sub_b = b.crop[top - b.y0 : bottom - b.y0, left - b.x0 : right - b.x0]
+    return int(np.count_nonzero(sub_a & sub_b))
+
+
+def mask_iou(a: MaskCrop, b: MaskCrop) -> float:
+    """Pixel IoU of two masks; two empty masks are identical (1.0)."""
+    inter = _overlap(a, b)
+    union = a.area + b.area - inter
+    return 1.0 if union == 0 else float(inter / union)
+
+
+def euclidean(a: Feature, b: Feature) -> float:
+    """Negative distance (a similarity); NaN for a missing or mismatched side."""
+    if a is None or b is None:
+        return math.nan
+    with np.errstate(all="ignore"):
+        if (
+            type(a) is np.ndarray
+            and type(b) is np.ndarray
+            and a.dtype == np.float64
+            and b.dtype == np.float64
+            and a.ndim == 1
+            and a.shape == b.shape
+            and a.size > 0
+        ):
+            d = a - b
+            dist = math.sqrt(d.dot(d))
+            return math.nan if not math.isfinite(dist) else -float(dist)
+        u = np.asarray(a, dtype=np.float64).ravel()
+        v = np.asarray(b, dtype=np.float64).ravel()
+        if u.size == 0 or u.shape != v.shape:
+            return math.nan
+        dist = float(np.linalg.norm(u - v))
+    return math.nan if not math.isfinite(dist) else -dist
+
+
+def cosine(a: Feature, b: Feature) -> float:
+    """Cosine similarity; NaN for a missing, empty, mismatched or zero-length side."""
+    if a is None or b is None:
+        return math.nan
+    u = np.asarray(a, dtype=np.float64).ravel()
+    v = np.asarray(b, dtype=np.float64).ravel()
+    if u.size == 0 or u.shape != v.shape:
+        return math.nan
+    with np.errstate(all="ignore"):
+        denom = float(np.linalg.norm(u) * np.linalg.norm(v))
+        if not math.isfinite(denom) or denom == 0.0:
+            return math.nan
+        return float(np.dot(u, v) / denom)
+
+
+PAIR_SCORES = {"iou": iou, "mask_iou": mask_iou, "euclidean_dist": euclidean, "cosine_sim": cosine}
+
+
+def pair_matrix(
+    scoring: str, queries: Sequence[Feature], gallery: Sequence[Feature], stddev: float
+) -> np.ndarray:
+    """``(Q, M)`` scores of every query against every gallery feature."""
+    if not queries or not gallery:
+        return np.zeros((len(queries), len(gallery)))
+    if scoring == "oks":
+        gt = np.stack([np.asarray(q, dtype=np.float64) for q in queries])
+        pr = np.stack([np.asarray(g, dtype=np.float64) for g in gallery])
+        return oks_matrix(gt, pr, stddev)
+    fn = PAIR_SCORES[scoring]
+    return np.array([[fn(q, g) for g in gallery] for q in queries], dtype=np.float64)
+
+
+def reduce(values: np.ndarray, reduction: str, quantile: float, axis: int | None = None) -> object:
+    """One score from several (NaNs ignored; all NaN gives NaN), along ``axis``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if reduction == "mean":
+            return np.nanmean(values, axis=axis)
+        if reduction == "max":
+            return np.nanmax(values, axis=axis)
+        return np.nanquantile(values, q=quantile, axis=axis)
+
+
+def appearance_matrix(
+    queries: Sequence[np.ndarray | None],
+    gallery: Sequence[Sequence[np.ndarray | None]],
+    reduction: str,
+    quantile: float,
+) -> np.ndarray:
+    """``(Q, T)`` cosine similarity of re-ID vectors to each track's (usable) vectors.
+
+    sleap-nn's vectorised appearance path: one matrix product over the queries
+    that have a vector and all candidate vectors of the first query's length,
+    reduced per track over the finite similarities; NaN where nothing is left.
+    """
+    out = np.full((len(queries), len(gallery)), np.nan)
+    rows: list[int] = []
+    vecs: list[np.ndarray] = []
+    for i, vec in enumerate(queries):
+        if vec is not None and np.asarray(vec).size:
+            rows.append(i)
+            vecs.append(np.asarray(vec, dtype=np.float64).ravel())
+    if not vecs or not gallery:
+        return out
+    dim = vecs[0].size
+    keep = [i for i, v in enumerate(vecs) if v.size == dim]
+    query_rows = np.asarray([rows[i] for i in keep])
+    query = np.stack([vecs[i] for i in keep])
+    cols: list[int] = []
+    items: list[np.ndarray] = []
+    for t, track in enumerate(gallery):
+        for vec in track:
+            if vec is None:
+                continue
+            v = np.asarray(vec, dtype=np.float64).ravel()
+            if v.size == dim:
+                items.append(v)
+                cols.append(t)
+    if not items:
+        return out
+    stacked = np.stack(items)
+    col_of = np.asarray(cols)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        norms = np.linalg.norm(query, axis=1)[:, None] * np.linalg.norm(stacked, axis=1)[None, :]
+        sims = (query @ stacked.T) / norms
+    sims[~np.isfinite(sims)] = np.nan
+    for t in range(len(gallery)):
+        block = sims[:, col_of == t]
+        if block.shape[1] == 0:
+            continue
+        hit = np.flatnonzero(np.isfinite(block).any(axis=1))
+        if hit.size:
+            out[query_rows[hit], t] = reduce(block[hit], reduction, quantile, axis=1)
+    return out

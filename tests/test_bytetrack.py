@@ -1,0 +1,218 @@
+"""ByteTrack: ids through crossings and gaps, the two score stages, caps, masks, exact resume."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sleap_infer.tracking import kalman
+from sleap_infer.tracking.base import Detections, MaskBitmap, TrackerState
+from sleap_infer.tracking.bytetrack import ByteTracker, mask_boxes, pose_boxes
+from sleap_infer.vocab.tracking import TrackingOptions
+
+
+def tracker(carrier: str = "poses", **options: object) -> ByteTracker:
+    return ByteTracker(TrackingOptions(tracker="bytetrack", **options), carrier)
+
+
+def body(cx: float, cy: float, length: float = 30.0, width: float = 10.0) -> np.ndarray:
+    """A 3-node pose: two corners of a ``length`` x ``width`` box and its centre."""
+    return np.array(
+        [[cx - length / 2, cy - width / 2], [cx, cy], [cx + length / 2, cy + width / 2]]
+    )
+
+
+def frame(f: int, poses: list[np.ndarray], scores: list[float]) -> Detections:
+    points = np.array(poses, dtype=np.float64).reshape(len(poses), 3, 2)
+    return Detections(frame_idx=f, points=points, scores=np.array(scores, dtype=np.float64))
+
+
+def run(t: ByteTracker, frames: list[Detections]) -> list[np.ndarray]:
+    return [t.step(d).track_ids for d in frames]
+
+
+def test_crossing_bodies_keep_their_ids() -> None:
+    """Two bodies pass over each other head-on; motion, not position, tells them apart."""
+    t = tracker()
+    ids = run(
+        t,
+        [frame(f, [body(20 + 4 * f, 100), body(220 - 4 * f, 104)], [0.9, 0.9]) for f in range(50)],
+    )
+    assert ids[0].tolist() == [-1, -1]  # unconfirmed until a second match
+    assert all(i.tolist() == [0, 1] for i in ids[1:])  # crossed at f = 25 without a swap
+    assert t.n_tracks == 2
+
+
+def test_a_short_gap_gets_the_old_id_back_and_a_long_one_does_not() -> None:
+    moving = [frame(f, [body(30 + 3 * f, 60)], [0.9]) for f in range(60)]
+    short = moving[:20] + moving[40:]  # unseen for 19 frames, reappears where it went
+    t = tracker(track_buffer=30)
+    ids = run(t, short)
+    assert ids[-1].tolist() == [0] and ids[20].tolist() == [0]
+    assert t.n_tracks == 1
+
+    t = tracker(track_buffer=10)
+    ids = run(t, short)
+    assert ids[20].tolist() == [-1]  # a new, unconfirmed track
+    assert ids[21].tolist() == [1]
+    assert t.n_tracks == 2
+
+
+def test_low_scores_keep_a_track_but_never_start_one() -> None:
+    t = tracker()
+    for f in range(10):  # a body whose score drops into the low band at f = 5
+        a = t.step(frame(f, [body(50 + 2 * f, 50), body(200, 200)], [0.9 if f < 5 else 0.3, 0.3]))
+        assert a.track_ids[1] == -1  # a low-score body alone never gets a track
+        if f >= 1:
+            assert a.track_ids[0] == 0
+            assert 0.5 <= a.scores[0] <= 1.0  # stage-2 matches need IoU 0.5
+    assert t.n_tracks == 1
+
+    t = tracker()  # a lost track does not take low-score detections (stage 2: tracked only)
+    run(t, [frame(f, [body(50 + 2 * f, 50)], [0.9]) for f in range(5)])
+    t.step(frame(5, [], []))
+    assert t.step(frame(6, [body(62, 50)], [0.3])).track_ids.tolist() == [-1]
+    assert t.step(frame(7, [body(64, 50)], [0.9])).track_ids.tolist() == [0]
+
+
+def test_nothing_is_dropped() -> None:
+    t = tracker()
+    run(t, [frame(f, [body(40 + f, 40)], [0.9]) for f in range(3)])
+    hidden = np.full((3, 2), np.nan)
+    one_node = np.array([[100.0, 100.0], [np.nan, np.nan], [np.nan, np.nan]])
+    poses = [hidden, body(43, 40), body(150, 150), body(200, 60), one_node]
+    a = t.step(frame(3, poses, [0.9, 0.9, 0.9, 0.05, 0.9]))
+    assert a.track_ids.dtype == np.int64 and a.scores.dtype == np.float32
+    # no box, tracked, new (unconfirmed), below the low threshold, a new one-node body
+    assert a.track_ids.tolist() == [-1, 0, -1, -1, -1]
+    assert np.isnan(a.scores[[0, 2, 3, 4]]).all() and a.scores[1] > 0.5
+    empty = t.step(frame(4, [], []))
+    assert empty.track_ids.shape == (0,) and empty.scores.shape == (0,)
+
+
+def test_max_tracks_caps_ids_and_gives_lost_ids_to_new_bodies() -> None:
+    t = tracker(max_tracks=2)
+    spots = [(40, 40), (200, 40), (120, 200)]
+    ids = run(t, [frame(f, [body(x + f, y) for x, y in spots], [0.9] * 3) for f in range(5)])
+    assert ids[-1].tolist() == [0, 1, -1] and t.n_tracks == 2
+
+    t = tracker(max_tracks=1)
+    run(t, [frame(f, [body(40 + f, 40)], [0.9]) for f in range(5)])
+    for f in range(5, 8):
+        t.step(frame(f, [], []))
+    # It comes back shifted, overlapping its lost track too little for stage 1 ...
+    back = frame(8, [body(76, 40)], [0.9])
+    capped = t.step(back)
+    assert capped.track_ids.tolist() == [0]  # ... but with no id left, the lost one is its
+    assert 0 < capped.scores[0] < 0.2
+
+    free = tracker()
+    run(free, [frame(f, [body(40 + f, 40)], [0.9]) for f in range(5)])
+    for f in range(5, 8):
+        free.step(frame(f, [], []))
+    assert free.step(back).track_ids.tolist() == [-1]  # uncapped: a new track instead
+
+
+def _scene(seed: int, n_frames: int) -> list[Detections]:
+    """Three bodies on noisy, crossing lines with dropouts, low scores and false positives."""
+    rng = np.random.default_rng(seed)
+    start = rng.uniform(40, 200, (3, 2))
+    velocity = rng.uniform(-2.5, 2.5, (3, 2))
+    frames = []
+    for f in range(n_frames):
+        poses, scores = [], []
+        for a in range(3):
+            if rng.random() < 0.1:
+                continue
+            pose = body(*(start[a] + f * velocity[a])) + rng.normal(0, 1, (3, 2))
+            pose[rng.random(3) < 0.15] = np.nan
+            poses.append(pose)
+            scores.append(rng.uniform(0.2, 1.0))
+        if rng.random() < 0.2:
+            poses.append(body(*rng.uniform(20, 230, 2)))
+            scores.append(rng.uniform(0.5, 0.8))
+        frames.append(frame(f, poses, scores))
+    return frames
+
+
+def _through_json(state: TrackerState) -> TrackerState:
+    """What the journal does to a state: JSON meta, raw array bytes."""
+    meta = json.loads(json.dumps(state.meta))
+    arrays = {
+        k: np.frombuffer(v.tobytes(), dtype=v.dtype).reshape(v.shape)
+        for k, v in state.arrays.items()
+    }
+    return TrackerState(meta=meta, arrays=arrays)
+
+
+@pytest.mark.parametrize("cut", [1, 17, 40])
+def test_resume_from_state_is_bit_identical(cut: int) -> None:
+    frames = _scene(seed=3, n_frames=60)
+    whole = tracker(max_tracks=4)
+    expected = [whole.step(d) for d in frames]
+    first = tracker(max_tracks=4)
+    got = [first.step(d) for d in frames[:cut]]
+    state = first.state()
+    assert state.arrays["mean"].dtype == np.float64 and state.arrays["cov"].dtype == np.float64
+    resumed = tracker(max_tracks=4)
+    resumed.load_state(_through_json(state))
+    got += [resumed.step(d) for d in frames[cut:]]
+    for e, g in zip(expected, got):
+        assert np.array_equal(e.track_ids, g.track_ids)
+        assert e.scores.tobytes() == g.scores.tobytes()
+    end, again = whole.state(), resumed.state()
+    assert end.meta == again.meta and end.arrays.keys() == again.arrays.keys()
+    for name, values in end.arrays.items():
+        assert values.dtype == again.arrays[name].dtype
+        assert values.tobytes() == again.arrays[name].tobytes(), name
+    assert whole.n_tracks == resumed.n_tracks > 0
+
+
+def test_pose_boxes_span_visible_nodes() -> None:
+    points = np.array(
+        [[[1.0, 2.0], [np.nan, np.nan], [5.0, -1.0]], [[np.nan, 3.0], [np.nan, np.nan], [4, 4]]]
+    )
+    boxes = pose_boxes(points)
+    assert boxes[0].tolist() == [1.0, -1.0, 5.0, 2.0]
+    assert boxes[1].tolist() == [4.0, 4.0, 4.0, 4.0]  # a node with one NaN coordinate is hidden
+    assert np.isnan(pose_boxes(np.full((1, 3, 2), np.nan))).all()
+
+
+def test_mask_boxes_map_bitmap_extent_to_frame_pixels() -> None:
+    bitmap = np.zeros((8, 12), dtype=bool)
+    bitmap[2:6, 3:10] = True  # rows 2..5, columns 3..9
+    masks = [
+        MaskBitmap(bitmap, scale=(0.5, 0.5), offset=(10.0, 20.0)),
+        MaskBitmap(np.zeros((4, 4), dtype=bool)),
+    ]
+    boxes = mask_boxes(masks)
+    assert boxes[0].tolist() == [16.0, 24.0, 30.0, 32.0]  # offset + [3, 10) / 0.5, [2, 6) / 0.5
+    assert np.isnan(boxes[1]).all()
+
+
+def test_masks_are_tracked_by_their_boxes() -> None:
+    t = tracker("masks")
+
+    def blob(x: int) -> MaskBitmap:
+        bitmap = np.zeros((64, 128), dtype=bool)
+        bitmap[20:40, x : x + 30] = True
+        return MaskBitmap(bitmap, scale=(0.5, 0.5))  # frame pixels = 2 x bitmap pixels
+
+    for f in range(8):
+        masks = [blob(5 + 2 * f), blob(90 - 2 * f), MaskBitmap(np.zeros((64, 128), dtype=bool))]
+        d = Detections(f, np.zeros((3, 0, 2)), np.array([0.9, 0.9, 0.9]), masks=masks)
+        ids = t.step(d).track_ids
+        assert ids.tolist() == ([-1, -1, -1] if f == 0 else [0, 1, -1])
+
+
+def test_kalman_learns_constant_velocity() -> None:
+    mean, cov = kalman.initiate(np.array([[10.0, 20.0, 30.0, 10.0]]))
+    for step in range(1, 30):
+        mean, cov = kalman.predict(mean, cov)
+        mean, cov = kalman.update(mean, cov, np.array([[10.0 + 2 * step, 20.0 - step, 30.0, 10.0]]))
+    predicted, _ = kalman.predict(mean, cov)
+    assert np.allclose(predicted[0, :4], [10.0 + 60, 20.0 - 30, 30.0, 10.0], atol=0.05)
+    assert np.allclose(cov, np.swapaxes(cov, 1, 2))
+    assert (np.linalg.eigvalsh(cov) > 0).all()

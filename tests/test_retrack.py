@@ -1,0 +1,165 @@
+"""Re-tracking prediction files without a model: the same tracks as sleap-nn's ``--tracking``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import sleap_io as sio
+
+from sleap_infer.retrack import retrack_file, retrack_labels
+from sleap_infer.vocab.errors import UsageError, VideoError
+from sleap_infer.vocab.tracking import TrackingOptions
+
+
+def _video(name: str = "v.mp4", n_frames: int = 40) -> sio.Video:
+    return sio.Video(
+        filename=name,
+        backend_metadata={"shape": [n_frames, 64, 64, 1], "fps": 30.0, "grayscale": True},
+        open_backend=False,
+    )
+
+
+def _skeleton() -> sio.Skeleton:
+    return sio.Skeleton(nodes=["a", "b"], edges=[], name="s")
+
+
+def _labels(videos: list[sio.Video], n_frames: int = 12) -> sio.Labels:
+    """Two animals moving apart in every video, listed in shuffled order, with stale tracks."""
+    skeleton = _skeleton()
+    stale = sio.Track(name="old")
+    rng = np.random.default_rng(0)
+    frames = []
+    for video in videos:
+        for f in rng.permutation(n_frames).tolist():
+            insts = [
+                sio.PredictedInstance.from_numpy(
+                    np.array([[x + f, 10.0], [x + f + 4, 14.0]]),
+                    skeleton=skeleton,
+                    score=0.9,
+                    track=stale,
+                    tracking_score=0.5,
+                )
+                for x in (5.0, 40.0)
+            ]
+            frames.append(sio.LabeledFrame(video=video, frame_idx=f, instances=insts))
+    return sio.Labels(labeled_frames=frames, videos=videos, skeletons=[skeleton], tracks=[stale])
+
+
+def _names(lf: sio.LabeledFrame) -> list[str | None]:
+    return [i.track.name if i.track is not None else None for i in lf.instances]
+
+
+def test_retrack_labels_replaces_stale_tracks_and_names_on_across_videos() -> None:
+    labels = _labels([_video("a.mp4"), _video("b.mp4")])
+    stats = retrack_labels(labels, TrackingOptions())
+    assert (stats.frames, stats.instances, stats.tracks) == (24, 48, 4)
+    assert stats.options.features == "keypoints" and stats.carrier == "poses"
+    assert [t.name for t in labels.tracks] == ["track_0", "track_1", "track_2", "track_3"]
+    first, second = labels.labeled_frames[:12], labels.labeled_frames[12:]
+    assert [lf.frame_idx for lf in first] == list(range(12))  # frames put in order
+    assert all(_names(lf) == ["track_0", "track_1"] for lf in first)
+    assert all(_names(lf) == ["track_2", "track_3"] for lf in second)
+    assert labels.labeled_frames[0].instances[0].tracking_score == 1.0
+    assert 0 < labels.labeled_frames[5].instances[0].tracking_score <= 1.0
+
+
+def test_user_instances_are_tracked_where_a_frame_has_them() -> None:
+    labels = _labels([_video()], 4)
+    lf = labels.labeled_frames[0]
+    user = sio.Instance.from_numpy(
+        np.array([[1.0, 1.0], [5.0, 5.0]]), skeleton=lf.instances[0].skeleton
+    )
+    lf.instances.append(user)
+    retrack_labels(labels, TrackingOptions())
+    assert user.track is not None
+    assert all(i.track is None for i in lf.predicted_instances)  # passed through, cleared
+
+
+def test_vectors_make_the_automatic_choice_appearance() -> None:
+    labels = _labels([_video()], 6)
+    for lf in labels.labeled_frames:
+        for k, inst in enumerate(lf.instances):
+            inst.identity_embedding = sio.Embedding(np.eye(4, dtype=np.float32)[k])
+    stats = retrack_labels(labels, TrackingOptions())
+    assert (stats.options.features, stats.options.scoring) == ("embeddings", "cosine_sim")
+    assert stats.options.candidates == "local_queues" and stats.tracks == 2
+
+
+def test_retrack_file_writes_atomically_with_provenance(tmp_path: Path) -> None:
+    labels = _labels([_video()], 6)
+    for lf in labels.labeled_frames:
+        lf.instances[0].identity_embedding = sio.Embedding(np.ones(3, np.float32))
+    src, dst = tmp_path / "in.slp", tmp_path / "out.slp"
+    sio.save_slp(labels, str(src), save_embedding_vectors=True)
+    stats = retrack_file(src, dst, TrackingOptions(features="keypoints"))
+    out = sio.load_slp(str(dst))
+    assert stats.tracks == 2 and stats.seconds > 0
+    assert out.provenance["tracking"]["features"] == "keypoints"
+    assert out.provenance["tracking"]["window_size"] == 5
+    assert all(lf.instances[0].identity_embedding is not None for lf in out)  # kept
+    assert {t.name for t in out.tracks} == {"track_0", "track_1"}
+    assert not list(tmp_path.glob(".*tmp*"))
+
+
+def test_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no such file"):
+        retrack_file(tmp_path / "missing.slp", tmp_path / "o.slp", TrackingOptions())
+    (tmp_path / "v.mp4").write_bytes(b"x")
+    with pytest.raises(UsageError, match=r"not a \.slp"):
+        retrack_file(tmp_path / "v.mp4", tmp_path / "o.slp", TrackingOptions())
+    (tmp_path / "junk.slp").write_bytes(b"not hdf5")
+    with pytest.raises(VideoError, match="junk.slp"):
+        retrack_file(tmp_path / "junk.slp", tmp_path / "o.slp", TrackingOptions())
+    labels = _labels([_video(str(tmp_path / "frames.slp"))], 3)
+    sio.save_slp(labels, str(tmp_path / "p.slp"))
+    with pytest.raises(UsageError, match="holds the frames"):
+        retrack_file(tmp_path / "p.slp", tmp_path / "frames.slp", TrackingOptions())
+    with pytest.raises(UsageError) as err:
+        retrack_file(tmp_path / "p.slp", tmp_path / "o.slp", TrackingOptions(features="masks"))
+    assert "\n" not in str(err.value)
+
+
+# ---------------------------------------------------------------- parity with sleap-nn
+
+
+def _mask_key(m: Any) -> tuple[Any, ...]:
+    return (tuple(m.bbox), m.area, tuple(m.scale))
+
+
+def _mask_tracks(labels: sio.Labels) -> dict[tuple[int, tuple[Any, ...]], str | None]:
+    """Per (frame, mask), its track name (sleap-nn may reorder a frame's masks)."""
+    out = {}
+    for lf in labels:
+        for m in lf.masks:
+            out[(lf.frame_idx, _mask_key(m))] = m.track.name if m.track is not None else None
+    return out
+
+
+@pytest.mark.parametrize(
+    ("untracked", "tracked"),
+    [
+        ("bottomup_segmentation", "bottomup_segmentation_tracked"),
+        ("embedding", "embedding_tracked"),
+    ],
+)
+def test_retracking_a_reference_file_gives_sleap_nn_tracks(
+    shared: Path, tmp_path: Path, untracked: str, tracked: str
+) -> None:
+    ours = tmp_path / "ours.slp"
+    stats = retrack_file(shared / "reference" / f"{untracked}.slp", ours, TrackingOptions())
+    mine = sio.load_slp(str(ours))
+    reference = sio.load_slp(str(shared / "reference" / f"{tracked}.slp"))
+    theirs = _mask_tracks(reference)
+    assert stats.carrier == "masks" and len(theirs) == stats.instances
+    assert _mask_tracks(mine) == theirs  # same names, not just the same partition
+    for a, b in zip(mine, reference):
+        assert sorted(map(str, _names(a))) == sorted(map(str, _names(b)))  # inherited
+        sa = {_mask_key(m): m.tracking_score for m in a.masks}
+        for m in b.masks:
+            assert sa[_mask_key(m)] == pytest.approx(m.tracking_score, rel=1e-6)
+    if untracked == "embedding":
+        assert stats.options.features == "embeddings"
+        assert all(m.identity_embedding is not None for lf in mine for m in lf.masks)

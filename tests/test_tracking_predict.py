@@ -1,0 +1,184 @@
+"""``infer predict --tracking``: tracks made online, written to every format, and a
+killed run resumed to exactly the tracks of an uninterrupted one."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import sleap_io as sio
+
+from sleap_infer.io.journal import journal_path, read_journal
+from sleap_infer.predictor import Predictor
+from sleap_infer.vocab.tracking import TrackingOptions
+
+from cli_runs import error_lines, infer_stopping, run_cli
+from conftest import fixture_model
+
+
+def tracked_poses(path: Path) -> list[tuple[int, list[str | None], np.ndarray, list[float]]]:
+    """Per frame: index, track names, points and tracking scores, in file order."""
+    out = []
+    for lf in sio.load_slp(str(path)):
+        names = [i.track.name if i.track is not None else None for i in lf.instances]
+        points = np.stack([i.numpy() for i in lf.instances]) if lf.instances else np.zeros(0)
+        scores = [float(i.tracking_score) for i in lf.instances]
+        out.append((lf.frame_idx, names, points, scores))
+    return out
+
+
+def mask_tracks(path: Path) -> dict[tuple[int, bytes], str | None]:
+    """Each mask's track name, keyed by frame and pixels: sleap-nn's local queues reorder a
+    frame's masks in its output, ours keep the model's order."""
+    return {
+        (lf.frame_idx, np.asarray(m.rle_counts, np.uint32).tobytes()): (
+            m.track.name if m.track is not None else None
+        )
+        for lf in sio.load_slp(str(path))
+        for m in lf.masks
+    }
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [[], ["--use-flow"], ["--tracker", "bytetrack"]],
+    ids=["classic", "optical-flow", "bytetrack"],
+)
+def test_killed_tracked_run_resumes_to_identical_tracks(
+    shared: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, extra: list[str]
+) -> None:
+    """SIGKILL after 5 batches, then --resume: the tracker restarts from the journal's
+    last snapshot (with flow, from frames decoded again) and every track matches."""
+    if "--use-flow" in extra:
+        pytest.importorskip("cv2")
+    video = shared / "videos" / "centered_pair_small.mp4"
+    model = fixture_model(shared, "bottomup")
+    args = ["predict", video, "-m", model, "--device", "cpu", "-b", "4", "-q", "--frames", "0-47"]
+    args += ["--tracking", "--peak-threshold", "0.1", *extra]
+    resumed = tmp_path / "resumed.slp"
+    killed = infer_stopping("SIGKILL", 5, *args, "-o", resumed)
+    assert killed.returncode == -9, killed.stderr
+    journal = read_journal(journal_path(resumed))
+    assert journal.predicted.tolist() == list(range(20))
+    assert journal.tracker is not None and journal.n_tracks >= 2  # state is in the journal
+
+    code, err = run_cli(capsys, *args, "-o", resumed, "--resume")
+    assert code == 0, err
+    code, err = run_cli(capsys, *args, "-o", tmp_path / "clean.slp")
+    assert code == 0, err
+    clean, again = tracked_poses(tmp_path / "clean.slp"), tracked_poses(resumed)
+    assert [f[0] for f in clean] == [f[0] for f in again]
+    for (frame, names_a, pts_a, sc_a), (_, names_b, pts_b, sc_b) in zip(clean, again):
+        assert names_a == names_b, frame
+        np.testing.assert_array_equal(pts_a, pts_b)
+        np.testing.assert_array_equal(sc_a, sc_b)  # NaN where untracked, on both sides
+    names = {n for f in clean for n in f[1]} - {None}
+    assert len(names) >= 2
+    labels = sio.load_slp(str(resumed))
+    assert [t.name for t in labels.tracks] == [f"track_{i}" for i in range(len(labels.tracks))]
+    assert labels.provenance["tracking"]["options"]["use_flow"] == ("--use-flow" in extra)
+
+
+def test_online_mask_tracking_matches_sleap_nn(shared: Path, tmp_path: Path) -> None:
+    """The same tracks as ``sleap-nn predict --tracking`` wrote for the same model and frames."""
+    predictor = Predictor(
+        [shared / "models" / "synthetic_bottomup_segmentation"],
+        device="cpu",
+        tracking=TrackingOptions(),
+    )
+    assert predictor.tracking is not None
+    assert (predictor.tracking.features, predictor.tracking.scoring) == ("masks", "mask_iou")
+    out = tmp_path / "tracked.slp"
+    result = predictor.predict_video(shared / "videos" / "synthetic_multi.pkg.slp", output=out)
+    reference = shared / "reference" / "bottomup_segmentation_tracked.slp"
+    ours, theirs = mask_tracks(out), mask_tracks(reference)
+    assert ours == theirs
+    assert result.tracks == len(sio.load_slp(str(reference)).tracks)
+
+
+def test_tracks_reach_csv_and_analysis_h5(shared: Path, tmp_path: Path) -> None:
+    predictor = Predictor(
+        [fixture_model(shared, "bottomup")],
+        device="cpu",
+        options=None,
+        tracking=TrackingOptions(max_tracks=2),
+    )
+    video = shared / "videos" / "centered_pair_small.mp4"
+    slp = tmp_path / "t.slp"
+    predictor.predict_video(video, output=slp, frames="0-19")
+    by_frame = {f[0]: f[1] for f in tracked_poses(slp)}
+    predictor.predict_video(video, output=tmp_path / "t.csv", frames="0-19", output_format="csv")
+    with (tmp_path / "t.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows and {r["track"] for r in rows} <= {"track_0", "track_1"}
+    for r in rows:
+        assert r["track"] in by_frame[int(r["frame_idx"])]
+    h5 = tmp_path / "t.h5"
+    predictor.predict_video(video, output=h5, frames="0-19", output_format="analysis-h5")
+    with h5py.File(h5) as f:
+        names = [n.decode() for n in f["track_names"][()]]
+        occupancy = f["track_occupancy"][()]  # (frame, track)
+        assert "identities" in f.attrs["track_axis"]
+    assert names == ["track_0", "track_1"]
+    for frame, tracks in by_frame.items():
+        expected = [int(f"track_{k}" in tracks) for k in range(2)]
+        assert occupancy[frame].tolist() == expected, frame
+
+
+def test_tracking_refusals_are_one_line(shared: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    video = shared / "videos" / "centered_pair_small.mp4"
+    multiclass = fixture_model(shared, "multi_class_bottomup")
+    code, err = run_cli(capsys, "predict", video, "-m", multiclass, "--device", "cpu", "-t")
+    assert code == 2 and "already assigns identities" in error_lines(err)[0]
+    model = fixture_model(shared, "bottomup")
+    code, err = run_cli(capsys, "predict", video, "-m", model, "--window-size", "3")
+    assert code == 2 and "--window-size only matter with --tracking" in error_lines(err)[0]
+    code, err = run_cli(capsys, "predict", video, "-m", model, "-t", "--features", "masks")
+    assert code == 2 and len(error_lines(err)) == 1
+
+
+def test_infer_track_retracks_a_file(
+    shared: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    source = shared / "reference" / "bottomup_segmentation.slp"
+    out = tmp_path / "retracked.slp"
+    code, err = run_cli(capsys, "track", source, "-o", out)
+    assert code == 0, err
+    reference = shared / "reference" / "bottomup_segmentation_tracked.slp"
+    assert mask_tracks(out) == mask_tracks(reference)
+    code, err = run_cli(capsys, "track", source, "-o", out)
+    assert code == 2 and "--overwrite" in error_lines(err)[0]
+    code, err = run_cli(capsys, "track", tmp_path / "missing.slp", "-o", tmp_path / "x.slp")
+    assert code != 0 and "missing.slp" in error_lines(err)[0]
+
+
+def detection_tracks(path: Path) -> dict[tuple[int, str, bytes], str | None]:
+    """Track name of every instance and mask, keyed by frame and geometry."""
+    out: dict[tuple[int, str, bytes], str | None] = {}
+    for lf in sio.load_slp(str(path)):
+        for inst in lf.instances:
+            key = (lf.frame_idx, "pose", np.asarray(inst.numpy(), np.float32).tobytes())
+            out[key] = inst.track.name if inst.track is not None else None
+        for m in lf.masks:
+            key = (lf.frame_idx, "mask", np.asarray(m.rle_counts, np.uint32).tobytes())
+            out[key] = m.track.name if m.track is not None else None
+    return out
+
+
+def test_embedding_model_tracks_by_its_vectors_as_sleap_nn(shared: Path, tmp_path: Path) -> None:
+    """A lone re-ID model with --tracking embeds the project's detections, then tracks them
+    by cosine similarity: sleap-nn's ``embedding_tracked.slp``, track for track."""
+    predictor = Predictor(
+        [shared / "models" / "synthetic_embedding"], device="cpu", tracking=TrackingOptions()
+    )
+    out = tmp_path / "embedded.slp"
+    result = predictor.predict_video(shared / "videos" / "synthetic_multi.pkg.slp", output=out)
+    ours = detection_tracks(out)
+    theirs = detection_tracks(shared / "reference" / "embedding_tracked.slp")
+    assert ours == theirs
+    assert result.tracks == 2
+    tracking = sio.load_slp(str(out)).provenance["tracking"]
+    assert tracking["options"]["features"] == "embeddings"
