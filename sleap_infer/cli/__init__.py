@@ -1,4 +1,4 @@
-"""The ``infer`` command line: predict, track, export, bench.
+"""The ``infer`` command line: predict, track, eval, render, export, bench.
 
 Help is Typer's plain (click) help, not its rich panels: at 80 columns the
 panels cut option names with an ellipsis, plain help wraps (see :mod:`.help`).
@@ -15,8 +15,10 @@ from rich.markup import escape
 
 from sleap_infer import __version__
 from sleap_infer.cli import bench as bench_cmd
+from sleap_infer.cli import eval as eval_cmd
 from sleap_infer.cli import export as export_cmd
 from sleap_infer.cli import predict as predict_cmd
+from sleap_infer.cli import render as render_cmd
 from sleap_infer.cli import track as track_cmd
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_FAILED, EXIT_INTERRUPTED, HelpCommand
@@ -61,6 +63,19 @@ app.command(
     short_help="Re-track a prediction .slp (ours or sleap-nn's) without a model.",
     epilog=track_cmd.EPILOG,
 )(track_cmd.track)
+app.command(
+    "eval",
+    no_args_is_help=True,
+    cls=HelpCommand,
+    short_help="Score predictions against ground truth (OKS mAP/mAR, PCK, distances).",
+    epilog=eval_cmd.EPILOG,
+)(eval_cmd.eval_cmd)
+app.command(
+    no_args_is_help=True,
+    cls=HelpCommand,
+    short_help="Draw predictions over their video (mp4, or one frame as PNG).",
+    epilog=render_cmd.EPILOG,
+)(render_cmd.render)
 app.command(
     no_args_is_help=True,
     cls=HelpCommand,

@@ -156,10 +156,18 @@ def check_summary_path(path: Path) -> None:
 
 def write_summary(path: Path, summary: dict[str, Any]) -> None:
     """Write ``summary`` to ``path`` atomically: a temporary file, fsync, rename."""
+    write_json(path, summary, f"--summary-json {path}: cannot write the run summary")
+
+
+def write_json(path: Path, data: Any, failure: str, indent: int | None = 2) -> None:
+    """Write ``data`` as JSON atomically (temporary file, fsync, rename): a reader never
+    sees half a file, and a failed write leaves an earlier file in place; ``failure``
+    starts the one-line error."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(summary, f, indent=2, allow_nan=False)
+            json.dump(data, f, indent=indent, allow_nan=False)
             f.write("\n")
             f.flush()
             os.fsync(f.fileno())
@@ -167,7 +175,7 @@ def write_summary(path: Path, summary: dict[str, Any]) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
-        raise OutputError(f"--summary-json {path}: cannot write the run summary ({exc})") from exc
+        raise OutputError(f"{failure} ({exc.strerror or exc})") from exc
 
 
 # ------------------------------------------------------------------ the table

@@ -1,0 +1,139 @@
+"""``infer eval``: score a prediction file against ground truth, as ``sleap-nn eval`` does.
+
+Same pairing, matching and metrics as sleap-nn 0.3.5 (see
+:mod:`sleap_infer.evaluation`), so the numbers can be quoted side by side.
+The headline numbers go to the terminal; ``--json`` keeps everything, in the
+layout of sleap-nn's metrics ``.json``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from sleap_infer.cli.console import console
+from sleap_infer.cli.help import exit_codes
+from sleap_infer.vocab.errors import UsageError
+
+EPILOG = exit_codes(
+    ok="scored (and --json written)",
+    failed="a file could not be read, or --json could not be written",
+)
+
+
+def parse_stddev(text: str) -> float | list[float]:
+    """``0.025`` (every node) or ``0.025,0.05,...`` (one per node, in skeleton order)."""
+    try:
+        values = [float(part) for part in text.split(",")]
+    except ValueError:
+        raise UsageError(
+            f"--oks-stddev {text!r}: not a number or comma-separated numbers"
+        ) from None
+    return values[0] if len(values) == 1 else values
+
+
+def _number(value: float, unit: str) -> str:
+    if math.isnan(value):
+        return "n/a"
+    return f"{value:.2f} {unit}" if unit else f"{value:.4f}"
+
+
+def metrics_table(metrics: dict[str, Any]) -> Table:
+    """The headline numbers sleap-nn's eval logs, one row each."""
+    from sleap_infer.evaluation import headline
+
+    table = Table(header_style="bold")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for label, value, unit in headline(metrics):
+        table.add_row(label, _number(value, unit))
+    return table
+
+
+def counts_line(counts: dict[str, int]) -> str:
+    """What the numbers rest on: frames paired, instances matched, predictions left over."""
+    frames = counts["frame_pairs"]
+    return (
+        f"{frames} frame{'s' if frames != 1 else ''} paired, {counts['matched']} of "
+        f"{counts['gt_instances']} ground-truth instances matched, "
+        f"{counts['unmatched_pred']} of {counts['pred_instances']} predictions unmatched "
+        "(not counted by mAP, as in sleap-nn)"
+    )
+
+
+def eval_cmd(
+    ground_truth: Annotated[
+        Path,
+        typer.Argument(
+            metavar="GROUND_TRUTH", help="Labeled .slp (or .pkg.slp).", show_default=False
+        ),
+    ],
+    predictions: Annotated[
+        Path,
+        typer.Argument(metavar="PREDICTIONS", help="Predicted .slp.", show_default=False),
+    ],
+    json_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--json",
+            metavar="PATH",
+            help="Also save every metric as JSON (sleap-nn's metrics .json layout).",
+            show_default=False,
+        ),
+    ] = None,
+    oks_stddev: Annotated[
+        str,
+        typer.Option(
+            metavar="SIGMA[,SIGMA...]",
+            help="OKS keypoint spread: one value, or one per node in skeleton order.",
+        ),
+    ] = "0.025",
+    oks_scale: Annotated[
+        float | None,
+        typer.Option(
+            metavar="AREA",
+            help="Fixed OKS area in px^2 (default: each ground truth's bounding box).",
+            show_default=False,
+        ),
+    ] = None,
+    match_threshold: Annotated[
+        float,
+        typer.Option(metavar="OKS", help="A pair matches only when its OKS is above this."),
+    ] = 0.0,
+    user_labels_only: Annotated[
+        bool,
+        typer.Option(
+            "--user-labels-only/--all-labels",
+            help="Score only user-labeled ground truth (--all-labels: predicted ones too).",
+        ),
+    ] = True,
+) -> None:
+    """Score predictions against ground truth: OKS mAP/mAR, PCK, distances, visibility."""
+    from sleap_infer.cli.summary import write_json
+    from sleap_infer.evaluation import evaluate_files, metrics_json
+
+    options = {
+        "oks_stddev": parse_stddev(oks_stddev),
+        "oks_scale": oks_scale,
+        "match_threshold": match_threshold,
+        "user_labels_only": user_labels_only,
+    }
+    with console.status(f"Scoring {escape(predictions.name)}...", spinner="dots"):
+        metrics = evaluate_files(ground_truth, predictions, **options)
+    console.print(metrics_table(metrics))
+    console.print(counts_line(metrics["counts"]), highlight=False, soft_wrap=True)
+    if not metrics["counts"]["matched"]:
+        console.print(
+            "[yellow]note:[/] no prediction matched a ground-truth instance: mAP and "
+            "mAR are 0, the other metrics undefined",
+            highlight=False,
+        )
+    if json_path is not None:
+        failure = f"--json {json_path}: cannot write the metrics"
+        write_json(json_path, metrics_json(metrics), failure, indent=None)
+        console.print(f"metrics -> {escape(str(json_path))}", highlight=False, soft_wrap=True)

@@ -1,0 +1,144 @@
+"""Score predicted poses against ground truth, with the numbers sleap-nn 0.3.5's ``eval`` gives.
+
+Pose (OKS) evaluation only: frames pair up by matched video and frame index
+(:mod:`.pairing`), instances match greedily by OKS (:mod:`.matching`), and
+the metric blocks (:mod:`.metrics`) keep sleap-nn's keys, so its tools and
+ours read each other's results. sleap-nn's other modes (centroid distance
+for single-node skeletons, masks, boxes) are refused with a one-line error
+rather than scored differently.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sleap_io as sio
+
+from sleap_infer.evaluation.matching import Match, match_frame
+from sleap_infer.evaluation.metrics import all_metrics
+from sleap_infer.evaluation.pairing import pair_frames
+from sleap_infer.evaluation.report import headline, metrics_json, to_json_safe
+from sleap_infer.vocab.errors import UsageError, VideoError
+
+__all__ = ["evaluate", "evaluate_files", "headline", "metrics_json", "to_json_safe"]
+
+
+def _node_count(labels: sio.Labels, side: str) -> int:
+    """Nodes of the (first) skeleton; poses are compared node by node, in order."""
+    if not labels.skeletons:
+        raise UsageError(f"{side}: the file has no skeleton")
+    return len(labels.skeletons[0].nodes)
+
+
+def _check_inputs(
+    ground_truth: sio.Labels,
+    predictions: sio.Labels,
+    oks_stddev: float | Sequence[float],
+    oks_scale: float | None,
+) -> None:
+    if not any(len(lf.instances) for lf in predictions):
+        raise UsageError(
+            "predictions: no pose instances to score (box-, mask- and "
+            "centroid-annotation-only files are not supported by 'infer eval')"
+        )
+    n_pred = _node_count(predictions, "predictions")
+    if n_pred == 1:
+        raise UsageError(
+            "predictions: single-node skeleton; sleap-nn scores these by centroid "
+            "distance (its match_method=centroid), which 'infer eval' does not do"
+        )
+    n_gt = _node_count(ground_truth, "ground truth")
+    if n_gt != n_pred:
+        raise UsageError(
+            f"skeletons differ: {n_gt} ground-truth nodes vs {n_pred} predicted "
+            "(nodes are compared in order)"
+        )
+    sigma = np.asarray(oks_stddev, dtype=np.float64)
+    if sigma.ndim > 1 or (sigma.ndim == 1 and sigma.size != n_gt):
+        raise UsageError(f"--oks-stddev: give one value or one per node ({n_gt})")
+    if not (np.isfinite(sigma).all() and (sigma > 0).all()):
+        raise UsageError("--oks-stddev: must be a finite number > 0")
+    if oks_scale is not None and not (math.isfinite(oks_scale) and oks_scale > 0):
+        raise UsageError("--oks-scale: must be a finite number > 0")
+
+
+def evaluate(
+    ground_truth: sio.Labels,
+    predictions: sio.Labels,
+    *,
+    oks_stddev: float | Sequence[float] = 0.025,
+    oks_scale: float | None = None,
+    match_threshold: float = 0.0,
+    user_labels_only: bool = True,
+) -> dict[str, Any]:
+    """Metrics of ``predictions`` against ``ground_truth``, as sleap-nn's ``eval`` computes them.
+
+    Options keep sleap-nn's meaning and defaults: ``oks_stddev`` is the OKS
+    sigma (one, or one per node), ``oks_scale`` a fixed OKS area instead of
+    each ground truth's box, ``match_threshold`` the OKS a pair must exceed
+    to match, ``user_labels_only`` scores only user-labeled ground truth.
+
+    Returns sleap-nn's blocks (``voc_metrics``, ``mOKS``, ``distance_metrics``,
+    ``pck_metrics``, ``visibility_metrics``) plus ``counts`` (frames and
+    instances behind them). Raises :class:`UsageError` when nothing can be
+    scored (no pose predictions, skeletons that differ, no frame in common).
+    """
+    _check_inputs(ground_truth, predictions, oks_stddev, oks_scale)
+    pairing = pair_frames(ground_truth, predictions, user_labels_only)
+    if not pairing.frames:
+        raise UsageError(
+            "no frame in common: no ground-truth frame has a prediction in a matching "
+            f"video ({pairing.videos_matched} of {pairing.videos_total} predicted videos matched)"
+        )
+    sigma = np.asarray(oks_stddev, dtype=np.float64)
+    matches: list[Match] = []
+    unmatched_gt = 0
+    for frame in pairing.frames:
+        found, missed = match_frame(
+            frame.gt,
+            frame.pred,
+            frame.pred_scores,
+            frame.video,
+            frame.frame_idx,
+            stddev=sigma,
+            scale=oks_scale,
+            threshold=match_threshold,
+        )
+        matches += found
+        unmatched_gt += missed
+    metrics = all_metrics(matches, unmatched_gt)
+    n_pred = sum(len(f.pred) for f in pairing.frames)
+    metrics["counts"] = {
+        "videos_matched": pairing.videos_matched,
+        "videos": pairing.videos_total,
+        "frame_pairs": len(pairing.frames),
+        "gt_instances": len(matches) + unmatched_gt,
+        "pred_instances": n_pred,
+        "matched": len(matches),
+        "unmatched_gt": unmatched_gt,
+        "unmatched_pred": n_pred - len(matches),
+    }
+    return metrics
+
+
+def _load(path: Path, side: str) -> sio.Labels:
+    if not path.exists():
+        raise UsageError(f"{path}: no such file ({side})")
+    if not path.is_file():
+        raise UsageError(f"{path}: not a file ({side})")
+    try:
+        return sio.load_slp(str(path))
+    except Exception as exc:  # h5py, json and sleap-io all raise their own types
+        why = " ".join(str(exc).split()) or type(exc).__name__
+        raise VideoError(f"{path}: cannot read as a SLEAP .slp file ({why})") from exc
+
+
+def evaluate_files(ground_truth: Path, predictions: Path, **options: Any) -> dict[str, Any]:
+    """:func:`evaluate` on two ``.slp`` files; a missing or unreadable file is a one-line error."""
+    gt = _load(Path(ground_truth), "ground truth")
+    pred = _load(Path(predictions), "predictions")
+    return evaluate(gt, pred, **options)
