@@ -49,6 +49,7 @@ from sleap_infer.io.writer import make_skeleton, make_video
 from sleap_infer.labels_embedding import LabelsEmbedder, require_labels_input
 from sleap_infer.layers import build_layer
 from sleap_infer.model.loader import LoadedModel, load_model
+from sleap_infer.model.overrides import apply_overrides
 from sleap_infer.model.registry import MODEL_TYPES
 from sleap_infer.online_tracking import (
     IMAGES,
@@ -56,12 +57,15 @@ from sleap_infer.online_tracking import (
     track_names,
     tracking_provenance,
 )
+from sleap_infer.ops.instance_filters import filter_instances
 from sleap_infer.retrack import retrack_labels
 from sleap_infer.runner import Runner, RunStats
 from sleap_infer.runtimes import get_runtime
 from sleap_infer.tracking import MASKS, POSES, resolve_options
 from sleap_infer.vocab.errors import OutputError, ResumeError, UsageError
+from sleap_infer.vocab.filters import InstanceFilters
 from sleap_infer.vocab.options import BATCH_SIZE, PredictOptions
+from sleap_infer.vocab.overrides import FLAGS, ConfigOverrides
 from sleap_infer.vocab.predictions import BatchPredictions
 from sleap_infer.vocab.tracking import TrackingOptions
 
@@ -136,8 +140,17 @@ class Predictor:
         options: PredictOptions | None = None,
         backend_options: dict[str, Any] | None = None,
         tracking: TrackingOptions | None = None,
+        filters: InstanceFilters | None = None,
+        overrides: ConfigOverrides | None = None,
     ) -> None:
         self.models: list[LoadedModel] = [load_model(p) for p in model_paths]
+        # Training-config overrides (sleap-nn's --max_height, --input_scale, ...) change
+        # what the layers are built from; filters drop instances per batch, before tracking.
+        self.overrides = overrides if overrides is not None and overrides.active else None
+        if self.overrides is not None:
+            check_overrides_backend(backend, self.overrides)
+            self.models = apply_overrides(self.models, self.overrides)
+        self.filters = filters if filters is not None and filters.active else None
         self.options = options or PredictOptions()
         self.batch_size = batch_size
         self.tracking: TrackingOptions | None = None  # resolved for these models
@@ -207,8 +220,10 @@ class Predictor:
                 k: v for k, v in self._options_dict().items() if k not in OUTPUT_ONLY_OPTIONS
             },
             "frames": selection_text(frames),
-            # Absent when untracked, so journals of untracked runs still resume.
+            # Absent when unused, so journals of earlier runs still resume.
             **({"tracking": self.tracking.to_json()} if self.tracking else {}),
+            **({"filters": self.filters.to_json()} if self.filters else {}),
+            **({"overrides": self.overrides.given} if self.overrides else {}),
         }
 
     def provenance(self, info: VideoInfo, frames: list[int] | None) -> dict[str, Any]:
@@ -222,6 +237,8 @@ class Predictor:
             "device": self.device,
             "batch_size": self.batch_size,
             "options": self._options_dict(),
+            **({"filters": self.filters.to_json()} if self.filters else {}),
+            **({"config_overrides": self.overrides.given} if self.overrides else {}),
             "source_video": str(info.path.resolve()),
             "frame_selection": "all" if frames is None else f"{len(frames)} frames",
             "versions": package_versions(),
@@ -446,7 +463,17 @@ class Predictor:
         """Predict ``stream``, appending each batch (and new bad frames, and the tracker's
         state after it) to the journal; tracking runs here, in frame order."""
 
+        filters = self.filters
+
         def sink(preds: BatchPredictions) -> None:
+            if filters is not None:
+                preds.valid = filter_instances(
+                    preds.points,
+                    preds.point_scores,
+                    preds.instance_scores,
+                    preds.valid,
+                    **filters.op_kwargs(),
+                )
             snapshot = online.track(preds) if online is not None else None
             preds.extras.pop(IMAGES, None)
             writer.write_batch(preds, bad.drain(), snapshot)
@@ -588,6 +615,18 @@ def predicts_poses(models: Sequence[LoadedModel]) -> bool:
     entries = _entries(models)
     keypoints = any(not (e.boxes or e.masks or e.embeds) for e in entries)
     return keypoints or (any(e.embeds for e in entries) and len(models) > 1)
+
+
+def check_overrides_backend(backend: str, overrides: ConfigOverrides) -> None:
+    """Exported graphs bake the trained input scale into their coordinates and the export
+    cache keys on the trained config, so overrides run on torch only (sleap-nn's export
+    route drops them too)."""
+    name = get_runtime(backend).name
+    if name != "torch":
+        flags = ", ".join(FLAGS[k] for k in overrides.given)
+        raise UsageError(
+            f"training-config overrides ({flags}) run with --backend torch only, not {name}"
+        )
 
 
 def tracking_carrier(models: Sequence[LoadedModel]) -> str:

@@ -32,7 +32,9 @@ from sleap_infer.batch.tasks import (
 )
 from sleap_infer.io.formats import OutputFormat
 from sleap_infer.vocab.errors import SleapInferError
+from sleap_infer.vocab.filters import InstanceFilters
 from sleap_infer.vocab.options import BATCH_SIZE, PredictOptions
+from sleap_infer.vocab.overrides import ConfigOverrides
 from sleap_infer.vocab.tracking import TrackingOptions
 
 POLL_S = 0.2
@@ -49,6 +51,8 @@ class PredictorSpec:
     options: PredictOptions = field(default_factory=PredictOptions)
     backend_options: dict[str, Any] = field(default_factory=dict)
     tracking: TrackingOptions | None = None  # --tracking: tracked per video, in each worker
+    filters: InstanceFilters | None = None
+    overrides: ConfigOverrides | None = None
 
     def check(self, devices: Sequence[str], fmt: OutputFormat | None = None) -> list[str]:
         """Before spawning workers: the models load and combine, and every device exists.
@@ -57,8 +61,10 @@ class PredictorSpec:
         """
         from sleap_infer.layers import build_layer
         from sleap_infer.model.loader import load_model
+        from sleap_infer.model.overrides import apply_overrides
         from sleap_infer.predictor import (
             check_format,
+            check_overrides_backend,
             output_model,
             resolve_tracking,
             skeleton_warnings,
@@ -66,6 +72,9 @@ class PredictorSpec:
         from sleap_infer.runtimes import backend_maker
 
         models = [load_model(p) for p in self.model_paths]
+        if self.overrides is not None and self.overrides.active:
+            check_overrides_backend(self.backend, self.overrides)
+            models = apply_overrides(models, self.overrides)
         if fmt is not None:
             check_format(models, fmt)
         for device in devices:
@@ -86,6 +95,8 @@ class PredictorSpec:
             options=self.options,
             backend_options=self.backend_options,
             tracking=self.tracking,
+            filters=self.filters,
+            overrides=self.overrides,
         )
 
 

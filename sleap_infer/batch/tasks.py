@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sleap_infer.io.formats import FORMATS, OutputFormat
-from sleap_infer.io.inputs import VideoInput
+from sleap_infer.io.inputs import VideoInput, is_pattern
 from sleap_infer.io.journal import journal_path, read_journal
 from sleap_infer.io.outputs import default_output_path, is_complete
 from sleap_infer.vocab.errors import SleapInferError, UsageError
@@ -56,12 +56,15 @@ class VideoOutcome:
 
 
 def _output_for(item: VideoInput, output: Path | None, fmt: OutputFormat) -> Path:
+    # An image glob (``frames/cam1_*.png``) is named after its folder, as the predictor
+    # names it (its VideoInfo.path is the folder), never with a literal ``*``.
+    source = item.path.parent if is_pattern(item.path) else item.path
     if output is None:
-        return default_output_path(item.path, fmt)
+        return default_output_path(source, fmt)
     sub = Path()
     if item.root is not None:
-        sub = item.path.parent.relative_to(item.root)
-    return output / sub / default_output_path(Path(item.path.name), fmt).name
+        sub = source.parent.relative_to(item.root)
+    return output / sub / default_output_path(Path(source.name), fmt).name
 
 
 def plan_tasks(

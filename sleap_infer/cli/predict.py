@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from sleap_infer.cli import adjust as adj
 from sleap_infer.cli import tracking as trk
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, exit_codes
@@ -59,7 +60,9 @@ from sleap_infer.cli.progress import Reporter, make_reporter
 from sleap_infer.cli.summary import RunReport, check_summary_path, print_summary, write_summary
 from sleap_infer.vocab import options as defaults
 from sleap_infer.vocab.errors import SleapInferError, UsageError
+from sleap_infer.vocab.filters import InstanceFilters
 from sleap_infer.vocab.options import PredictOptions
+from sleap_infer.vocab.overrides import ConfigOverrides
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -264,6 +267,21 @@ def predict(
     track_high_threshold: trk.TrackHigh = trk.DEFAULTS.track_high_threshold,
     track_low_threshold: trk.TrackLow = trk.DEFAULTS.track_low_threshold,
     new_track_threshold: trk.NewTrack = trk.DEFAULTS.new_track_threshold,
+    # --- post-filters and training-config overrides (sleap-nn's).
+    filter_overlapping: adj.FilterOverlapping = False,
+    filter_overlapping_method: adj.FilterOverlappingMethod = adj.DEFAULT_OVERLAP_METHOD,
+    filter_overlapping_threshold: adj.FilterOverlappingThreshold = adj.DEFAULT_OVERLAP_THRESHOLD,
+    filter_min_visible_nodes: adj.FilterMinVisibleNodes = None,
+    filter_min_visible_node_fraction: adj.FilterMinVisibleNodeFraction = None,
+    filter_min_mean_node_score: adj.FilterMinMeanNodeScore = None,
+    filter_min_instance_score: adj.FilterMinInstanceScore = None,
+    max_height: adj.MaxHeight = None,
+    max_width: adj.MaxWidth = None,
+    input_scale: adj.InputScale = None,
+    crop_size: adj.CropSize = None,
+    anchor_part: adj.AnchorPart = None,
+    ensure_rgb: adj.EnsureRgb = None,
+    ensure_grayscale: adj.EnsureGrayscale = None,
 ) -> None:
     """Predict poses on videos and save them as SLEAP .slp (or NWB, analysis HDF5, CSV)."""
     from sleap_infer.batch.execute import JobSettings
@@ -310,6 +328,24 @@ def predict(
         bbox_nms_iou=bbox_nms_iou,
     )
     tracking_options = trk.tracking_options(tracking, locals())
+    filters = InstanceFilters(
+        overlapping=filter_overlapping,
+        overlapping_method=filter_overlapping_method,
+        overlapping_threshold=filter_overlapping_threshold,
+        min_visible_nodes=filter_min_visible_nodes,
+        min_visible_node_fraction=filter_min_visible_node_fraction,
+        min_mean_node_score=filter_min_mean_node_score,
+        min_instance_score=filter_min_instance_score,
+    )
+    overrides = ConfigOverrides(
+        max_height=max_height,
+        max_width=max_width,
+        input_scale=input_scale,
+        crop_size=crop_size,
+        anchor_part=anchor_part,
+        ensure_rgb=ensure_rgb,
+        ensure_grayscale=ensure_grayscale,
+    )
     tasks = plan_batch(videos, output, fmt, recursive, parse_shard(shard))
     if summary_json is not None:
         check_summary_path(summary_json)
@@ -344,6 +380,8 @@ def predict(
             "notify": print_export_notice,
         },
         tracking=tracking_options,
+        filters=filters if filters.active else None,
+        overrides=overrides if overrides.active else None,
     )
     settings = JobSettings(
         frames=frames,

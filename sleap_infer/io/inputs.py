@@ -13,12 +13,22 @@ yields its projects too, but not ``*.predictions.slp``: those are our (and
 sleap-nn's) outputs, which the next run would otherwise predict again. Folder
 and glob matches are sorted, so every SLURM array task sees the same list and
 ``--shard`` splits it the same way.
+
+Image files (png, jpg, tif, bmp) are frames, not videos: a folder holding
+images and no videos is ONE input, an image sequence (its images in natural
+name order); with ``recursive`` so is every subfolder like it. A folder that
+holds videos contributes only its videos, as before (stray snapshots or plots
+next to recordings must not become a task). A glob's images form one
+sequence per folder: the folder itself when the glob matched all of its
+images, else ``folder/<the glob's last part>`` (``frames/cam1_*.png``), which
+the video reader expands again to exactly those files.
 """
 
 from __future__ import annotations
 
 import glob
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +43,8 @@ VIDEO_SUFFIXES = frozenset(
 )
 LABELS_SUFFIX = ".slp"  # also ends ``.pkg.slp``
 LIST_SUFFIX = ".txt"
+# What sleap-io's ImageVideo reads as frames of an image sequence.
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp"})
 # Where HDF5 looks for its signature: offset 0, or after a user block of 512 * 2**k bytes.
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _HDF5_MAX_USER_BLOCK = 1 << 20
@@ -41,8 +53,8 @@ _GLOB_CHARS = frozenset("*?[")
 
 @dataclass(frozen=True)
 class VideoInput:
-    """One video to predict; ``root`` is the folder it was found in (keeps the layout
-    under ``-o DIR``), ``problem`` a reason it cannot even be attempted."""
+    """One video (or image sequence) to predict; ``root`` is the folder it was found in
+    (keeps the layout under ``-o DIR``), ``problem`` a reason it cannot even be attempted."""
 
     path: Path
     root: Path | None = None
@@ -61,9 +73,83 @@ def _is_video(path: Path) -> bool:
     return not path.name.startswith(".") and path.suffix.lower() in VIDEO_SUFFIXES
 
 
+def is_image(path: Path) -> bool:
+    """A frame of an image sequence, by its name (hidden files never are)."""
+    return not path.name.startswith(".") and path.suffix.lower() in IMAGE_SUFFIXES
+
+
+def is_pattern(path: str | Path) -> bool:
+    """A glob, not a name: has glob characters and names nothing that exists."""
+    return bool(_GLOB_CHARS & set(str(path))) and not Path(path).exists()
+
+
+def natural_key(path: Path) -> tuple[tuple[int, int | str], ...]:
+    """Sort key putting ``frame2`` before ``frame10``, as file browsers (and people) do."""
+    parts = re.split(r"(\d+)", path.name.lower())
+    key = [(0, int(p)) if p.isdecimal() else (1, p) for p in parts]
+    return (*key, (1, path.name))  # ties ("f01" and "f1") by the exact name
+
+
+def folder_images(folder: Path) -> list[Path]:
+    """The images directly in ``folder``, in natural name order."""
+    return sorted((p for p in folder.iterdir() if p.is_file() and is_image(p)), key=natural_key)
+
+
+def sequence_images(path: str | Path) -> list[Path]:
+    """The frames of an image sequence: a folder's images, or a glob's, in natural order."""
+    path = Path(path)
+    if path.is_dir():
+        return folder_images(path)
+    matches = (Path(m) for m in glob.glob(str(path), recursive=True))
+    return sorted((m for m in matches if m.is_file() and is_image(m)), key=natural_key)
+
+
 def _folder_videos(folder: Path, recursive: bool) -> list[Path]:
     pattern = "**/*" if recursive else "*"
     return sorted(p for p in folder.glob(pattern) if p.is_file() and _is_video(p))
+
+
+def _image_folders(folder: Path, recursive: bool, videos: Sequence[Path]) -> list[Path]:
+    """Folders whose images form a sequence: those holding images and no videos."""
+    with_videos = {v.parent for v in videos}
+    candidates = [folder]
+    if recursive:
+        candidates += sorted(p for p in folder.glob("**/*") if p.is_dir())
+    return [
+        d
+        for d in candidates
+        if d not in with_videos and not d.name.startswith(".") and any(map(is_image, d.iterdir()))
+    ]
+
+
+def _expand_folder(path: Path, recursive: bool) -> list[VideoInput]:
+    videos = _folder_videos(path, recursive)
+    items = [VideoInput(p, root=path) for p in videos]
+    # The folder itself has no root: an output named after it goes next to it.
+    items += [
+        VideoInput(d, root=None if d == path else path)
+        for d in _image_folders(path, recursive, videos)
+    ]
+    if not items:
+        hint = "" if recursive else " (use --recursive to search subfolders)"
+        return [VideoInput(path, problem=f"no videos in folder{hint}")]
+    return sorted(items, key=lambda i: i.path)
+
+
+def _expand_glob(pattern: Path) -> list[VideoInput]:
+    matches = sorted(Path(m) for m in glob.glob(str(pattern), recursive=True))
+    files = [m for m in matches if m.is_file()]
+    if not files:
+        return [VideoInput(pattern, problem="no files match this pattern")]
+    items = [VideoInput(m) for m in files if not is_image(m)]
+    by_folder: dict[Path, set[Path]] = {}
+    for m in files:
+        if is_image(m):
+            by_folder.setdefault(m.parent, set()).add(m)
+    for folder, images in by_folder.items():
+        whole = images == set(folder_images(folder))
+        items.append(VideoInput(folder if whole else folder / pattern.name))
+    return sorted(items, key=lambda i: i.path)
 
 
 def _expand_one(arg: str, recursive: bool, base: Path | None, in_list: bool) -> list[VideoInput]:
@@ -71,19 +157,11 @@ def _expand_one(arg: str, recursive: bool, base: Path | None, in_list: bool) -> 
     if base is not None and not path.is_absolute():
         path = base / path
     if path.is_dir():
-        videos = _folder_videos(path, recursive)
-        if not videos:
-            hint = "" if recursive else " (use --recursive to search subfolders)"
-            return [VideoInput(path, problem=f"no videos in folder{hint}")]
-        return [VideoInput(p, root=path) for p in videos]
+        return _expand_folder(path, recursive)
     if path.is_file() and path.suffix.lower() == LIST_SUFFIX and not in_list:
         return _expand_list(path, recursive)
     if not path.exists() and _GLOB_CHARS & set(arg):
-        matches = sorted(Path(m) for m in glob.glob(str(path), recursive=True))
-        files = [m for m in matches if m.is_file()]
-        if not files:
-            return [VideoInput(path, problem="no files match this pattern")]
-        return [VideoInput(m) for m in files]
+        return _expand_glob(path)
     return [VideoInput(path, problem=_path_problem(path))]
 
 

@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING
 import av
 import numpy as np
 
-from sleap_infer.io.inputs import is_labels_path
+from sleap_infer.io.inputs import is_labels_path, is_pattern
 from sleap_infer.vocab.errors import VideoError
 
 if TYPE_CHECKING:
+    from sleap_infer.io.images import ImageSequenceReader
     from sleap_infer.io.labels_video import LabelsVideoReader
 
 # Requested frames further ahead than this are reached by seeking instead of decoding.
@@ -43,6 +44,9 @@ class VideoInfo:
     width: int
     grayscale: bool  # R == G == B on the first frame
     codec: str
+    # An image sequence's frames, in order (absolute): the output references these
+    # instead of ``path``, which is then the folder they were found in.
+    files: tuple[str, ...] = ()
 
 
 # FrameError.kind values.
@@ -257,12 +261,18 @@ class VideoReader:
 
 def open_video(
     path: str | Path, video_index: int = 0, threads: int = 0
-) -> VideoReader | LabelsVideoReader:
-    """A reader for a video file, or for video ``video_index`` of a SLEAP project (``.slp``).
+) -> VideoReader | LabelsVideoReader | ImageSequenceReader:
+    """A reader for a video file, for video ``video_index`` of a SLEAP project (``.slp``),
+    or for an image sequence (a folder, or a glob such as ``frames/*.png``).
 
     ``video_index`` only picks among a project's videos; a plain video file ignores
     it, so one setting serves a batch mixing both.
     """
+    if Path(path).is_dir() or is_pattern(path):
+        # Imported here: images builds on this module (and on labels_video).
+        from sleap_infer.io.images import ImageSequenceReader
+
+        return ImageSequenceReader(path)
     if is_labels_path(path):
         # Imported here: labels_video builds on this module (and pulls in sleap-io).
         from sleap_infer.io.labels_video import LabelsVideoReader

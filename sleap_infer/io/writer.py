@@ -46,18 +46,26 @@ def make_skeleton(config: ModelConfig) -> sio.Skeleton:
 def make_video(info: VideoInfo, n_frames: int | None = None) -> sio.Video:
     """A sleap-io video reference that does not reopen the file (we already know its shape).
 
-    ``n_frames`` overrides the container's count when decoding found more frames.
+    ``n_frames`` overrides the container's count when decoding found more frames. An
+    image sequence (``info.files``) references its images, never the folder.
     """
     channels = 1 if info.grayscale else 3
-    return sio.Video(
-        filename=str(info.path),
-        backend_metadata={
-            "shape": [n_frames or info.n_frames, info.height, info.width, channels],
-            "fps": info.fps,
-            "grayscale": info.grayscale,
-        },
-        open_backend=False,
-    )
+    shape = [n_frames or info.n_frames, info.height, info.width, channels]
+    meta: dict[str, Any] = {"shape": shape, "fps": info.fps, "grayscale": info.grayscale}
+    if info.files:
+        # An image sequence, stored as sleap-io stores an ImageVideo (``filenames`` is what
+        # sleap-io and SLEAP read back as the frame list; ``filename`` the first image).
+        files = list(info.files)
+        meta.update(
+            type="ImageVideo",
+            filename=files[0],
+            filenames=files,
+            height_=info.height,
+            width_=info.width,
+            channels_=channels,
+        )
+        return sio.Video(filename=files, backend_metadata=meta, open_backend=False)
+    return sio.Video(filename=str(info.path), backend_metadata=meta, open_backend=False)
 
 
 class LabelsBuilder:

@@ -1,0 +1,82 @@
+"""``infer predict`` options that adjust a run as sleap-nn's do: instance post-filters and
+training-config overrides. Defaults come from the records in
+:mod:`sleap_infer.vocab.filters` and :mod:`sleap_infer.vocab.overrides`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from sleap_infer.vocab.filters import InstanceFilters
+
+_F = InstanceFilters()
+
+FilterOverlapping = Annotated[
+    bool,
+    typer.Option(
+        "--filter-overlapping",
+        help="Drop an instance overlapping a higher-scoring one above the threshold "
+        "(greedy, per frame).",
+    ),
+]
+FilterOverlappingMethod = Annotated[
+    str, typer.Option(metavar="NAME", help="iou (visible-node boxes) or oks.")
+]
+FilterOverlappingThreshold = Annotated[
+    float, typer.Option(metavar="FLOAT", help="Overlap above which the weaker instance goes.")
+]
+FilterMinVisibleNodes = Annotated[
+    int | None,
+    typer.Option(min=0, metavar="N", help="Drop instances with fewer visible nodes."),
+]
+FilterMinVisibleNodeFraction = Annotated[
+    float | None,
+    typer.Option(metavar="FLOAT", help="Drop instances with a smaller visible fraction."),
+]
+FilterMinMeanNodeScore = Annotated[
+    float | None,
+    typer.Option(metavar="FLOAT", help="Drop instances whose mean node score is lower."),
+]
+FilterMinInstanceScore = Annotated[
+    float | None,
+    typer.Option(metavar="FLOAT", help="Drop instances with a lower instance score."),
+]
+MaxHeight = Annotated[
+    int | None,
+    typer.Option(min=1, metavar="PX", help="Override the trained max_height (torch only)."),
+]
+MaxWidth = Annotated[
+    int | None,
+    typer.Option(min=1, metavar="PX", help="Override the trained max_width (torch only)."),
+]
+InputScale = Annotated[
+    float | None,
+    typer.Option(metavar="FLOAT", help="Override the trained input scale (torch only)."),
+]
+CropSize = Annotated[
+    int | None,
+    typer.Option(min=1, metavar="PX", help="Top-down: override the crop size (torch only)."),
+]
+AnchorPart = Annotated[
+    str | None,
+    typer.Option(metavar="NODE", help="Top-down: override the anchor node (torch only)."),
+]
+EnsureRgb = Annotated[
+    bool | None,
+    typer.Option(
+        "--ensure-rgb/--no-ensure-rgb",
+        help="Override the trained ensure_rgb (torch only).",
+        show_default=False,
+    ),
+]
+EnsureGrayscale = Annotated[
+    bool | None,
+    typer.Option(
+        "--ensure-grayscale/--no-ensure-grayscale",
+        help="Override the trained ensure_grayscale (torch only).",
+        show_default=False,
+    ),
+]
+DEFAULT_OVERLAP_METHOD = _F.overlapping_method
+DEFAULT_OVERLAP_THRESHOLD = _F.overlapping_threshold

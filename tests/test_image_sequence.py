@@ -1,0 +1,156 @@
+"""Image folders and image globs predicted as one video (sleap-io's ImageVideo)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import imageio.v3 as iio
+import numpy as np
+import pytest
+import sleap_io as sio
+
+from sleap_infer.batch.tasks import plan_tasks
+from sleap_infer.io.formats import FORMATS
+from sleap_infer.io.images import ImageSequenceReader
+from sleap_infer.io.inputs import expand_inputs
+from sleap_infer.io.video import DECODE_ERROR, FrameError, open_video
+from sleap_infer.predictor import Predictor
+from sleap_infer.vocab.errors import VideoError
+
+import scene
+from conftest import SYNTHETIC_MODEL, counter_frames
+
+
+def _write_images(folder: Path, frames: np.ndarray, names: list[str]) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / name for name in names]
+    for path, frame in zip(paths, frames):
+        iio.imwrite(path, frame)
+    return paths
+
+
+@pytest.fixture()
+def colour_folder(tmp_path: Path) -> tuple[Path, np.ndarray]:
+    frames = counter_frames(12, gray=False)
+    frames[:, 5:9, 3:30, 2] = 200  # not gray: R, G and B differ
+    _write_images(tmp_path / "frames", frames, [f"f{i}.png" for i in range(12)])
+    return tmp_path / "frames", frames
+
+
+def test_frames_equal_the_pixels_in_natural_name_order(
+    colour_folder: tuple[Path, np.ndarray],
+) -> None:
+    folder, frames = colour_folder
+    reader = open_video(folder)
+    assert isinstance(reader, ImageSequenceReader)
+    info = reader.info
+    assert (info.path, info.n_frames, info.height, info.width) == (folder.absolute(), 12, 64, 96)
+    assert not info.grayscale and reader.channels_for(1) == 3 and info.fps > 0
+    # f2 before f10: plain sorting would put f10 and f11 right after f1.
+    assert [Path(f).name for f in info.files[:4]] == ["f0.png", "f1.png", "f2.png", "f3.png"]
+    got = dict(reader.iter_frames(None, 3))
+    assert sorted(got) == list(range(12))
+    for i in range(12):
+        np.testing.assert_array_equal(got[i], frames[i])  # PNG is lossless
+    assert [i for i, _ in reader.iter_frames([7, 2], 3)] == [2, 7]
+    assert [i for i, _ in reader.iter_frames(None, 3, start=10)] == [10, 11]
+
+
+def test_gray_jpegs_give_one_channel(tmp_path: Path) -> None:
+    frames = counter_frames(3)[..., 0]
+    _write_images(tmp_path / "jpgs", frames, ["a.jpg", "b.jpeg", "c.JPG"])
+    reader = ImageSequenceReader(tmp_path / "jpgs")
+    assert reader.info.grayscale and reader.channels_for(1) == 1
+    got = list(reader.iter_frames(None, 1))
+    assert [frame.shape for _, frame in got] == [(64, 96, 1)] * 3
+    assert abs(int(got[1][1].mean()) - int(frames[1].mean())) <= 2  # JPEG is lossy
+    assert next(iter(reader.iter_frames([0], 3)))[1].shape == (64, 96, 3)
+
+
+def test_a_corrupt_or_odd_sized_image_is_one_bad_frame(tmp_path: Path) -> None:
+    frames = counter_frames(6)
+    paths = _write_images(tmp_path / "seq", frames, [f"img_{i:03d}.png" for i in range(6)])
+    paths[2].write_bytes(paths[2].read_bytes()[:60])  # truncated PNG
+    iio.imwrite(paths[4], np.zeros((32, 32, 3), np.uint8))
+    errors: list[FrameError] = []
+    got = dict(open_video(tmp_path / "seq").iter_frames(None, 3, errors.append))
+    assert sorted(got) == [0, 1, 3, 5]
+    np.testing.assert_array_equal(got[5], frames[5])
+    assert [(e.index, e.kind) for e in errors] == [(2, DECODE_ERROR), (4, DECODE_ERROR)]
+    assert "img_002.png" in errors[0].reason
+    assert errors[1].reason == "img_004.png is 32x32, not 64x96"
+
+
+def test_first_image_broken_size_comes_from_the_next(tmp_path: Path) -> None:
+    paths = _write_images(tmp_path / "seq", counter_frames(3), ["1.png", "2.png", "3.png"])
+    paths[0].write_bytes(b"not a png")
+    reader = ImageSequenceReader(tmp_path / "seq")
+    assert (reader.info.n_frames, reader.info.height) == (3, 64)
+    errors: list[FrameError] = []
+    assert [i for i, _ in reader.iter_frames(None, 3, errors.append)] == [1, 2]
+    assert [e.index for e in errors] == [0]
+    for p in paths[1:]:
+        p.write_bytes(b"")
+    with pytest.raises(VideoError, match="none of its 3 images decodes"):
+        ImageSequenceReader(tmp_path / "seq")
+    with pytest.raises(VideoError, match="no images"):
+        ImageSequenceReader(tmp_path)
+
+
+def test_image_folder_and_image_glob_are_one_input_each(tmp_path: Path) -> None:
+    frames = counter_frames(4)
+    _write_images(tmp_path / "a", frames, ["f1.png", "f2.png", "f10.png", "g1.png"])
+    _write_images(tmp_path / "b" / "frames", frames[:2], ["x.jpg", "y.jpg"])
+    (tmp_path / "b" / "clip.mp4").write_bytes(b"x")
+    (tmp_path / "b" / "still.png").write_bytes(b"x")
+
+    folder = expand_inputs([tmp_path / "a"])
+    assert [(i.path, i.root, i.problem) for i in folder] == [(tmp_path / "a", None, None)]
+    # A folder with videos contributes its videos only; --recursive finds the image subfolder.
+    assert [i.path.name for i in expand_inputs([tmp_path / "b"])] == ["clip.mp4"]
+    deep = expand_inputs([tmp_path], recursive=True)
+    assert [i.path.relative_to(tmp_path).as_posix() for i in deep] == [
+        "a",
+        "b/clip.mp4",
+        "b/frames",
+    ]
+    # A glob of all of a folder's images is that folder; of some of them, the pattern.
+    assert [i.path for i in expand_inputs([str(tmp_path / "a" / "*.png")])] == [tmp_path / "a"]
+    subset = expand_inputs([str(tmp_path / "a" / "f*.png")])
+    assert [i.path for i in subset] == [tmp_path / "a" / "f*.png"]
+    reader = open_video(subset[0].path)
+    assert [Path(f).name for f in reader.info.files] == ["f1.png", "f2.png", "f10.png"]
+    assert reader.info.path == (tmp_path / "a").absolute()
+    listing = tmp_path / "list.txt"
+    listing.write_text("a\nb/frames\n")
+    assert [i.path for i in expand_inputs([listing])] == [tmp_path / "a", tmp_path / "b/frames"]
+
+    tasks = plan_tasks(deep, None, FORMATS["slp"])
+    assert tasks[0].output == tmp_path / "a.predictions.slp"
+    under = plan_tasks(deep, tmp_path / "out", FORMATS["slp"])
+    assert under[2].output == tmp_path / "out" / "b" / "frames.predictions.slp"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert expand_inputs([empty])[0].problem.startswith("no videos in folder")
+
+
+def test_predicting_a_folder_writes_an_slp_referencing_its_images(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    background = scene._background(rng)
+    centers, angles = scene.trajectory(6)
+    frames = np.stack([scene.render(c, a, background) for c, a in zip(centers, angles)])
+    names = [f"frame{i}.png" for i in range(6)]
+    paths = _write_images(tmp_path / "frames", frames, names)
+
+    result = Predictor([SYNTHETIC_MODEL], device="cpu", batch_size=4).predict_video(
+        tmp_path / "frames"
+    )
+    out = tmp_path / "frames.predictions.slp"
+    assert result.output == out and result.frames == 6
+    labels = sio.load_slp(str(out))
+    video = labels.video
+    assert video.filename == [str(p.absolute()) for p in paths]
+    assert video.shape == (6, scene.SIZE, scene.SIZE, 1)
+    assert len(labels) == 6 and all(len(lf.instances) == 1 for lf in labels)
+    assert labels.provenance["source_video"] == str((tmp_path / "frames").resolve())
+    np.testing.assert_array_equal(video[3][..., 0], frames[3])  # sleap-io reopens the images
