@@ -15,7 +15,7 @@ import platform
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import sleap_io as sio
 
 from sleap_infer.io.formats import OutputFormat, get_format
 from sleap_infer.io.frames import select_frames
+from sleap_infer.io.inputs import is_labels_path
 from sleap_infer.io.isolate import describe
 from sleap_infer.io.journal import (
     EmptyJournalError,
@@ -36,6 +37,7 @@ from sleap_infer.io.journal import (
     read_journal,
 )
 from sleap_infer.io.outputs import default_output_path, write_from_journal
+from sleap_infer.io.project_frames import ProjectSelection, select_project_frames
 from sleap_infer.io.provenance import now_iso, package_versions, system_info
 from sleap_infer.io.video import (
     MISSING_AT_END,
@@ -142,6 +144,7 @@ class Predictor:
         tracking: TrackingOptions | None = None,
         filters: InstanceFilters | None = None,
         overrides: ConfigOverrides | None = None,
+        project: ProjectSelection | None = None,
     ) -> None:
         self.models: list[LoadedModel] = [load_model(p) for p in model_paths]
         # Training-config overrides (sleap-nn's --max_height, --input_scale, ...) change
@@ -151,6 +154,9 @@ class Predictor:
             check_overrides_backend(backend, self.overrides)
             self.models = apply_overrides(self.models, self.overrides)
         self.filters = filters if filters is not None and filters.active else None
+        # Which video and frames of a SLEAP project input (sleap-nn's --video_index,
+        # --only_labeled_frames, ...); other inputs ignore it.
+        self.project = project if project is not None and project.active else None
         self.options = options or PredictOptions()
         self.batch_size = batch_size
         self.tracking: TrackingOptions | None = None  # resolved for these models
@@ -201,7 +207,23 @@ class Predictor:
 
     def open(self, video: str | Path) -> VideoReader:
         """A video file, or the frames of a SLEAP project's video (``.slp`` / ``.pkg.slp``)."""
+        if self.project is not None and is_labels_path(video):
+            return open_video(video, video_index=self.project.video_index or 0)
         return open_video(video)
+
+    def _project_frames(
+        self, video: str | Path, reader: VideoReader, indices: list[int] | None
+    ) -> list[int] | None:
+        """A project's selected frames (e.g. its labeled ones), within ``--frames`` if given."""
+        if self.project is None or not is_labels_path(video):
+            return indices
+        _, chosen = select_project_frames(Path(video), self.project, reader.info.n_frames)
+        if chosen is None:
+            return indices
+        if indices is None:
+            return chosen
+        allowed = set(indices)
+        return [i for i in chosen if i in allowed]
 
     def _options_dict(self) -> dict[str, Any]:
         return {k: v for k, v in vars(self.options).items() if v is not None}
@@ -224,6 +246,7 @@ class Predictor:
             **({"tracking": self.tracking.to_json()} if self.tracking else {}),
             **({"filters": self.filters.to_json()} if self.filters else {}),
             **({"overrides": self.overrides.given} if self.overrides else {}),
+            **({"project": asdict(self.project)} if self.project else {}),
         }
 
     def provenance(self, info: VideoInfo, frames: list[int] | None) -> dict[str, Any]:
@@ -334,6 +357,7 @@ class Predictor:
         reader = self.open(video)
         info = reader.info
         indices, clamped = select_frames(frames, info.n_frames, video)
+        indices = self._project_frames(video, reader, indices)
         out_path = Path(output) if output is not None else default_output_path(info.path, fmt)
         jpath = journal_path(out_path)
         fingerprint = self.fingerprint(info, indices)

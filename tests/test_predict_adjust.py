@@ -75,3 +75,25 @@ def test_an_image_glob_is_one_sequence_named_after_its_folder(
     labels = sio.load_slp(str(out))
     assert [Path(f).name for f in labels.video.filename] == [f"cam1_{i}.png" for i in range(6)]
     assert labels.video.shape[0] == 6
+
+
+def test_project_flags_pick_the_labeled_frames_of_the_chosen_video(
+    shared: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    project = shared / "videos" / "small_robot_minimal.slp"
+    labeled = sorted(
+        lf.frame_idx for lf in sio.load_slp(str(project), open_videos=False) if lf.user_instances
+    )
+    model = fixture_model(shared, "single_instance")
+    out = tmp_path / "out"
+    args = ["predict", project, "-m", model, "--device", "cpu", "-q", "-o", out]
+    code, err = run_cli(capsys, *args, "--only-labeled-frames", "--video-index", "0")
+    assert code == 0, err
+    written = out / "small_robot_minimal.slp.video0.predictions.slp"
+    labels = sio.load_slp(str(written))
+    assert [lf.frame_idx for lf in labels] == labeled == [0, 79]
+    assert labels.provenance["frames_processed"] == 2
+    code, err = run_cli(capsys, *args, "--video-index", "3")
+    assert code != 0 and "no video 3: the project has 1" in error_lines(err)[0]
+    code, err = run_cli(capsys, *args, "--only-labeled-frames", "--exclude-user-labeled")
+    assert code == 2 and "mutually exclusive" in error_lines(err)[0]

@@ -31,6 +31,7 @@ from sleap_infer.batch.tasks import (
     kept_hint,
 )
 from sleap_infer.io.formats import OutputFormat
+from sleap_infer.io.project_frames import ProjectSelection
 from sleap_infer.vocab.errors import SleapInferError
 from sleap_infer.vocab.filters import InstanceFilters
 from sleap_infer.vocab.options import BATCH_SIZE, PredictOptions
@@ -53,6 +54,7 @@ class PredictorSpec:
     tracking: TrackingOptions | None = None  # --tracking: tracked per video, in each worker
     filters: InstanceFilters | None = None
     overrides: ConfigOverrides | None = None
+    project: ProjectSelection | None = None  # which video and frames of .slp inputs
 
     def check(self, devices: Sequence[str], fmt: OutputFormat | None = None) -> list[str]:
         """Before spawning workers: the models load and combine, and every device exists.
@@ -97,6 +99,7 @@ class PredictorSpec:
             tracking=self.tracking,
             filters=self.filters,
             overrides=self.overrides,
+            project=self.project,
         )
 
 

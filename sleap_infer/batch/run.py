@@ -59,9 +59,12 @@ def plan_batch(
     fmt: OutputFormat,
     recursive: bool = False,
     shard: tuple[int, int] | None = None,
+    video_index: int | None = None,
 ) -> list[VideoTask]:
-    """One task per video named by ``videos`` (files, folders, globs, lists), this shard's."""
-    return take_shard(plan_tasks(expand_inputs(videos, recursive), output, fmt), shard)
+    """One task per video named by ``videos`` (files, folders, globs, lists), this shard's;
+    ``video_index``: which video of each SLEAP project (named in its outputs' names)."""
+    tasks = plan_tasks(expand_inputs(videos, recursive), output, fmt, video_index)
+    return take_shard(tasks, shard)
 
 
 def device_list(devices: str | None, device: str) -> list[str]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sleap_infer.io.formats import FORMATS, OutputFormat
-from sleap_infer.io.inputs import VideoInput, is_pattern
+from sleap_infer.io.inputs import VideoInput, is_labels_path, is_pattern
 from sleap_infer.io.journal import journal_path, read_journal
 from sleap_infer.io.outputs import default_output_path, is_complete
 from sleap_infer.vocab.errors import SleapInferError, UsageError
@@ -55,10 +55,15 @@ class VideoOutcome:
         return self.status not in NOT_OK
 
 
-def _output_for(item: VideoInput, output: Path | None, fmt: OutputFormat) -> Path:
+def _output_for(
+    item: VideoInput, output: Path | None, fmt: OutputFormat, video_index: int | None = None
+) -> Path:
     # An image glob (``frames/cam1_*.png``) is named after its folder, as the predictor
     # names it (its VideoInfo.path is the folder), never with a literal ``*``.
     source = item.path.parent if is_pattern(item.path) else item.path
+    if video_index is not None and is_labels_path(source):
+        # Runs on different videos of one project must not share (and skip) one output.
+        source = source.with_name(f"{source.name}.video{video_index}")
     if output is None:
         return default_output_path(source, fmt)
     sub = Path()
@@ -68,7 +73,10 @@ def _output_for(item: VideoInput, output: Path | None, fmt: OutputFormat) -> Pat
 
 
 def plan_tasks(
-    inputs: Sequence[VideoInput], output: Path | None, fmt: OutputFormat
+    inputs: Sequence[VideoInput],
+    output: Path | None,
+    fmt: OutputFormat,
+    video_index: int | None = None,
 ) -> list[VideoTask]:
     """Output paths for every input; ``-o`` is a file for one video, else a folder.
 
@@ -89,7 +97,7 @@ def plan_tasks(
     tasks: list[VideoTask] = []
     owners: dict[Path, Path] = {}
     for i, item in enumerate(inputs):
-        out = _output_for(item, output, fmt)
+        out = _output_for(item, output, fmt, video_index)
         key = out.resolve()
         if key in owners and item.problem is None:
             raise UsageError(

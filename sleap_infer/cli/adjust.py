@@ -78,5 +78,42 @@ EnsureGrayscale = Annotated[
         show_default=False,
     ),
 ]
+VideoIndex = Annotated[
+    int | None,
+    typer.Option(
+        min=0,
+        metavar="N",
+        help="SLEAP project inputs: predict video N (default 0); outputs are named "
+        "<project>.videoN.predictions.slp.",
+        show_default=False,
+    ),
+]
+OnlyLabeled = Annotated[
+    bool,
+    typer.Option(
+        "--only-labeled-frames", help="SLEAP project inputs: only frames with user instances."
+    ),
+]
+OnlySuggested = Annotated[
+    bool,
+    typer.Option(
+        "--only-suggested-frames",
+        help="SLEAP project inputs: only the video's suggested frames not yet labeled.",
+    ),
+]
+ExcludeUserLabeled = Annotated[
+    bool,
+    typer.Option(
+        "--exclude-user-labeled",
+        help="SLEAP project inputs: every frame but those with user instances.",
+    ),
+]
+OnlyPredicted = Annotated[
+    bool,
+    typer.Option(
+        "--only-predicted-frames",
+        help="SLEAP project inputs: only frames that already hold predictions.",
+    ),
+]
 DEFAULT_OVERLAP_METHOD = _F.overlapping_method
 DEFAULT_OVERLAP_THRESHOLD = _F.overlapping_threshold

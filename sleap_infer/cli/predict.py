@@ -282,6 +282,12 @@ def predict(
     anchor_part: adj.AnchorPart = None,
     ensure_rgb: adj.EnsureRgb = None,
     ensure_grayscale: adj.EnsureGrayscale = None,
+    # --- SLEAP project inputs (sleap-nn's).
+    video_index: adj.VideoIndex = None,
+    only_labeled_frames: adj.OnlyLabeled = False,
+    only_suggested_frames: adj.OnlySuggested = False,
+    exclude_user_labeled: adj.ExcludeUserLabeled = False,
+    only_predicted_frames: adj.OnlyPredicted = False,
 ) -> None:
     """Predict poses on videos and save them as SLEAP .slp (or NWB, analysis HDF5, CSV)."""
     from sleap_infer.batch.execute import JobSettings
@@ -290,6 +296,7 @@ def predict(
     from sleap_infer.io.formats import get_format
     from sleap_infer.io.frames import check_frames
     from sleap_infer.io.inputs import parse_shard
+    from sleap_infer.io.project_frames import ProjectSelection
 
     if resume and overwrite:
         raise UsageError("--resume and --overwrite contradict each other: pick one")
@@ -346,7 +353,14 @@ def predict(
         ensure_rgb=ensure_rgb,
         ensure_grayscale=ensure_grayscale,
     )
-    tasks = plan_batch(videos, output, fmt, recursive, parse_shard(shard))
+    project = ProjectSelection(
+        video_index=video_index,
+        only_labeled=only_labeled_frames,
+        only_suggested=only_suggested_frames,
+        exclude_user_labeled=exclude_user_labeled,
+        only_predicted=only_predicted_frames,
+    )
+    tasks = plan_batch(videos, output, fmt, recursive, parse_shard(shard), video_index)
     if summary_json is not None:
         check_summary_path(summary_json)
     cli_args = {
@@ -382,6 +396,7 @@ def predict(
         tracking=tracking_options,
         filters=filters if filters.active else None,
         overrides=overrides if overrides.active else None,
+        project=project if project.active else None,
     )
     settings = JobSettings(
         frames=frames,
