@@ -106,8 +106,7 @@ class ImageSequenceReader:
         )
 
     def channels_for(self, model_channels: int) -> int:
-        """Channels to emit: 1 only when the model wants gray and the content is gray."""
-        return 1 if model_channels == 1 and self.info.grayscale else 3
+        return self.info.channels_for(model_channels)
 
     def iter_frames(
         self,

@@ -196,8 +196,7 @@ class LabelsVideoReader:
         return None if self._media is not None else list(self._available)
 
     def channels_for(self, model_channels: int) -> int:
-        """Channels to emit: 1 only when the model wants gray and the content is gray."""
-        return 1 if model_channels == 1 and self.info.grayscale else 3
+        return self.info.channels_for(model_channels)
 
     def iter_frames(
         self,

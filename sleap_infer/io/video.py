@@ -48,6 +48,10 @@ class VideoInfo:
     # instead of ``path``, which is then the folder they were found in.
     files: tuple[str, ...] = ()
 
+    def channels_for(self, model_channels: int) -> int:
+        """Channels to emit: 1 only when the model wants gray and the content is gray."""
+        return 1 if model_channels == 1 and self.grayscale else 3
+
 
 # FrameError.kind values.
 DECODE_ERROR = "decode"  # the decoder rejected the frame's data
@@ -210,8 +214,7 @@ class VideoReader:
             container.close()
 
     def channels_for(self, model_channels: int) -> int:
-        """Channels to emit: 1 only when the model wants gray and the content is gray."""
-        return 1 if model_channels == 1 and self.info.grayscale else 3
+        return self.info.channels_for(model_channels)
 
     def _index_of(self, frame: av.VideoFrame, fallback: int) -> int:
         if frame.pts is None or self._start is None:
