@@ -15,7 +15,7 @@ import platform
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from sleap_infer.io.journal import (
     mark_failed,
     read_journal,
 )
+from sleap_infer.io.labels_video import LabelsVideoReader
 from sleap_infer.io.outputs import default_output_path, write_from_journal
 from sleap_infer.io.project_frames import ProjectSelection, select_project_frames
 from sleap_infer.io.provenance import now_iso, package_versions, system_info
@@ -123,6 +124,21 @@ class _BadFrameLog:
         return new
 
 
+def only_centroid_models(models: Sequence[LoadedModel]) -> list[LoadedModel]:
+    """``--centroid-only``: the centroid model among ``models``, run alone (its layer writes
+    each centroid on the anchor node), as sleap-nn runs a pair's first stage alone."""
+    kept = [m for m in models if m.model_type == "centroid"]
+    if not kept:
+        types = ", ".join(m.model_type for m in models)
+        raise UsageError(f"--centroid-only needs a centroid model among the models; got {types}")
+    return kept
+
+
+def project_video(reader: object) -> sio.Video | None:
+    """The sleap-io video a project input's frames come from (None for other inputs)."""
+    return reader.video if isinstance(reader, LabelsVideoReader) else None
+
+
 def selection_text(indices: Sequence[int] | None) -> str:
     """``None`` -> ``"all"``; else compact inclusive ranges like ``0-9,40-59``."""
     if indices is None:
@@ -145,8 +161,11 @@ class Predictor:
         filters: InstanceFilters | None = None,
         overrides: ConfigOverrides | None = None,
         project: ProjectSelection | None = None,
+        centroid_only: bool = False,
     ) -> None:
         self.models: list[LoadedModel] = [load_model(p) for p in model_paths]
+        if centroid_only:  # sleap-nn's --centroid_only: the pair's first stage alone
+            self.models = only_centroid_models(self.models)
         # Training-config overrides (sleap-nn's --max_height, --input_scale, ...) change
         # what the layers are built from; filters drop instances per batch, before tracking.
         self.overrides = overrides if overrides is not None and overrides.active else None
@@ -205,30 +224,52 @@ class Predictor:
         """Refuse, before any video, an output format that cannot hold what the model predicts."""
         check_format(self.models, fmt)
 
-    def open(self, video: str | Path) -> VideoReader:
+    def selection(
+        self, video: str | Path, video_index: int | None = None
+    ) -> ProjectSelection | None:
+        """The project flags for ``video`` (None unless it is a project and one is set);
+        ``video_index`` (one video of a multi-video project) overrides ``--video-index``."""
+        if not is_labels_path(video):
+            return None
+        chosen = self.project or ProjectSelection()
+        if video_index is not None:
+            chosen = replace(chosen, video_index=video_index)
+        return chosen if chosen.active else None
+
+    def open(self, video: str | Path, video_index: int | None = None) -> VideoReader:
         """A video file, or the frames of a SLEAP project's video (``.slp`` / ``.pkg.slp``)."""
-        if self.project is not None and is_labels_path(video):
-            return open_video(video, video_index=self.project.video_index or 0)
+        chosen = self.selection(video, video_index)
+        if chosen is not None:
+            return open_video(video, video_index=chosen.video_index or 0)
         return open_video(video)
 
     def _project_frames(
-        self, video: str | Path, reader: VideoReader, indices: list[int] | None
+        self,
+        video: str | Path,
+        reader: VideoReader,
+        indices: list[int] | None,
+        chosen: ProjectSelection | None,
     ) -> list[int] | None:
         """A project's selected frames (e.g. its labeled ones), within ``--frames`` if given."""
-        if self.project is None or not is_labels_path(video):
-            return indices
-        _, chosen = select_project_frames(Path(video), self.project, reader.info.n_frames)
         if chosen is None:
             return indices
+        _, picked = select_project_frames(Path(video), chosen, reader.info.n_frames)
+        if picked is None:
+            return indices
         if indices is None:
-            return chosen
+            return picked
         allowed = set(indices)
-        return [i for i in chosen if i in allowed]
+        return [i for i in picked if i in allowed]
 
     def _options_dict(self) -> dict[str, Any]:
         return {k: v for k, v in vars(self.options).items() if v is not None}
 
-    def fingerprint(self, info: VideoInfo, frames: Sequence[int] | None) -> dict[str, Any]:
+    def fingerprint(
+        self,
+        info: VideoInfo,
+        frames: Sequence[int] | None,
+        project: ProjectSelection | None = None,
+    ) -> dict[str, Any]:
         """What the predictions depend on; a journal resumes only if all of it matches."""
         return {
             "video_name": info.path.name,
@@ -246,7 +287,7 @@ class Predictor:
             **({"tracking": self.tracking.to_json()} if self.tracking else {}),
             **({"filters": self.filters.to_json()} if self.filters else {}),
             **({"overrides": self.overrides.given} if self.overrides else {}),
-            **({"project": asdict(self.project)} if self.project else {}),
+            **({"project": asdict(project)} if project else {}),
         }
 
     def provenance(self, info: VideoInfo, frames: list[int] | None) -> dict[str, Any]:
@@ -339,8 +380,11 @@ class Predictor:
         output_format: str | OutputFormat = "slp",
         resume: bool = False,
         overwrite: bool = False,
+        video_index: int | None = None,
     ) -> VideoResult:
         """Predict one video and write its output file; returns counts and timings.
+
+        ``video_index`` picks one video of a SLEAP project input (default: ``--video-index``'s).
 
         ``on_start(info, n)`` gets the number of frames this run will predict
         (fewer than the selection when resuming). With ``resume`` an existing
@@ -354,13 +398,14 @@ class Predictor:
         self.check_format(fmt)
         if self.embedder is not None:
             return self._embed_labels(Path(video), output, fmt)
-        reader = self.open(video)
+        chosen = self.selection(video, video_index)
+        reader = self.open(video, video_index)
         info = reader.info
         indices, clamped = select_frames(frames, info.n_frames, video)
-        indices = self._project_frames(video, reader, indices)
+        indices = self._project_frames(video, reader, indices, chosen)
         out_path = Path(output) if output is not None else default_output_path(info.path, fmt)
         jpath = journal_path(out_path)
-        fingerprint = self.fingerprint(info, indices)
+        fingerprint = self.fingerprint(info, indices, chosen)
         warnings = [clamped] if clamped else []
         journal = self._open_journal(jpath, fingerprint, resume, overwrite, warnings)
         result = VideoResult(
@@ -384,7 +429,7 @@ class Predictor:
             if self.tracking is not None:
                 extra["tracking"] = tracking_provenance(self.tracking, online)
             self._write_output(finished, info, indices, out_path, fmt, time.perf_counter() - t0,
-                               extra, result)  # fmt: skip
+                               extra, result, project_video(reader))  # fmt: skip
         except Exception as exc:  # not KeyboardInterrupt: that leaves an "interrupted" journal
             if jpath.exists():
                 mark_failed(jpath, describe(exc))
@@ -526,8 +571,13 @@ class Predictor:
         runtime_s: float,
         extra_provenance: dict[str, Any] | None,
         result: VideoResult,
+        source_video: sio.Video | None = None,
     ) -> None:
-        """Build the output from the finished journal; fill in ``result``'s totals."""
+        """Build the output from the finished journal; fill in ``result``'s totals.
+
+        ``source_video``: a project's own video object, so the output refers to the media
+        (or the package's frames) as the project does, not to the ``.slp`` file.
+        """
         highest = int(journal.predicted.max(initial=-1))
         result.bad_frames = journal.bad_frames
         result.decoded_frames = highest + 1
@@ -562,7 +612,7 @@ class Predictor:
             journal,
             out_path,
             fmt,
-            make_video(info, n_frames=max(info.n_frames, highest + 1)),
+            source_video or make_video(info, n_frames=max(info.n_frames, highest + 1)),
             make_skeleton(self.layer.config),
             track_names(journal.n_tracks) if self.tracking else self.layer.config.class_names,
             provenance,

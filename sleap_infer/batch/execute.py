@@ -30,6 +30,7 @@ class JobSettings:
     output_format: str = "slp"
     resume: bool = False
     overwrite: bool = False
+    merge_into_project: bool = False  # write a copy of each project input with predictions
     extra_provenance: dict[str, Any] = field(default_factory=dict)
 
 
@@ -92,7 +93,7 @@ def run_task(
     bug does not cost the rest of the night's videos.
     """
     if task.problem is not None:
-        outcome = VideoOutcome(task, FAILED, message=f"{task.video}: {task.problem}")
+        outcome = VideoOutcome(task, FAILED, message=f"{task.name}: {task.problem}")
         events.video_finished(outcome)
         return outcome
 
@@ -110,6 +111,7 @@ def run_task(
             output_format=settings.output_format,
             resume=settings.resume,
             overwrite=settings.overwrite,
+            video_index=task.video_index,
         )
         outcome = outcome_from_result(task, result)
     except SleapInferError as exc:

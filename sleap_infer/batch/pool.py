@@ -55,6 +55,7 @@ class PredictorSpec:
     filters: InstanceFilters | None = None
     overrides: ConfigOverrides | None = None
     project: ProjectSelection | None = None  # which video and frames of .slp inputs
+    centroid_only: bool = False  # --centroid-only: a top-down pair's centroid model alone
 
     def check(self, devices: Sequence[str], fmt: OutputFormat | None = None) -> list[str]:
         """Before spawning workers: the models load and combine, and every device exists.
@@ -67,6 +68,7 @@ class PredictorSpec:
         from sleap_infer.predictor import (
             check_format,
             check_overrides_backend,
+            only_centroid_models,
             output_model,
             resolve_tracking,
             skeleton_warnings,
@@ -74,6 +76,8 @@ class PredictorSpec:
         from sleap_infer.runtimes import backend_maker
 
         models = [load_model(p) for p in self.model_paths]
+        if self.centroid_only:
+            models = only_centroid_models(models)
         if self.overrides is not None and self.overrides.active:
             check_overrides_backend(self.backend, self.overrides)
             models = apply_overrides(models, self.overrides)
@@ -100,6 +104,7 @@ class PredictorSpec:
             filters=self.filters,
             overrides=self.overrides,
             project=self.project,
+            centroid_only=self.centroid_only,
         )
 
 

@@ -16,12 +16,13 @@ import contextlib
 import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sleap_infer.batch.execute import BatchEvents, JobSettings, run_sequential
 from sleap_infer.batch.pool import PredictorSpec, run_on_devices
+from sleap_infer.batch.projects import ProjectStep, finish_projects
 from sleap_infer.batch.tasks import VideoOutcome, VideoTask, plan_tasks, settled_before_running
 from sleap_infer.io.formats import OutputFormat, get_format
 from sleap_infer.io.inputs import expand_inputs, take_shard
@@ -37,10 +38,11 @@ class BatchResult:
 
     outcomes: list[VideoOutcome]
     interrupted: bool
+    projects: list[ProjectStep] = field(default_factory=list)  # files assembled per project
 
     @property
     def failed(self) -> bool:
-        return any(not o.ok for o in self.outcomes)
+        return any(not o.ok for o in self.outcomes) or any(not s.ok for s in self.projects)
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,11 @@ class Batch:
                     on_worker_error or (lambda _line: None),
                 )
         everything = sorted(self.skipped + outcomes, key=lambda o: o.task.index)
-        return BatchResult(everything, interrupted)
+        steps: list[ProjectStep] = []
+        if not interrupted:
+            tasks = [o.task for o in everything]
+            steps = finish_projects(tasks, self.fmt, self.settings.merge_into_project)
+        return BatchResult(everything, interrupted, steps)
 
 
 def run_batch(

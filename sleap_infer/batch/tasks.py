@@ -11,6 +11,7 @@ from sleap_infer.io.formats import FORMATS, OutputFormat
 from sleap_infer.io.inputs import VideoInput, is_labels_path, is_pattern
 from sleap_infer.io.journal import journal_path, read_journal
 from sleap_infer.io.outputs import default_output_path, is_complete
+from sleap_infer.io.project_outputs import count_videos, part_path
 from sleap_infer.vocab.errors import SleapInferError, UsageError
 
 # VideoOutcome.status values.
@@ -25,11 +26,40 @@ _FILE_SUFFIXES = (*(f.suffix for f in FORMATS.values()), ".h5")
 
 
 @dataclass(frozen=True)
+class ProjectPlan:
+    """A SLEAP project input: the output of each of its videos predicted, and (several
+    videos, ``.slp``) the one file that combines them once all exist."""
+
+    project: Path
+    parts: tuple[tuple[int, Path], ...]  # (video index, its output), in project order
+    combined: Path | None = None
+
+    @property
+    def predictions(self) -> Path:
+        """The file holding all of this project's predictions (what a merge reads)."""
+        return self.combined if self.combined is not None else self.parts[0][1]
+
+
+@dataclass(frozen=True)
 class VideoTask:
     index: int  # position in the (sharded) input list; orders the summary
     video: Path
     output: Path
     problem: str | None = None  # set when the input cannot even be attempted
+    video_index: int | None = None  # which video of a SLEAP project (None: --video-index's)
+    project: ProjectPlan | None = None  # set for SLEAP project inputs
+
+    @property
+    def which(self) -> str:
+        """`` [video N]`` for one video of a multi-video project, else nothing."""
+        if self.project is not None and len(self.project.parts) > 1:
+            return f" [video {self.video_index}]"
+        return ""
+
+    @property
+    def name(self) -> str:
+        """How the task is shown in messages: the input, and which video of a project."""
+        return f"{self.video}{self.which}"
 
 
 @dataclass
@@ -72,15 +102,50 @@ def _output_for(
     return output / sub / default_output_path(Path(source.name), fmt).name
 
 
+def _video_count(path: Path) -> tuple[int, str | None]:
+    """A project's number of videos, or why it cannot be read (the task's problem)."""
+    try:
+        return count_videos(path), None
+    except SleapInferError as exc:
+        return 0, str(exc).removeprefix(f"{path}: ")
+
+
+def _project_tasks(
+    start: int, item: VideoInput, out: Path, fmt: OutputFormat, video_index: int | None
+) -> list[VideoTask]:
+    """One task per video of a project (``out`` is where all its predictions go), or the one
+    ``--video-index`` names; a project with several videos also gets a combined file."""
+    if video_index is not None or item.problem is not None:
+        plan = ProjectPlan(item.path, ((video_index or 0, out),))
+        return [VideoTask(start, item.path, out, item.problem, video_index, plan)]
+    n, problem = _video_count(item.path)
+    if problem is not None or n <= 1:
+        plan = ProjectPlan(item.path, ((0, out),))
+        return [VideoTask(start, item.path, out, problem, None, plan)]
+    parts = tuple((i, part_path(out, i)) for i in range(n))
+    plan = ProjectPlan(item.path, parts, out if fmt.name == "slp" else None)
+    return [VideoTask(start + i, item.path, path, None, i, plan) for i, path in parts]
+
+
+def _tasks_for(
+    start: int, item: VideoInput, out: Path, fmt: OutputFormat, video_index: int | None
+) -> list[VideoTask]:
+    if is_labels_path(item.path):
+        return _project_tasks(start, item, out, fmt, video_index)
+    return [VideoTask(start, item.path, out, item.problem)]
+
+
 def plan_tasks(
     inputs: Sequence[VideoInput],
     output: Path | None,
     fmt: OutputFormat,
     video_index: int | None = None,
 ) -> list[VideoTask]:
-    """Output paths for every input; ``-o`` is a file for one video, else a folder.
+    """Output paths for every input; ``-o`` is a file for one input, else a folder.
 
-    Raises :class:`UsageError` when two videos would write the same file.
+    A SLEAP project with several videos becomes one task per video (outputs named
+    ``.videoN``), unless ``video_index`` picks one. Raises :class:`UsageError` when
+    two videos would write the same file.
     """
     if output is not None and output.name.endswith(_FILE_SUFFIXES) and not output.is_dir():
         if len(inputs) != 1:
@@ -92,20 +157,20 @@ def plan_tasks(
             raise UsageError(
                 f"-o/--output {output}: a --format {fmt.name} file should end in {fmt.suffix}"
             )
-        item = inputs[0]
-        return [VideoTask(0, item.path, output, item.problem)]
+        return _tasks_for(0, inputs[0], output, fmt, video_index)
     tasks: list[VideoTask] = []
     owners: dict[Path, Path] = {}
-    for i, item in enumerate(inputs):
+    for item in inputs:
         out = _output_for(item, output, fmt, video_index)
-        key = out.resolve()
-        if key in owners and item.problem is None:
-            raise UsageError(
-                f"{item.path} and {owners[key]} would both write {out}; "
-                "rename one or predict them into different -o folders"
-            )
-        owners[key] = item.path
-        tasks.append(VideoTask(i, item.path, out, item.problem))
+        for task in _tasks_for(len(tasks), item, out, fmt, video_index):
+            key = task.output.resolve()
+            if key in owners and item.problem is None:
+                raise UsageError(
+                    f"{item.path} and {owners[key]} would both write {task.output}; "
+                    "rename one or predict them into different -o folders"
+                )
+            owners[key] = item.path
+            tasks.append(task)
     return tasks
 
 

@@ -83,8 +83,8 @@ VideoIndex = Annotated[
     typer.Option(
         min=0,
         metavar="N",
-        help="SLEAP project inputs: predict video N (default 0); outputs are named "
-        "<project>.videoN.predictions.slp.",
+        help="SLEAP project inputs: predict only video N (default: every video, each to "
+        "<project>.videoN.predictions.slp, then all in <project>.predictions.slp).",
         show_default=False,
     ),
 ]
@@ -113,6 +113,23 @@ OnlyPredicted = Annotated[
     typer.Option(
         "--only-predicted-frames",
         help="SLEAP project inputs: only frames that already hold predictions.",
+    ),
+]
+MergeIntoProject = Annotated[
+    bool,
+    typer.Option(
+        "--merge-into-project",
+        help="SLEAP project inputs: also write <project>.merged.slp, a copy of the project "
+        "with the predictions merged in (user instances kept, old predictions on the "
+        "predicted frames replaced).",
+    ),
+]
+CentroidOnly = Annotated[
+    bool,
+    typer.Option(
+        "--centroid-only",
+        help="Top-down models: run only the centroid model and write its centroids "
+        "(on the anchor node), skipping the pose stage.",
     ),
 ]
 DEFAULT_OVERLAP_METHOD = _F.overlapping_method

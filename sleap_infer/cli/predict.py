@@ -57,7 +57,13 @@ from sleap_infer.cli.options import (
     parse_thresholds,
 )
 from sleap_infer.cli.progress import Reporter, make_reporter
-from sleap_infer.cli.summary import RunReport, check_summary_path, print_summary, write_summary
+from sleap_infer.cli.summary import (
+    RunReport,
+    check_summary_path,
+    print_project_steps,
+    print_summary,
+    write_summary,
+)
 from sleap_infer.vocab import options as defaults
 from sleap_infer.vocab.errors import SleapInferError, UsageError
 from sleap_infer.vocab.filters import InstanceFilters
@@ -68,7 +74,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from sleap_infer.batch.run import Batch, BatchResult, ModelSummary
-    from sleap_infer.batch.tasks import VideoOutcome
+    from sleap_infer.batch.tasks import VideoOutcome, VideoTask
 
 EPILOG = exit_codes(
     ok="every video done or skipped",
@@ -288,6 +294,8 @@ def predict(
     only_suggested_frames: adj.OnlySuggested = False,
     exclude_user_labeled: adj.ExcludeUserLabeled = False,
     only_predicted_frames: adj.OnlyPredicted = False,
+    merge_into_project: adj.MergeIntoProject = False,
+    centroid_only: adj.CentroidOnly = False,
 ) -> None:
     """Predict poses on videos and save them as SLEAP .slp (or NWB, analysis HDF5, CSV)."""
     from sleap_infer.batch.execute import JobSettings
@@ -361,6 +369,8 @@ def predict(
         only_predicted=only_predicted_frames,
     )
     tasks = plan_batch(videos, output, fmt, recursive, parse_shard(shard), video_index)
+    if merge_into_project:
+        check_merge(tasks, fmt.name)
     if summary_json is not None:
         check_summary_path(summary_json)
     cli_args = {
@@ -397,16 +407,28 @@ def predict(
         filters=filters if filters.active else None,
         overrides=overrides if overrides.active else None,
         project=project if project.active else None,
+        centroid_only=centroid_only,
     )
     settings = JobSettings(
         frames=frames,
         output_format=fmt.name,
         resume=resume,
         overwrite=overwrite,
+        merge_into_project=merge_into_project,
         extra_provenance={"cli_args": cli_args},
     )
     batch = Batch(tasks, spec, settings, worker_devices)
     _run(batch, report, reporter, summary_json)
+
+
+def check_merge(tasks: Sequence[VideoTask], fmt: str) -> None:
+    """``--merge-into-project`` needs a project among the inputs and ``.slp`` predictions."""
+    if fmt != "slp":
+        raise UsageError(
+            f"--merge-into-project writes a SLEAP project: use --format slp, not {fmt}"
+        )
+    if tasks and all(t.project is None for t in tasks):
+        raise UsageError("--merge-into-project needs a SLEAP project (.slp) among the inputs")
 
 
 def _progress_mode(mode: str, quiet: bool) -> str:
@@ -438,6 +460,8 @@ def _run(batch: Batch, report: RunReport, reporter: Reporter, summary_json: Path
         _finish(report, reporter, summary_json, [], EXIT_INTERRUPTED, error="interrupted")
         raise
     print_summary(result.outcomes, report.tasks)
+    print_project_steps(result.projects)
+    report.projects = result.projects
     code = _exit_code(result)
     if code == EXIT_INTERRUPTED:
         console.print(

@@ -52,7 +52,7 @@ Clock = Callable[[], float]
 
 def outcome_line(outcome: VideoOutcome) -> str:
     """The rich-markup line for a finished video: done, skipped or the error."""
-    video = escape(str(outcome.task.video))
+    video = escape(outcome.task.name)
     if outcome.status == DONE:
         resumed = f" (resumed after {outcome.resumed_frames})" if outcome.resumed_frames else ""
         return (
@@ -194,7 +194,9 @@ class BarProgress(Reporter):
         self.progress.stop()
 
     def video_started(self, task: VideoTask, total_frames: int) -> None:
-        self.bars[task.index] = self.progress.add_task(escape(task.video.name), total=total_frames)
+        self.bars[task.index] = self.progress.add_task(
+            escape(task.video.name + task.which), total=total_frames
+        )
 
     def frames_done(self, task: VideoTask, n: int) -> None:
         bar = self.bars.get(task.index)
@@ -299,8 +301,7 @@ class PlainProgress(TickingReporter):
     def report_start(self, meter: VideoMeter) -> None:
         frames = f"{meter.total} frames" if meter.total > 0 else "frame count unknown"
         self.log(
-            f"{escape(str(meter.task.video))}: started, {frames} -> "
-            f"{escape(str(meter.task.output))}"
+            f"{escape(meter.task.name)}: started, {frames} -> {escape(str(meter.task.output))}"
         )
 
     def report_progress(self, meter: VideoMeter, now: float) -> None:
@@ -311,9 +312,7 @@ class PlainProgress(TickingReporter):
             done = f"{meter.done} frames"
         else:
             done = f"{meter.done}/{meter.total} frames ({percent:.1f}%)"
-        self.log(
-            f"{escape(str(meter.task.video))}: {done}, {fps}, ETA {format_eta(meter.eta(rate))}"
-        )
+        self.log(f"{escape(meter.task.name)}: {done}, {fps}, ETA {format_eta(meter.eta(rate))}")
 
     def count_prefix(self) -> str:
         return f"{self.n_finished}/{self.n_videos} " if self.n_videos > 1 else ""

@@ -24,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sleap_infer import __version__
+from sleap_infer.batch.projects import ProjectStep
 from sleap_infer.batch.tasks import (
     DONE,
     FAILED,
@@ -61,6 +62,7 @@ def video_record(outcome: VideoOutcome) -> dict[str, Any]:
     journal = journal_path(task.output)
     return {
         "video": str(task.video),
+        **({"video_index": task.video_index} if task.video_index is not None else {}),
         "output": str(task.output),
         "status": outcome.status,
         "frames": outcome.frames,
@@ -100,6 +102,7 @@ class RunReport:
     options: dict[str, Any] = field(default_factory=dict)
     started: float = field(default_factory=time.time)
     model: dict[str, Any] | None = None
+    projects: Sequence[ProjectStep] = ()  # files assembled per SLEAP project input
 
     def build(
         self,
@@ -139,6 +142,15 @@ class RunReport:
             "output_folder": None if out_root is None else str(out_root),
             "totals": totals,
             "videos": videos,
+            "projects": [
+                {
+                    "project": str(step.project),
+                    "written": None if step.written is None else str(step.written),
+                    "ok": step.ok,
+                    "message": step.message,
+                }
+                for step in self.projects
+            ],
         }
 
 
@@ -272,7 +284,8 @@ def summary_table(outcomes: Sequence[VideoOutcome], tasks: Sequence[VideoTask] =
     table.add_column("status")
     for o in rows:
         cells = _cells(o, column)
-        table.add_row(escape(_relative(o.task.video, in_root)), *cells, _status_text(o))
+        name = _relative(o.task.video, in_root) + o.task.which
+        table.add_row(escape(name), *cells, _status_text(o))
     return table
 
 
@@ -293,3 +306,16 @@ def print_summary(outcomes: Sequence[VideoOutcome], tasks: Sequence[VideoTask] =
     seen = {o.task.index for o in outcomes}
     statuses += [NOT_STARTED for t in tasks if t.index not in seen]
     console.print(count_line(statuses), highlight=False)
+
+
+def print_project_steps(steps: Sequence[ProjectStep]) -> None:
+    """The files assembled per SLEAP project (combined, merged copy), after the table."""
+    for step in steps:
+        if not step.ok:
+            console.print(f"[red]error:[/] {escape(step.message)}", highlight=False, soft_wrap=True)
+        elif step.written is None:
+            line = f"[yellow]note:[/] {escape(str(step.project))}: {escape(step.message)}"
+            console.print(line, highlight=False, soft_wrap=True)
+        else:
+            line = f"[green]✓[/] {escape(str(step.written))}: {escape(step.message)}"
+            console.print(line, highlight=False, soft_wrap=True)

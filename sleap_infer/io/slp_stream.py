@@ -210,7 +210,9 @@ class StreamingSlpWriter:
         shell = sio.Labels(
             videos=[video], skeletons=[skeleton], tracks=tracks, provenance=provenance
         )
-        sio.save_slp(shell, str(path), verbose=False)
+        # A package's frames stay read from the package (sleap-nn's default too), not from
+        # its source video, which rarely exists where predictions are made.
+        sio.save_slp(shell, str(path), verbose=False, restore_original_videos=False)
         points = None if expected_instances is None else expected_instances * self.n_nodes
         self._expected = {
             "frames": expected_frames,
