@@ -1,4 +1,4 @@
-"""The ``infer`` command line: predict, track, eval, render, export, bench.
+"""The ``infer`` command line: predict, track, eval, render, export, bench, info, system.
 
 Help is Typer's plain (click) help, not its rich panels: at 80 columns the
 panels cut option names with an ellipsis, plain help wraps (see :mod:`.help`).
@@ -17,8 +17,10 @@ from sleap_infer import __version__
 from sleap_infer.cli import bench as bench_cmd
 from sleap_infer.cli import eval as eval_cmd
 from sleap_infer.cli import export as export_cmd
+from sleap_infer.cli import info as info_cmd
 from sleap_infer.cli import predict as predict_cmd
 from sleap_infer.cli import render as render_cmd
+from sleap_infer.cli import system as system_cmd
 from sleap_infer.cli import track as track_cmd
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_FAILED, EXIT_INTERRUPTED, HelpCommand
@@ -88,6 +90,17 @@ app.command(
     short_help="Benchmark backends x batch sizes: speed, memory, accuracy.",
     epilog=bench_cmd.EPILOG,
 )(bench_cmd.bench)
+app.command(
+    no_args_is_help=True,
+    cls=HelpCommand,
+    short_help="Describe models: type, size, FLOPs, skeleton, training metrics, exports.",
+    epilog=info_cmd.EPILOG,
+)(info_cmd.info)
+app.command(
+    cls=HelpCommand,
+    short_help="Versions, devices, and which runtimes can run here (and why not).",
+    epilog=system_cmd.EPILOG,
+)(system_cmd.system)
 
 
 def main(argv: list[str] | None = None) -> None:

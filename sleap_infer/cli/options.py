@@ -77,8 +77,9 @@ ModelDirs = Annotated[
     list[Path],
     typer.Argument(
         metavar="MODEL_DIR",
-        help="Model directory (or its best.ckpt / training_config.yaml); two for a "
-        "top-down pair (a centroid model and a centered-instance or multi-class model).",
+        help="Model directory (sleap-nn's, or a SLEAP 1.x folder with training_config.json "
+        "+ best_model.h5); two for a top-down pair (a centroid model and a "
+        "centered-instance or multi-class model).",
         show_default=False,
     ),
 ]
@@ -88,8 +89,9 @@ ModelOption = Annotated[
         "--model",
         "-m",
         metavar="DIR",
-        help="Model directory (or its best.ckpt / training_config.yaml). Give two for "
-        "top-down: a centroid model and a centered-instance model, in either order.",
+        help="Model directory (sleap-nn's, or a SLEAP 1.x folder with training_config.json "
+        "+ best_model.h5). Give two for top-down: a centroid model and a "
+        "centered-instance model, in either order.",
         show_default=False,
     ),
 ]

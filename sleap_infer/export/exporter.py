@@ -24,7 +24,7 @@ from sleap_infer.export.onnx_export import embed_metadata, export_onnx, verify_n
 from sleap_infer.export.settings import ExportSettings, check_opset
 from sleap_infer.export.wrappers import ExportWrapper, wrapper_for_model
 from sleap_infer.layers.preprocessing import Preprocessor
-from sleap_infer.model.loader import CONFIG_NAME, LoadedModel, load_model
+from sleap_infer.model.loader import LoadedModel, load_model
 from sleap_infer.model.registry import MODEL_TYPES
 from sleap_infer.vocab.artifact import (
     ENGINE_NAME,
@@ -158,7 +158,7 @@ def export_model(
         extra = {"verification": gaps, "export_seconds": round(export_s, 2)}
         data = build_metadata(model, wrapper, settings, input_shape, extra | (extra_metadata or {}))
         _embed(model, data, onnx_path)
-        shutil.copyfile(model.path / CONFIG_NAME, staging / CONFIG_NAME)
+        shutil.copyfile(model.config_file, staging / model.config_file.name)
         say(f"ONNX graph written in {export_s:.1f} s ({onnx_path.stat().st_size / 1e6:.2f} MB)")
         if trt_target is not None:
             data["files"]["tensorrt"] = ENGINE_NAME
@@ -176,7 +176,7 @@ def _embed(model: LoadedModel, data: dict[str, Any], onnx_path: Path) -> None:
         onnx_path,
         {
             METADATA_PROP: json.dumps(data, sort_keys=True),
-            "training_config": (model.path / CONFIG_NAME).read_text(),
+            "training_config": model.config_file.read_text(),
         },
     )
     data["onnx_sha256"] = hashlib.sha256(onnx_path.read_bytes()).hexdigest()

@@ -18,7 +18,7 @@ from sleap_infer.export.onnx_export import INPUT_NAME
 from sleap_infer.export.settings import ExportSettings
 from sleap_infer.export.wrappers import ExportWrapper
 from sleap_infer.io.provenance import package_versions
-from sleap_infer.model.loader import CONFIG_NAME, LoadedModel, file_sha256
+from sleap_infer.model.loader import LoadedModel, file_sha256
 from sleap_infer.model.registry import MODEL_TYPES
 from sleap_infer.vocab.artifact import (
     DECODED,
@@ -76,7 +76,7 @@ def build_metadata(
         "source": {
             "model_dir": str(model.path.resolve()),
             "checkpoint_sha256": model.checkpoint_sha256,
-            "training_config_sha256": file_sha256(model.path / CONFIG_NAME),
+            "training_config_sha256": file_sha256(model.config_file),
         },
         "skeleton": {
             "name": config.skeleton_name,

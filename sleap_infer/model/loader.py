@@ -2,8 +2,9 @@
 
 A model path may be the directory sleap-nn trained into, or its
 ``best.ckpt`` / ``training_config.yaml``; all resolve to the directory.
-Legacy SLEAP 1.x directories (``training_config.json`` + ``best_model.h5``)
-are recognised and rejected with a clear message.
+Legacy SLEAP 1.x directories (``training_config.json`` + ``best_model.h5``,
+or either file) load through :mod:`sleap_infer.model.legacy` into the same
+config and network types; a folder with both configs is a sleap-nn one.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import torch
 
 from sleap_infer.model.checkpoint import load_state_dict
 from sleap_infer.model.config import load_config
+from sleap_infer.model.legacy import LEGACY_CONFIG, LEGACY_WEIGHTS, check_legacy_dir, load_legacy
 from sleap_infer.nets import build_network
 from sleap_infer.vocab.config import ModelConfig
 from sleap_infer.vocab.errors import ModelError
@@ -30,16 +32,17 @@ def resolve_model_dir(path: str | Path) -> Path:
     if not p.exists():
         raise ModelError(f"{p}: model path does not exist")
     if p.is_file():
-        if p.suffix == ".ckpt" or p.name.startswith("training_config"):
+        if p.suffix in (".ckpt", ".h5") or p.name.startswith("training_config"):
             p = p.parent
         else:
-            raise ModelError(f"{p}: expected a model directory, best.ckpt or training_config.yaml")
-    if not (p / CONFIG_NAME).exists():
-        if (p / "training_config.json").exists():
             raise ModelError(
-                f"{p}: legacy SLEAP 1.x model (training_config.json) is not supported; "
-                "convert it with sleap-nn first"
+                f"{p}: expected a model directory, best.ckpt or training_config.yaml "
+                f"(or a SLEAP 1.x {LEGACY_WEIGHTS})"
             )
+    if not (p / CONFIG_NAME).exists():
+        if (p / LEGACY_CONFIG).exists():
+            check_legacy_dir(p)
+            return p
         raise ModelError(f"{p}: no {CONFIG_NAME} in model directory")
     if not (p / CKPT_NAME).exists():
         raise ModelError(f"{p}: no {CKPT_NAME} in model directory")
@@ -54,10 +57,20 @@ class LoadedModel:
     config: ModelConfig
     network: torch.nn.Module
     checkpoint_sha256: str
+    legacy: bool = False  # a SLEAP 1.x folder (training_config.json + best_model.h5)
 
     @property
     def model_type(self) -> str:
         return self.config.model_type
+
+    @property
+    def config_file(self) -> Path:
+        """The training config the model was read from (YAML, or SLEAP 1.x's JSON)."""
+        return self.path / (LEGACY_CONFIG if self.legacy else CONFIG_NAME)
+
+    @property
+    def weights_file(self) -> Path:
+        return self.path / (LEGACY_WEIGHTS if self.legacy else CKPT_NAME)
 
 
 def file_sha256(path: Path) -> str:
@@ -77,9 +90,8 @@ def _describe_mismatch(missing: list[str], unexpected: list[str]) -> str:
     return ", ".join(parts)
 
 
-def load_model(path: str | Path) -> LoadedModel:
+def _load_sleap_nn(model_dir: Path) -> tuple[ModelConfig, torch.nn.Module]:
     """Parse the config, rebuild the network and load ``best.ckpt`` strictly."""
-    model_dir = resolve_model_dir(path)
     config = load_config(model_dir / CONFIG_NAME)
     ckpt_path = model_dir / CKPT_NAME
     state = load_state_dict(ckpt_path, config.model_type)
@@ -101,12 +113,16 @@ def load_model(path: str | Path) -> LoadedModel:
             f"{tuple(expected[k].shape)})"
         )
     network.load_state_dict(state, strict=True)
+    return config, network
+
+
+def load_model(path: str | Path) -> LoadedModel:
+    """Load a sleap-nn (``best.ckpt``) or SLEAP 1.x (``best_model.h5``) model directory."""
+    model_dir = resolve_model_dir(path)
+    legacy = not (model_dir / CONFIG_NAME).exists()
+    config, network = load_legacy(model_dir) if legacy else _load_sleap_nn(model_dir)
     network.eval()
     for param in network.parameters():
         param.requires_grad_(False)
-    return LoadedModel(
-        path=model_dir,
-        config=config,
-        network=network,
-        checkpoint_sha256=file_sha256(ckpt_path),
-    )
+    weights = model_dir / (LEGACY_WEIGHTS if legacy else CKPT_NAME)
+    return LoadedModel(model_dir, config, network, file_sha256(weights), legacy=legacy)

@@ -1,0 +1,198 @@
+"""Can each runtime run here, on which device, and if not, why: the checks ``infer system``
+reports.
+
+A verdict is the outcome of the call a run makes before it loads anything
+(:meth:`~sleap_infer.runtimes.runtime.Runtime.resolve_device`), so its reason
+is word for word the error that run would stop with. Optional packages are
+probed first, because the backends' own ``require_*`` helpers say "not
+installed" for any ``ImportError``, also when the package is installed and a
+library it loads is missing: the probe tells the two apart and keeps the
+import's own message.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from sleap_infer.runtimes import get_runtime
+from sleap_infer.vocab.errors import BackendError
+
+OPTIONAL_MODULES = ("onnxruntime", "tensorrt", "openvino")
+EXPORT_MODULES = ("onnx", "onnxscript")
+ONNX_HINT = "pip install 'sleap-infer[onnx]'"
+TRT_HINT = "pip install 'sleap-infer[tensorrt]', on Linux or Windows with an NVIDIA GPU"
+ORT_PROVIDERS = {
+    "CPUExecutionProvider": "",
+    "CUDAExecutionProvider": "pip install onnxruntime-gpu",
+    "TensorrtExecutionProvider": "pip install onnxruntime-gpu, plus the TensorRT libraries",
+    "CoreMLExecutionProvider": "the macOS onnxruntime wheel",
+    "OpenVINOExecutionProvider": "pip install onnxruntime-openvino",
+    "DmlExecutionProvider": "pip install onnxruntime-directml, Windows",
+    "ROCMExecutionProvider": "an onnxruntime built for ROCm",
+}
+"""ONNX Runtime providers named even when absent, with what brings each."""
+USED_PROVIDERS = ("CPUExecutionProvider", "CUDAExecutionProvider")
+"""The providers sleap_infer's onnx backend starts sessions with."""
+_GPU_PROVIDERS = ("CUDAExecutionProvider", "TensorrtExecutionProvider")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """An optional module: its version when it imports, else why it does not."""
+
+    module: str
+    version: str | None = None
+    reason: str | None = None  # "not installed" or "installed, but importing it fails: ..."
+    handle: Any = None
+
+    @property
+    def ok(self) -> bool:
+        return self.reason is None
+
+    def why(self, hint: str = "") -> str:
+        """``"<module> is not installed (<hint>)"`` and the like."""
+        return f"{self.module} is {self.reason}" + (f" ({hint})" if hint else "")
+
+
+def probe(module: str) -> Probe:
+    """Import ``module`` if it is installed; never raises."""
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        return Probe(module, reason="not installed")
+    try:
+        with warnings.catch_warnings():  # a third party's deprecation is not a broken install
+            warnings.simplefilter("ignore")
+            handle = importlib.import_module(module)
+    except Exception as exc:  # a broken install raises anything (OSError for a missing .so)
+        first = (str(exc).strip().splitlines() or [""])[0]
+        why = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+        return Probe(module, reason=f"installed, but importing it fails: {why}")
+    version = getattr(handle, "__version__", None)
+    return Probe(module, version=None if version is None else str(version), handle=handle)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One runtime on one device: available, with what (``detail``) or why not."""
+
+    runtime: str
+    device: str
+    available: bool
+    detail: str
+
+
+def reason_of(exc: BackendError) -> str:
+    """A run's error without its ``--device X:`` lead (the table names the device)."""
+    return re.sub(r"^--device [^:]+: ", "", str(exc))
+
+
+def _resolved(runtime: str, device: str, detail: str) -> Check:
+    try:
+        get_runtime(runtime).resolve_device(device)
+    except BackendError as exc:
+        return Check(runtime, device, False, reason_of(exc))
+    return Check(runtime, device, True, detail)
+
+
+def _torch_checks() -> list[Check]:
+    cuda = f"CUDA {torch.version.cuda}"
+    if torch.cuda.is_available():
+        cuda += f", {torch.cuda.device_count()} GPU(s)"
+    return [
+        _resolved("torch", "cpu", f"torch {torch.__version__}, {torch.get_num_threads()} threads"),
+        _resolved("torch", "cuda", cuda),
+        _resolved("torch", "mps", "Apple GPU (Metal)"),
+    ]
+
+
+def _onnx_checks(ort: Probe) -> list[Check]:
+    if not ort.ok:
+        return [Check("onnx", d, False, ort.why(ONNX_HINT)) for d in ("cpu", "cuda")]
+    detail = f"onnxruntime {ort.version}"
+    cuda = _resolved("onnx", "cuda", detail + ", CUDAExecutionProvider")
+    try:
+        providers = list(ort.handle.get_available_providers())
+    except Exception:  # an onnxruntime too broken to list providers
+        providers = []
+    lacks_provider = "CUDAExecutionProvider" not in providers
+    if not cuda.available and lacks_provider and "CUDA provider" not in cuda.detail:
+        # The run stops at torch's CUDA check first; say that onnxruntime would stop it too.
+        extra = "; and this onnxruntime has no CUDA provider (pip install onnxruntime-gpu)"
+        cuda = Check("onnx", "cuda", False, cuda.detail + extra)
+    return [_resolved("onnx", "cpu", detail + ", CPUExecutionProvider"), cuda]
+
+
+def _trt_check(trt: Probe) -> Check:
+    if not trt.ok:
+        return Check("trt", "cuda", False, trt.why(TRT_HINT))
+    return _resolved("trt", "cuda", f"TensorRT {trt.version}")
+
+
+def _export_check(probes: dict[str, Probe]) -> Check:
+    """``infer export`` (and ``--backend onnx`` exporting on first use) needs both."""
+    missing = [probes[m] for m in EXPORT_MODULES if not probes[m].ok]
+    if missing:
+        return Check("export", "", False, "; ".join(p.why() for p in missing) + f" ({ONNX_HINT})")
+    found = ", ".join(f"{m} {probes[m].version}" for m in EXPORT_MODULES)
+    return Check("export", "", True, f"ONNX graphs ({found})")
+
+
+def _openvino_check(openvino: Probe) -> Check:
+    if not openvino.ok:
+        return Check("openvino", "", False, openvino.why())
+    return Check("openvino", "", True, f"OpenVINO {openvino.version} (not a sleap_infer backend)")
+
+
+def runtime_checks(probes: dict[str, Probe]) -> list[Check]:
+    """torch on cpu/cuda/mps, onnx on cpu/cuda, trt on cuda, ONNX export, OpenVINO."""
+    return [
+        *_torch_checks(),
+        *_onnx_checks(probes["onnxruntime"]),
+        _trt_check(probes["tensorrt"]),
+        _export_check(probes),
+        _openvino_check(probes["openvino"]),
+    ]
+
+
+def _provider_note(name: str, in_build: bool, cuda: dict[str, Any]) -> str:
+    if not in_build:
+        hint = ORT_PROVIDERS.get(name, "")
+        return "not in this build" + (f" ({hint})" if hint else "")
+    if name in _GPU_PROVIDERS and not cuda["available"]:
+        return f"in this build, but no usable CUDA device: {cuda['reason']}"
+    return "in this build"
+
+
+def provider_facts(ort: Probe, cuda: dict[str, Any]) -> list[dict[str, Any]]:
+    """ONNX Runtime's execution providers: the usual ones (present or not), then any other
+    this build has; empty when onnxruntime does not import (its runtime row says why)."""
+    if not ort.ok:
+        return []
+    try:
+        present = [str(p) for p in ort.handle.get_available_providers()]
+    except Exception:  # see _onnx_checks
+        present = []
+    names = [*ORT_PROVIDERS, *(p for p in present if p not in ORT_PROVIDERS)]
+    facts = []
+    for name in names:
+        in_build = name in present
+        facts.append(
+            {
+                "name": name,
+                "in_build": in_build,
+                "usable": in_build and (name not in _GPU_PROVIDERS or bool(cuda["available"])),
+                "used_by_sleap_infer": name in USED_PROVIDERS,
+                "note": _provider_note(name, in_build, cuda),
+            }
+        )
+    return facts
