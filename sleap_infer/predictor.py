@@ -238,7 +238,9 @@ class Predictor:
 
     def open(self, video: str | Path, video_index: int | None = None) -> VideoReader:
         """A video file, or the frames of a SLEAP project's video (``.slp`` / ``.pkg.slp``)."""
-        chosen = self.selection(video, video_index)
+        return self._open(video, self.selection(video, video_index))
+
+    def _open(self, video: str | Path, chosen: ProjectSelection | None) -> VideoReader:
         if chosen is not None:
             return open_video(video, video_index=chosen.video_index or 0)
         return open_video(video)
@@ -250,8 +252,12 @@ class Predictor:
         indices: list[int] | None,
         chosen: ProjectSelection | None,
     ) -> list[int] | None:
-        """A project's selected frames (e.g. its labeled ones), within ``--frames`` if given."""
-        if chosen is None:
+        """A project's selected frames (e.g. its labeled ones), within ``--frames`` if given.
+
+        Without a frame flag there is nothing to select: the project's annotations are
+        not read again (the reader has already checked the video index).
+        """
+        if chosen is None or not chosen.filtered:
             return indices
         _, picked = select_project_frames(Path(video), chosen, reader.info.n_frames)
         if picked is None:
@@ -399,7 +405,7 @@ class Predictor:
         if self.embedder is not None:
             return self._embed_labels(Path(video), output, fmt)
         chosen = self.selection(video, video_index)
-        reader = self.open(video, video_index)
+        reader = self._open(video, chosen)
         info = reader.info
         indices, clamped = select_frames(frames, info.n_frames, video)
         indices = self._project_frames(video, reader, indices, chosen)

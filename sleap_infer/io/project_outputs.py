@@ -39,9 +39,9 @@ MERGED_SUFFIX = ".merged.slp"
 
 
 def count_videos(project: Path) -> int:
-    """How many videos a project holds (read without opening any media)."""
+    """How many videos a project holds: its video list only, no frames, no media opened."""
     try:
-        return len(sio.load_slp(str(project), open_videos=False).videos)
+        return len(read_videos(str(project), open_backend=False))
     except Exception as exc:  # h5py, json and sleap-io all raise their own types
         raise VideoError(f"{project}: not a readable SLEAP project ({_reason(exc)})") from exc
 
@@ -98,6 +98,11 @@ def _on_video(part: sio.Labels, video: sio.Video) -> sio.Labels:
     return part
 
 
+def _same_nodes(labels: sio.Labels, skeleton: sio.Skeleton) -> sio.Skeleton | None:
+    """``labels``' skeleton with ``skeleton``'s node names (edges may differ), if any."""
+    return next((s for s in labels.skeletons if s.node_names == skeleton.node_names), None)
+
+
 def _tracked(lf: sio.LabeledFrame) -> Iterator[object]:
     """Everything in a frame that may carry a track (instances, masks, boxes, ROIs)."""
     yield from lf.instances
@@ -109,7 +114,7 @@ def _adopt(into: sio.Labels, part: sio.Labels) -> None:
     """Move ``part``'s frames into ``into``: one skeleton per node list, one track per name
     (a class name is the same animal in every video; a tracker's names restart per video)."""
     for skeleton in list(part.skeletons):
-        same = next((s for s in into.skeletons if s.node_names == skeleton.node_names), None)
+        same = _same_nodes(into, skeleton)
         if same is None:
             into.skeletons.append(skeleton)
         elif same is not skeleton:
@@ -171,7 +176,7 @@ def _align_skeleton(project: sio.Labels, part: sio.Labels) -> None:
     """Predictions on the project's skeleton when the node names agree (edges may differ:
     the training config may have dropped or added some); else the model's is added."""
     for skeleton in list(part.skeletons):
-        same = next((s for s in project.skeletons if s.node_names == skeleton.node_names), None)
+        same = _same_nodes(project, skeleton)
         if same is not None and same is not skeleton:
             part.replace_skeleton(same, skeleton)
 
