@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "$(TORCH_PIN)"
-	$(PY) -m pip install --quiet -e ".[onnx,dev]"
+	$(PY) -m pip install --quiet -e ".[onnx,openvino,dev]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -8,24 +8,34 @@ whatever the machine. sleap-nn goes into its own virtual environment
 
     .venv/bin/python benchmarks/vs_sleap_nn.py                  # the keypoint cases
     .venv/bin/python benchmarks/vs_sleap_nn.py --cases segmentation,semantic,tiled
-    .venv/bin/python benchmarks/vs_sleap_nn.py --cases single --repeats 3
+    .venv/bin/python benchmarks/vs_sleap_nn.py --cases single --repeats 3 --frames 0-99
     .venv/bin/python benchmarks/vs_sleap_nn.py --ours torch --ours "onnx:--backend onnx"
+
+sleap-nn is timed on both of its CPU paths: its torch predictor (``--model_paths``
+the checkpoint folders) and its ONNX runtime (``--model_paths`` a folder made by
+``sleap-nn export ... --format onnx``, ``--runtime onnx``). The export is made
+once per case with the settings the torch run uses (traced at the video's frame
+size, same peak threshold; see sleap_nn_export.py), cached under
+``.bench-venv/sleap-nn-exports/`` and not timed. A case sleap-nn cannot export or
+run on ONNX (segmentation, for one) is reported as unsupported, with its reason.
 
 Reported per case: wall time of each tool's whole command (start-up, model
 load, decode, inference, writing), end-to-end FPS and their ratio; the
 steady-state throughput of each (frames / (wall of the full run - wall of a
-10-frame run), which removes start-up from both alike) and its ratio; the
-pure PyAV decode time of the video as a floor; and how far our keypoints are
-from sleap-nn's (instances matched per frame). Segmentation cases run on the
-fixture's 24-frame synthetic video played ``--loops`` times (a longer input,
-written once with PyAV), and report how many masks agree pixel for pixel.
-Needs ../shared/fixtures.
+10-frame run), which removes start-up from both alike) and its ratio; both
+ratios against sleap-nn torch, sleap-nn ONNX and whichever of the two is faster
+("vs best"); the pure PyAV decode time of the video as a floor; and how far our
+keypoints are from sleap-nn's (instances matched per frame). Segmentation cases
+run on the fixture's 24-frame synthetic video played ``--loops`` times (a longer
+input, written once with PyAV), and report how many masks agree pixel for pixel.
+A markdown table of all cases closes the output. Needs ../shared/fixtures.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import shlex
@@ -38,12 +48,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from longer_video import longer_video
+from sleap_nn_export import Export, export_case, failure_reason
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(os.environ.get("SLEAP_INFER_FIXTURES", ROOT.parent / "shared" / "fixtures"))
 SLEAP_NN = os.environ.get("SLEAP_NN_SPEC", "sleap-nn==0.3.5")
 # sleap-nn needs torchvision; torchvision's wheels pin their torch. These two are a matching pair.
 SLEAP_NN_TORCH = os.environ.get("SLEAP_NN_TORCH", "torch==2.14.1 torchvision==0.29.1")
+# Its ONNX runtime (`--runtime onnx`) and exporter need these too.
+SLEAP_NN_ONNX = os.environ.get("SLEAP_NN_ONNX", "onnx onnxruntime onnxscript")
 PRIME_FRAMES = 10
 
 CASES = {
@@ -53,6 +66,11 @@ CASES = {
         "centered_pair_small.mp4",
     ),
     "bottomup": (["minimal_instance_bottomup"], "centered_pair_small.mp4"),
+    "multiclass_bottomup": (["minimal_instance_multiclass_bottomup"], "centered_pair_small.mp4"),
+    "multiclass_topdown": (
+        ["minimal_instance_centroid", "minimal_instance_multiclass_centered_instance"],
+        "centered_pair_small.mp4",
+    ),
     "segmentation": (["synthetic_bottomup_segmentation"], "synthetic_multi.mp4"),
     "semantic": (["synthetic_semantic_segmentation"], "synthetic_multi.mp4"),
     "topdown_segmentation": (
@@ -67,8 +85,17 @@ CASES = {
         "synthetic_multi.mp4",
     ),
 }
+KEYPOINT_CASES = "single,topdown,bottomup,multiclass_bottomup,multiclass_topdown"
 MASK_CASES = {"segmentation", "semantic", "topdown_segmentation", "tiled"}
 BOX_CASES = {"bbox_centernet", "bbox_ssd", "bbox_topdown_segmentation"}
+TORCH, ONNX = "sleap-nn torch", "sleap-nn onnx"
+
+
+class CommandFailed(RuntimeError):
+    def __init__(self, cmd: list[str], returncode: int, output: str) -> None:
+        tail = "\n".join(output.splitlines()[-15:])
+        super().__init__(f"command failed ({returncode}): {shlex.join(cmd)}\n{tail}")
+        self.reason = failure_reason(output)
 
 
 @dataclass
@@ -79,10 +106,15 @@ class ToolRun:
     instances: int = 0
     delta_px_mean: float | None = None
     delta_px_max: float | None = None
+    unsupported: str | None = None  # sleap-nn onnx: why it cannot run this case
+
+    @property
+    def ok(self) -> bool:
+        return self.unsupported is None and bool(self.walls)
 
     @property
     def wall(self) -> float:
-        return statistics.median(self.walls)
+        return statistics.median(self.walls) if self.walls else float("nan")
 
     def fps(self, frames: int) -> float:
         return frames / self.wall
@@ -90,6 +122,22 @@ class ToolRun:
     def throughput(self, frames: int) -> float:
         steady = self.wall - self.short_wall
         return (frames - PRIME_FRAMES) / steady if steady > 0 else float("nan")
+
+
+@dataclass
+class CaseInput:
+    """One case's models and input, and the frames both tools are asked for."""
+
+    name: str
+    models: list[Path]
+    video: Path
+    video_name: str
+    frames: int  # how many frames each full run predicts
+    height: int
+    width: int
+    decode_s: float
+    frames_arg: str | None  # --frames for the full run (None: the whole video)
+    short_arg: str  # --frames for the PRIME_FRAMES run
 
 
 def sleap_nn_venv(path: Path) -> Path:
@@ -102,17 +150,17 @@ def sleap_nn_venv(path: Path) -> Path:
     pip = [str(path / "bin" / "python"), "-m", "pip", "install", "--quiet"]
     subprocess.run([*pip, "--upgrade", "pip"], check=True)
     subprocess.run([*pip, *shlex.split(SLEAP_NN_TORCH)], check=True)
-    subprocess.run([*pip, SLEAP_NN], check=True)
+    subprocess.run([*pip, SLEAP_NN, *shlex.split(SLEAP_NN_ONNX)], check=True)
     return exe
 
 
 def run_timed(cmd: list[str]) -> float:
     t0 = time.perf_counter()
-    res = subprocess.run(cmd, capture_output=True, text=True)
+    env = {**os.environ, "COLUMNS": "400"}  # sleap-nn's rich errors on one line
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
     if res.returncode != 0:
-        tail = "\n".join((res.stdout + res.stderr).splitlines()[-15:])
-        raise SystemExit(f"command failed ({res.returncode}): {shlex.join(cmd)}\n{tail}")
+        raise CommandFailed(cmd, res.returncode, res.stdout + "\n" + res.stderr)
     return wall
 
 
@@ -143,6 +191,10 @@ def ours_cmd(
         cmd += ["--model", str(m)]
     if frames:
         cmd += ["--frames", frames]
+    if args.peak_threshold is not None:
+        cmd += ["--peak-threshold", f"{args.peak_threshold:g}"]
+    if args.max_instances is not None:
+        cmd += ["--max-instances", str(args.max_instances)]
     return cmd + shlex.split(extra)
 
 
@@ -153,7 +205,10 @@ def sleap_nn_cmd(
     out: Path,
     args: argparse.Namespace,
     frames: str | None,
+    runtime: str | None = None,
 ) -> list[str]:
+    """``sleap-nn predict``: on the checkpoints, or with ``runtime`` on one export folder
+    (whose peak threshold was baked in at export, so it is not passed again)."""
     cmd = [
         str(exe),
         "predict",
@@ -168,23 +223,61 @@ def sleap_nn_cmd(
     ]
     for m in models:
         cmd += ["--model_paths", str(m)]
+    if runtime:
+        cmd += ["--runtime", runtime]
+    elif args.peak_threshold is not None:
+        cmd += ["--peak_threshold", f"{args.peak_threshold:g}"]
+    if args.max_instances is not None:
+        cmd += ["--max_instances", str(args.max_instances)]
     if frames:
         cmd += ["--frames", frames]
     return cmd
 
 
-def decode_seconds(video: Path) -> tuple[float, int]:
-    """Pure PyAV decode of every frame to RGB arrays: the floor for any predictor."""
+def parse_frames(spec: str, n_video: int) -> list[int]:
+    """'0-199', '500-', '3,7,10-20' (inclusive) -> the frame indices in the video."""
+    picked: set[int] = set()
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        lo, dash, hi = part.partition("-")
+        start = int(lo)
+        stop = (int(hi) if hi else n_video - 1) if dash else start
+        picked.update(range(start, min(stop, n_video - 1) + 1))
+    return sorted(picked)
+
+
+def frames_arg(frames: list[int]) -> str:
+    """--frames for both tools: sleap-nn takes one 'a-b' range or a comma list."""
+    if frames == list(range(frames[0], frames[-1] + 1)):
+        return f"{frames[0]}-{frames[-1]}"
+    return ",".join(map(str, frames))
+
+
+def probe(video: Path) -> tuple[int, int, int]:
+    """Frame count, height and width of the video's first stream."""
     import av
 
+    with av.open(str(video)) as container:
+        stream = container.streams.video[0]
+        n = stream.frames or sum(1 for _ in container.decode(stream))
+        return n, stream.height, stream.width
+
+
+def decode_seconds(video: Path, frames: set[int] | None = None) -> tuple[float, int]:
+    """Pure PyAV decode to RGB arrays of every frame (or up to the last of ``frames``,
+    counting those): the floor for any predictor."""
+    import av
+
+    last = max(frames) if frames else None
     t0 = time.perf_counter()
     n = 0
     with av.open(str(video)) as container:
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
-        for frame in container.decode(stream):
+        for i, frame in enumerate(container.decode(stream)):
             frame.to_ndarray(format="rgb24")
-            n += 1
+            n += frames is None or i in frames
+            if last is not None and i >= last:
+                break
     return time.perf_counter() - t0, n
 
 
@@ -285,12 +378,350 @@ def compare(ours: Path, theirs: Path) -> tuple[int, int, float, float]:
     return n_a, n_b, mean, worst
 
 
+def agreement(case: str, ours: Path, theirs: Path) -> dict[str, object]:
+    """Counts of both files and how far ``ours`` is from ``theirs``, with a short text."""
+    if case in BOX_CASES:
+        n_a, n_b, mean, worst = compare_boxes(ours, theirs)
+        text = f"{mean:.1%} of frames same count (max corner Δ {worst:.2e} px)"
+    elif case in MASK_CASES:
+        n_a, n_b, mean, worst = compare_masks(ours, theirs)
+        text = f"{mean:.1%} of frames identical (worst IoU {worst:.4f})"
+    else:
+        n_a, n_b, mean, worst = compare(ours, theirs)
+        text = f"Δ {mean:.4f} px (max {worst:.3f})" if n_a or n_b else "no instances in either"
+    return {"found": n_a, "reference_found": n_b, "mean": mean, "worst": worst, "text": text}
+
+
+def prepare_case(case: str, args: argparse.Namespace, tmp: Path) -> CaseInput:
+    names, video_name = CASES[case]
+    models = [FIXTURES / "models" / n for n in names]
+    video = FIXTURES / "videos" / video_name
+    if case in MASK_CASES | BOX_CASES:
+        video = longer_video(video, args.loops, 1, tmp / f"{case}.mp4")
+        video_name = f"{video_name} x{args.loops}"
+    n_video, height, width = probe(video)
+    picked = parse_frames(args.frames, n_video) if args.frames else list(range(n_video))
+    if len(picked) <= PRIME_FRAMES:
+        raise SystemExit(f"{case}: --frames must pick more than {PRIME_FRAMES} of {n_video}")
+    decode_s, n = decode_seconds(video, set(picked) if args.frames else None)
+    return CaseInput(
+        name=case,
+        models=models,
+        video=video,
+        video_name=video_name,
+        frames=n,
+        height=height,
+        width=width,
+        decode_s=decode_s,
+        frames_arg=frames_arg(picked) if args.frames else None,
+        short_arg=frames_arg(picked[:PRIME_FRAMES]),
+    )
+
+
+@dataclass
+class Timed:
+    """A tool, the file its full run writes, and its full and PRIME_FRAMES commands."""
+
+    run: ToolRun
+    out: Path
+    full: list[str]
+    short: list[str]
+    optional: bool = False  # a failure marks it unsupported instead of ending the benchmark
+
+
+def onnx_baseline(
+    exe: Path, ci: CaseInput, args: argparse.Namespace, tmp: Path
+) -> tuple[Export, Timed]:
+    """sleap-nn's ONNX runtime on its own export of the case (made or reused, untimed)."""
+    export = export_case(
+        exe,
+        ci.name,
+        ci.models,
+        args.export_cache,
+        height=ci.height,
+        width=ci.width,
+        batch_size=args.batch_size,
+        max_instances=args.max_instances,
+        peak_threshold=args.peak_threshold,
+    )
+    out = tmp / f"{ci.name}.sleap_nn_onnx.slp"
+    timed = Timed(ToolRun(ONNX), out, [], [], optional=True)
+    if export.dir is None:
+        timed.run.unsupported = f"sleap-nn export failed: {export.reason}"
+        return export, timed
+    timed.full = sleap_nn_cmd(exe, [export.dir], ci.video, out, args, ci.frames_arg, "onnx")
+    short_out = tmp / "short.slp"
+    timed.short = sleap_nn_cmd(exe, [export.dir], ci.video, short_out, args, ci.short_arg, "onnx")
+    return export, timed
+
+
+def _failed(t: Timed, err: CommandFailed) -> None:
+    """sleap-nn's ONNX runtime may refuse a case; any other tool failing ends the benchmark."""
+    if not t.optional:
+        raise SystemExit(str(err)) from err
+    t.run.unsupported = f"sleap-nn predict --runtime onnx failed: {err.reason}"
+    t.run.walls.clear()
+
+
+def time_runs(runs: list[Timed], repeats: int) -> None:
+    for t in runs:  # primes caches (and exports) untimed, then timed
+        if t.run.unsupported is not None:
+            continue
+        try:
+            run_timed(t.short)
+            t.run.short_wall = run_timed(t.short)
+        except CommandFailed as err:
+            _failed(t, err)
+    for _ in range(repeats):  # interleaved, so drift hits every tool alike
+        for t in runs:
+            if t.run.unsupported is not None:
+                continue
+            try:
+                t.run.walls.append(run_timed(t.full))
+            except CommandFailed as err:
+                _failed(t, err)
+
+
+def _steady_key(run: ToolRun, frames: int) -> float:
+    value = run.throughput(frames)
+    return -math.inf if math.isnan(value) else value
+
+
+def ratios(run: ToolRun, bases: list[ToolRun], frames: int) -> dict[str, object] | None:
+    """End-to-end (wall) and steady-state ratios of ``run`` against the fastest of
+    ``bases`` on each measure; > 1 means ``run`` is faster. None if none of them ran."""
+    bases = [b for b in bases if b.ok]
+    if not bases:
+        return None
+    e2e = min(bases, key=lambda b: b.wall)
+    steady = max(bases, key=lambda b: _steady_key(b, frames))
+    return {
+        "e2e": e2e.wall / run.wall,
+        "steady": run.throughput(frames) / steady.throughput(frames),
+        "e2e_against": e2e.label,
+        "steady_against": steady.label,
+    }
+
+
+def numbers(run: ToolRun, frames: int) -> dict[str, object]:
+    return {
+        **asdict(run),
+        "wall": run.wall if run.ok else None,
+        "fps_e2e": run.fps(frames) if run.ok else None,
+        "fps_steady": run.throughput(frames) if run.ok else None,
+    }
+
+
+def tool_line(name: str, run: ToolRun, frames: int, decode_s: float) -> str:
+    if not run.ok:
+        return f"  {name:<15} unsupported: {run.unsupported}"
+    return (
+        f"  {name:<15} wall {run.wall:7.2f} s  {run.fps(frames):6.1f} FPS e2e"
+        f"  {_num(run.throughput(frames), '6.1f')} FPS steady,"
+        f" {run.wall / decode_s:.1f}x decode time"
+    )
+
+
+def ratio_text(r: dict[str, object] | None) -> str:
+    if r is None:
+        return "unsupported"
+    return f"{_num(r['e2e'], '.2f', 'x')} e2e, {_num(r['steady'], '.2f', 'x')} steady"
+
+
+def export_line(export: Export) -> str:
+    if export.dir is None:
+        return "  sleap-nn export: failed, no onnx baseline"
+    made = "reused" if export.seconds is None else f"made in {export.seconds:.1f} s"
+    return f"  sleap-nn export: {made}, not counted in any timing: {export.dir}"
+
+
+def ours_row(
+    case: str, t: Timed, torch_t: Timed, onnx_t: Timed, frames: int, decode_s: float
+) -> dict[str, object]:
+    """Print one variant of ours against both sleap-nn paths; its JSON row."""
+    run, base, onnx = t.run, torch_t.run, onnx_t.run
+    vs = {
+        "vs_torch": ratios(run, [base], frames),
+        "vs_onnx": ratios(run, [onnx], frames),
+        "vs_best": ratios(run, [base, onnx], frames),
+    }
+    agree = agreement(case, t.out, torch_t.out)
+    run.instances = agree["found"]  # type: ignore[assignment]
+    base.instances = agree["reference_found"]  # type: ignore[assignment]
+    run.delta_px_mean, run.delta_px_max = agree["mean"], agree["worst"]  # type: ignore[assignment]
+    agree_onnx = agreement(case, t.out, onnx_t.out) if onnx.ok else None
+    print(tool_line(f"ours/{run.label}", run, frames, decode_s))
+    best = vs["vs_best"]
+    against = f" (against {best['e2e_against']} / {best['steady_against']})" if best else ""
+    print(
+        f"      vs sleap-nn torch {ratio_text(vs['vs_torch'])} | vs sleap-nn onnx"
+        f" {ratio_text(vs['vs_onnx'])} | vs best {ratio_text(best)}{against}"
+    )
+    text = f"found {agree['found']} vs {agree['reference_found']} (torch), {agree['text']}"
+    if agree_onnx is not None:
+        text += f"; vs onnx: {agree_onnx['found']} vs {agree_onnx['reference_found']}"
+        text += f", {agree_onnx['text']}"
+    print(f"      {text}")
+    return {
+        **numbers(run, frames),
+        "e2e_ratio": vs["vs_torch"]["e2e"],  # type: ignore[index]
+        "steady_ratio": vs["vs_torch"]["steady"],  # type: ignore[index]
+        **vs,
+        "agreement_torch": agree,
+        "agreement_onnx": agree_onnx,
+    }
+
+
+def run_case(
+    exe: Path, case: str, args: argparse.Namespace, variants: list[tuple[str, str]], tmp: Path
+) -> dict[str, object]:
+    ci = prepare_case(case, args, tmp)
+    torch_t = Timed(
+        ToolRun(TORCH),
+        tmp / f"{case}.sleap_nn.slp",
+        sleap_nn_cmd(exe, ci.models, ci.video, tmp / f"{case}.sleap_nn.slp", args, ci.frames_arg),
+        sleap_nn_cmd(exe, ci.models, ci.video, tmp / "short.slp", args, ci.short_arg),
+    )
+    export, onnx_t = onnx_baseline(exe, ci, args, tmp)
+    ours = []
+    for label, extra in variants:
+        out = tmp / f"{case}.{label}.slp"
+        full = ours_cmd(ci.models, ci.video, out, args, extra, ci.frames_arg)
+        short = ours_cmd(ci.models, ci.video, tmp / "short.slp", args, extra, ci.short_arg)
+        ours.append(Timed(ToolRun(label), out, full, short))
+    time_runs([torch_t, onnx_t, *ours], args.repeats)
+    n = ci.frames
+    picked = f" (--frames {ci.frames_arg})" if ci.frames_arg else ""
+    print(f"\n{case}: {ci.video_name}, {n} frames{picked}, {ci.width}x{ci.height}, models", end=" ")
+    print(", ".join(m.name for m in ci.models))
+    print(f"  pure PyAV decode {ci.decode_s:.2f} s ({n / ci.decode_s:.0f} FPS)")
+    print(export_line(export))
+    print(tool_line(TORCH, torch_t.run, n, ci.decode_s))
+    onnx_agree = agreement(case, onnx_t.out, torch_t.out) if onnx_t.run.ok else None
+    line = tool_line(ONNX, onnx_t.run, n, ci.decode_s)
+    if onnx_agree is not None:
+        onnx_t.run.instances = onnx_agree["found"]  # type: ignore[assignment]
+        torch_t.run.instances = onnx_agree["reference_found"]  # type: ignore[assignment]
+        onnx_t.run.delta_px_mean = onnx_agree["mean"]  # type: ignore[assignment]
+        onnx_t.run.delta_px_max = onnx_agree["worst"]  # type: ignore[assignment]
+        line += f"; vs torch: found {onnx_agree['found']} vs {onnx_agree['reference_found']}"
+        line += f", {onnx_agree['text']}"
+    print(line)
+    rows = {t.run.label: ours_row(case, t, torch_t, onnx_t, n, ci.decode_s) for t in ours}
+    commands = {t.run.label: t.full for t in [torch_t, onnx_t, *ours] if t.full}
+    if args.show_commands:
+        print(f"    $ {shlex.join(export.cmd)}")
+        for cmd in commands.values():
+            print(f"    $ {shlex.join(cmd)}")
+    return {
+        "video": ci.video_name,
+        "frames": n,
+        "frames_arg": ci.frames_arg,
+        "size": [ci.width, ci.height],
+        "decode_s": ci.decode_s,
+        "sleap_nn": numbers(torch_t.run, n),
+        "sleap_nn_onnx": {
+            **numbers(onnx_t.run, n),
+            "agreement_torch": onnx_agree,
+            "export": {**asdict(export), "dir": export.dir and str(export.dir)},
+        },
+        "ours": rows,
+        "commands": {**commands, "sleap-nn export": export.cmd},
+    }
+
+
+def _num(value: object, fmt: str, unit: str = "") -> str:
+    """``value`` formatted, or n/a where a short noisy run left no steady state (NaN)."""
+    x = float(value)  # type: ignore[arg-type]
+    return "n/a" if math.isnan(x) else f"{x:{fmt}}{unit}"
+
+
+def _cell(tool: dict[str, object]) -> str:
+    if tool.get("wall") is None:
+        return "unsupported"
+    fps = float(tool["fps_steady"])  # type: ignore[arg-type]
+    return f"{tool['wall']:.1f} s, {_num(fps, '.1f' if fps < 100 else '.0f', ' FPS')}"
+
+
+def _ratio_cells(r: dict[str, object] | None, best: bool = False) -> list[str]:
+    if r is None:
+        return ["unsupported", "unsupported"]
+    cells = []
+    for key in ("e2e", "steady"):
+        tag = " (" + str(r[f"{key}_against"]).removeprefix("sleap-nn ") + ")" if best else ""
+        cells.append(_num(r[key], ".2f", "x") + tag)
+    return cells
+
+
+def markdown(report: dict[str, object]) -> str:
+    """One row per case x variant of ours: walls (steady FPS) of the three tools and
+    ours' e2e and steady ratios against sleap-nn torch, onnx and the faster of the two."""
+    head = [
+        "case",
+        "ours",
+        "frames",
+        "sleap-nn torch",
+        "sleap-nn onnx",
+        "ours",
+        "e2e vs torch",
+        "steady vs torch",
+        "e2e vs onnx",
+        "steady vs onnx",
+        "e2e vs best",
+        "steady vs best",
+        "agreement vs torch",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * (len(head) - 3) + "---|"]
+    notes = []
+    for case, c in report["cases"].items():  # type: ignore[attr-defined]
+        onnx = c["sleap_nn_onnx"]
+        if onnx["unsupported"]:
+            notes.append(f"- {case}: sleap-nn onnx unsupported: {onnx['unsupported']}")
+        for label, row in c["ours"].items():
+            a = row["agreement_torch"]
+            cells = [case, label, str(c["frames"]), _cell(c["sleap_nn"]), _cell(onnx), _cell(row)]
+            cells += _ratio_cells(row["vs_torch"]) + _ratio_cells(row["vs_onnx"])
+            cells += _ratio_cells(row["vs_best"], best=True)
+            cells.append(f"{a['found']}/{a['reference_found']} found, {a['text']}")
+            lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Cells: wall of the whole command, steady-state FPS (frames after the first"
+        f" {PRIME_FRAMES} / (full wall - wall of a {PRIME_FRAMES}-frame run)). Ratios > 1:"
+        " ours faster. sleap-nn onnx: `sleap-nn predict --runtime onnx` on a"
+        " `sleap-nn export --format onnx` folder made beforehand (export not timed); its"
+        " graphs do no sub-pixel refinement, so its keypoints sit on the output-stride"
+        " grid. n/a: the full run was too short to measure a steady state.",
+        *notes,
+    ]
+    return "\n".join(lines)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--cases", default="single,topdown,bottomup")
+    p.add_argument("--cases", default=KEYPOINT_CASES, help=f"of {', '.join(CASES)}")
     p.add_argument("--batch-size", type=int, default=4)
     p.add_argument("--loops", type=int, default=20, help="segmentation cases: input replays")
     p.add_argument("--repeats", type=int, default=1, help="full runs per tool (median wall)")
+    p.add_argument(
+        "--frames",
+        default=None,
+        metavar="RANGES",
+        help="frames to predict, passed to every tool, e.g. '0-199' (inclusive; default all)",
+    )
+    p.add_argument(
+        "--peak-threshold",
+        type=float,
+        default=None,
+        help="for every tool and the export (default: theirs, 0.2)",
+    )
+    p.add_argument(
+        "--max-instances",
+        type=int,
+        default=None,
+        help="for every tool and the export (default: no cap; the export's"
+        " top-down graph then gets sleap-nn's 20 crop slots per frame)",
+    )
     p.add_argument(
         "--ours",
         action="append",
@@ -299,92 +730,38 @@ def main() -> None:
         help="a variant of infer predict, e.g. 'onnx:--backend onnx' (repeatable)",
     )
     p.add_argument("--venv", type=Path, default=ROOT / ".bench-venv" / "sleap-nn")
+    p.add_argument(
+        "--export-cache",
+        type=Path,
+        default=ROOT / ".bench-venv" / "sleap-nn-exports",
+        help="where sleap-nn's ONNX exports are kept and reused",
+    )
+    p.add_argument("--show-commands", action="store_true", help="print each tool's command")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args()
     if not (FIXTURES / "models").is_dir():
         raise SystemExit(f"shared fixtures not found at {FIXTURES} (set SLEAP_INFER_FIXTURES)")
+    cases = args.cases.split(",")
+    unknown = [c for c in cases if c not in CASES]
+    if unknown:
+        raise SystemExit(f"unknown cases {unknown}; known: {', '.join(CASES)}")
     variants = [v.partition(":")[::2] for v in (args.ours or ["torch"])]
     exe = sleap_nn_venv(args.venv)
     report: dict[str, object] = {
         "machine": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
         "batch_size": args.batch_size,
+        "frames": args.frames,
+        "peak_threshold": args.peak_threshold,
+        "max_instances": args.max_instances,
         "sleap_nn": SLEAP_NN,
-        "cases": {},
     }
+    results: dict[str, dict[str, object]] = {}
+    report["cases"] = results
     with tempfile.TemporaryDirectory() as tmp_name:
-        tmp = Path(tmp_name)
-        for case in args.cases.split(","):
-            names, video_name = CASES[case]
-            models = [FIXTURES / "models" / n for n in names]
-            video = FIXTURES / "videos" / video_name
-            if case in MASK_CASES | BOX_CASES:
-                video = longer_video(video, args.loops, 1, tmp / f"{case}.mp4")
-                video_name = f"{video_name} x{args.loops}"
-            decode_s, n_frames = decode_seconds(video)
-            short = f"0-{PRIME_FRAMES - 1}"
-            theirs = ToolRun("sleap-nn")
-            theirs_out = tmp / f"{case}.sleap_nn.slp"
-            runs: list[tuple[ToolRun, list[str], list[str]]] = [
-                (
-                    theirs,
-                    sleap_nn_cmd(exe, models, video, theirs_out, args, None),
-                    sleap_nn_cmd(exe, models, video, tmp / "short.slp", args, short),
-                )
-            ]
-            outs = {}
-            for label, extra in variants:
-                out = tmp / f"{case}.{label}.slp"
-                outs[label] = out
-                runs.append(
-                    (
-                        ToolRun(label),
-                        ours_cmd(models, video, out, args, extra, None),
-                        ours_cmd(models, video, tmp / "short.slp", args, extra, short),
-                    )
-                )
-            for run, _, short_cmd in runs:  # primes caches (and exports) untimed, then timed
-                run_timed(short_cmd)
-                run.short_wall = run_timed(short_cmd)
-            for _ in range(args.repeats):  # interleaved, so drift hits every tool alike
-                for run, full_cmd, _ in runs:
-                    run.walls.append(run_timed(full_cmd))
-            print(f"\n{case}: {video_name}, {n_frames} frames, models {', '.join(names)}")
-            print(f"  pure PyAV decode {decode_s:.2f} s ({n_frames / decode_s:.0f} FPS)")
-            print(
-                f"  sleap-nn     wall {theirs.wall:7.2f} s  {theirs.fps(n_frames):6.1f} FPS e2e"
-                f"  {theirs.throughput(n_frames):6.1f} FPS steady"
-            )
-            rows = {}
-            for run, *_ in runs[1:]:
-                if case in BOX_CASES:
-                    n_ours, n_theirs, mean, worst = compare_boxes(outs[run.label], theirs_out)
-                    agree = f"{mean:.1%} of frames same count (max corner Δ {worst:.2e} px)"
-                elif case in MASK_CASES:
-                    n_ours, n_theirs, mean, worst = compare_masks(outs[run.label], theirs_out)
-                    agree = f"{mean:.1%} of frames identical (worst IoU {worst:.4f})"
-                else:
-                    n_ours, n_theirs, mean, worst = compare(outs[run.label], theirs_out)
-                    agree = f"Δ {mean:.4f} px (max {worst:.3f})"
-                run.instances, theirs.instances = n_ours, n_theirs
-                run.delta_px_mean, run.delta_px_max = mean, worst
-                e2e = theirs.wall / run.wall
-                steady = run.throughput(n_frames) / theirs.throughput(n_frames)
-                print(
-                    f"  ours/{run.label:<7} wall {run.wall:7.2f} s"
-                    f"  {run.fps(n_frames):6.1f} FPS e2e"
-                    f"  {run.throughput(n_frames):6.1f} FPS steady  -> {e2e:.2f}x e2e,"
-                    f" {steady:.2f}x steady, {run.wall / decode_s:.1f}x decode time;"
-                    f" found {n_ours} vs {n_theirs}, {agree}"
-                )
-                rows[run.label] = {**asdict(run), "e2e_ratio": e2e, "steady_ratio": steady}
-            report["cases"][case] = {  # type: ignore[index]
-                "video": video_name,
-                "frames": n_frames,
-                "decode_s": decode_s,
-                "sleap_nn": asdict(theirs),
-                "ours": rows,
-            }
+        for case in cases:
+            results[case] = run_case(exe, case, args, variants, Path(tmp_name))
+    print(f"\n{markdown(report)}")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
         print(f"\nwrote {args.json}")

@@ -70,6 +70,7 @@ from sleap_infer.vocab.filters import InstanceFilters
 from sleap_infer.vocab.options import BATCH_SIZE, PredictOptions
 from sleap_infer.vocab.overrides import FLAGS, ConfigOverrides
 from sleap_infer.vocab.predictions import BatchPredictions
+from sleap_infer.vocab.startup import mark, span
 from sleap_infer.vocab.tracking import TrackingOptions
 
 OUTPUT_ONLY_OPTIONS = frozenset({"mask_output", "polygon_epsilon"})
@@ -198,7 +199,8 @@ class Predictor:
         # Engines built for one exact batch need every batch padded to it; everything else
         # takes a short video in one smaller batch instead of padding it with blank frames.
         self._pads_short_videos = runtime.static_batch
-        self.layer = build_layer(self.models, make_backend, self.options)
+        with span("layer_build"):
+            self.layer = build_layer(self.models, make_backend, self.options)
         self.runner = Runner(self.layer, batch_size=batch_size)
         if tracking is not None:
             n_nodes = len(self.layer.config.node_names)
@@ -404,8 +406,10 @@ class Predictor:
         self.check_format(fmt)
         if self.embedder is not None:
             return self._embed_labels(Path(video), output, fmt)
+        mark("video_start")
         chosen = self.selection(video, video_index)
-        reader = self._open(video, chosen)
+        with span("video_open"):
+            reader = self._open(video, chosen)
         info = reader.info
         indices, clamped = select_frames(frames, info.n_frames, video)
         indices = self._project_frames(video, reader, indices, chosen)
@@ -427,6 +431,7 @@ class Predictor:
         if on_start is not None:
             on_start(info, total)
         t0 = time.perf_counter()
+        mark("run_start")
         try:
             with self._journal_writer(jpath, journal, fingerprint, info, result) as writer:
                 result.stats = self._run_into(writer, stream, bad, on_progress, total, online)
@@ -562,6 +567,8 @@ class Predictor:
                 progress=on_progress,
                 batch_size=batch_size,
                 keep_images=online is not None and online.needs_images,
+                # One batch in all: warming up first would only run the network twice.
+                warmup=total > (batch_size or self.batch_size),
             )
         finally:
             with contextlib.suppress(OutputError):  # keep the original error, if any

@@ -125,13 +125,16 @@ def test_null_strides_mean_the_defaults_not_a_crash() -> None:
 
 # ------------------------------------------------------------------ runtimes
 def test_runtimes_say_what_they_need() -> None:
-    assert list(RUNTIMES) == ["torch", "onnx", "trt"]
+    assert list(RUNTIMES) == ["torch", "onnx", "openvino", "trt"]
     torch_rt, onnx_rt, trt_rt = (get_runtime(n) for n in ("torch", "ONNX", " trt "))
+    openvino_rt = get_runtime("openvino")
+    # OpenVINO runs ONNX Runtime's exports: same files, same cache entries.
+    assert openvino_rt.export_formats == ("onnx",) and openvino_rt.export_key == "onnx"
     assert not torch_rt.decodes_in_graph and torch_rt.export_formats == ()
     assert onnx_rt.decodes_in_graph and onnx_rt.export_formats == ("onnx",)
     assert trt_rt.static_batch and not onnx_rt.static_batch
     assert trt_rt.export_formats == ("onnx", "trt")  # the engine is built from the ONNX file
-    with pytest.raises(UsageError, match="unknown backend 'tf' .*torch, onnx, trt"):
+    with pytest.raises(UsageError, match="unknown backend 'tf' .*torch, onnx, openvino, trt"):
         get_runtime("tf")
 
 
@@ -140,9 +143,10 @@ def test_makers_resolve_the_device_once_and_check_flags_up_front() -> None:
     assert maker.device == torch.device("cpu") and not maker.decodes_in_graph
     onnx = backend_maker("onnx", "auto")
     assert onnx.decodes_in_graph and isinstance(onnx.device, torch.device)
-    for flag in ("compile", "bf16"):
-        with pytest.raises(UsageError, match=f"--{flag} applies to --backend torch only"):
-            backend_maker("onnx", "cpu", **{flag: True})
+    with pytest.raises(UsageError, match="--compile applies to --backend torch only"):
+        backend_maker("onnx", "cpu", compile=True)
+    with pytest.raises(UsageError, match="--bf16 applies to --backend torch or openvino, not"):
+        backend_maker("onnx", "cpu", bf16=True)
 
 
 class _RecordingMaker:
@@ -249,8 +253,8 @@ def test_run_batch_is_callable_without_the_command_line(tmp_path: Path) -> None:
 def test_choices_are_validated_and_listed_by_the_command_line() -> None:
     runner = CliRunner()
     help_text = runner.invoke(app, ["predict", "--help"], env={"COLUMNS": "160"}).output
-    assert "torch|onnx|trt" in help_text and "slp|nwb|analysis-h5|csv" in help_text
+    assert "torch|onnx|openvino|trt" in help_text and "slp|nwb|analysis-h5|csv" in help_text
     export_help = runner.invoke(app, ["export", "--help"], env={"COLUMNS": "160"}).output
     assert "--runtime" in export_help and "onnx|trt" in export_help
     bench_help = runner.invoke(app, ["bench", "--help"], env={"COLUMNS": "160"}).output
-    assert "torch|onnx|trt|all" in bench_help
+    assert "torch|onnx|openvino|trt|all" in bench_help

@@ -89,3 +89,24 @@ def test_bf16_autocast_runs_on_cpu_and_stays_close() -> None:
         torch.testing.assert_close(b[k], a[k], rtol=0.1, atol=0.05)
     with pytest.raises(BackendError, match="one of --fp16 and --bf16"):
         TorchBackend(net, "cpu", bf16=True, fp16=True)
+
+
+def test_cpu_batches_of_large_frames_run_in_chunks_with_the_same_maps() -> None:
+    net = build_network(parse_config(config_dict("single_instance"))).eval()
+    backend = TorchBackend(net, "cpu")
+    calls: list[int] = []
+    forward = backend._forward
+    backend._forward = lambda x: calls.append(int(x.shape[0])) or forward(x)  # type: ignore[assignment]
+    backend.cpu_chunk_pixels = 2 * 64 * 64  # two 64x64 frames per network call
+    x = torch.randint(0, 255, (5, 1, 64, 64), dtype=torch.uint8)
+    chunked = backend(x)
+    assert calls == [2, 2, 1]
+    calls.clear()
+    backend.cpu_chunk_pixels = 10**9
+    whole = backend(x)
+    assert calls == [5]
+    for name, maps in whole.items():
+        assert chunked[name].shape == maps.shape
+        assert torch.allclose(chunked[name], maps, atol=1e-5)
+    small = torch.zeros((16, 1, 16, 16), dtype=torch.uint8)
+    assert TorchBackend.chunk_size(backend, small) == 16

@@ -51,7 +51,7 @@ def test_keypoint_delta_skips_nodes_found_by_one_side() -> None:
 
 def test_argument_parsing() -> None:
     assert parse_backends("onnx") == ["torch", "onnx"]  # torch is always the baseline
-    assert parse_backends("all") == ["torch", "onnx", "trt"]
+    assert parse_backends("all") == ["torch", "onnx", "openvino", "trt"]
     assert parse_backends("onnx, torch,onnx") == ["torch", "onnx"]
     with pytest.raises(UsageError, match="unknown backend 'tf'"):
         parse_backends("tf")

@@ -84,3 +84,49 @@ def test_runner_streams_every_frame_once_with_one_warmup() -> None:
     calls.clear()
     runner.run(_frames(4))
     assert calls == [4]
+
+
+class _SlowFinish(SingleInstanceLayer):
+    """Postprocessing that takes a while and records its thread (and fails where told)."""
+
+    fail_at: int | None = None
+
+    def postprocess(self, outputs, info):  # type: ignore[no-untyped-def]
+        first = int(outputs["SingleInstanceConfmapsHead"][0, 0, 1].argmax())
+        self.threads.append(threading.current_thread().name)
+        if first == self.fail_at:
+            raise ValueError(f"grouping failed on the batch starting at {first}")
+        threading.Event().wait(0.01 * (3 - first % 3))  # later batches finish sooner
+        return super().postprocess(outputs, info)
+
+
+def _slow_layer(calls: list[int]) -> _SlowFinish:
+    base = _layer(calls)
+    layer = _SlowFinish(base.config, base.backend, base.options)
+    layer.threads = []
+    return layer
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_overlapped_postprocessing_keeps_order_and_results(overlap: bool) -> None:
+    layer = _slow_layer([])
+    got: list = []
+    stats = Runner(layer, batch_size=2, overlap=overlap).run(_frames(8), sink=got.append)
+    xs = np.concatenate([p.points[:, 0, 0, 0] for p in got])
+    assert xs.tolist() == [2 * i for i in range(8)]  # in order, whatever finished first
+    assert stats.frames == 8 and stats.batches == 4
+    real = layer.threads[1:]  # the first is the warmup, always on the calling thread
+    worker = "sleap-infer-postprocess"
+    assert all(name.startswith(worker) == overlap for name in real)
+    assert stats.stages["postprocess"] > 0  # the worker's stages are counted too
+    # By default only accelerators overlap: on the CPU the network already has every core.
+    assert Runner(layer).overlap is False
+
+
+def test_overlap_failure_is_raised_and_earlier_batches_reach_the_sink() -> None:
+    layer = _slow_layer([])
+    layer.fail_at = 4  # the third batch of two
+    got: list = []
+    with pytest.raises(ValueError, match="batch starting at 4"):
+        Runner(layer, batch_size=2, overlap=True).run(_frames(8), sink=got.append)
+    assert [p.frame_indices.tolist() for p in got] == [[0, 2], [4, 6]]

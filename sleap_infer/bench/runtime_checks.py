@@ -147,14 +147,17 @@ def _export_check(probes: dict[str, Probe]) -> Check:
     return Check("export", "", True, f"ONNX graphs ({found})")
 
 
+OPENVINO_HINT = "pip install 'sleap-infer[openvino]'"
+
+
 def _openvino_check(openvino: Probe) -> Check:
     if not openvino.ok:
-        return Check("openvino", "", False, openvino.why())
-    return Check("openvino", "", True, f"OpenVINO {openvino.version} (not a sleap_infer backend)")
+        return Check("openvino", "cpu", False, openvino.why(OPENVINO_HINT))
+    return _resolved("openvino", "cpu", f"OpenVINO {openvino.version}")
 
 
 def runtime_checks(probes: dict[str, Probe]) -> list[Check]:
-    """torch on cpu/cuda/mps, onnx on cpu/cuda, trt on cuda, ONNX export, OpenVINO."""
+    """torch on cpu/cuda/mps, onnx on cpu/cuda, trt on cuda, ONNX export, OpenVINO on cpu."""
     return [
         *_torch_checks(),
         *_onnx_checks(probes["onnxruntime"]),

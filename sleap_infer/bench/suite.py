@@ -33,8 +33,26 @@ from sleap_infer.vocab.predictions import BatchPredictions
 
 BASELINE = "torch"
 DEFAULT_BACKENDS = ("torch", "onnx")
-# Extra rows that are a backend with options, e.g. ``infer bench --bf16``.
-VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {"torch+bf16": ("torch", {"bf16": True})}
+# Extra rows that are a backend with options (``infer bench --bf16`` / ``--int8``).
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "torch+bf16": ("torch", {"bf16": True}),
+    "openvino+bf16": ("openvino", {"bf16": True}),
+    "onnx+int8": ("onnx", {"int8": True}),
+    "openvino+int8": ("openvino", {"int8": True}),
+}
+CALIBRATION_FRAMES = 64
+"""Frames run through an int8 row's layer before it is timed: its backends quantise on
+the first 32 inputs they see, as ``infer predict --int8`` does on a video's first frames."""
+
+
+def reduced_precision_rows(backends: Sequence[str], bf16: bool, int8: bool) -> list[str]:
+    """The variant rows ``--bf16`` / ``--int8`` add for the backends being measured."""
+    out: list[str] = []
+    for name, (runtime, extra) in VARIANTS.items():
+        wanted = (bf16 and extra.get("bf16")) or (int8 and extra.get("int8"))
+        if wanted and (runtime == BASELINE or runtime in backends):
+            out.append(name)
+    return out
 
 
 @dataclass
@@ -102,7 +120,12 @@ def build_bench_layer(config: BenchConfig, name: str) -> InferenceLayer:
     runtime, extra = VARIANTS.get(name, (name, {}))
     models = [load_model(p) for p in config.model_paths]
     options = {**config.backend_options.get(runtime, {}), **extra}
-    return build_layer(models, backend_maker(runtime, config.device, **options), config.options)
+    layer = build_layer(models, backend_maker(runtime, config.device, **options), config.options)
+    if extra.get("int8"):
+        frames, _ = bench_frames(layer, config, CALIBRATION_FRAMES)
+        for start in range(0, len(frames), 4):  # quantises once its backends saw enough
+            layer.predict(frames[start : start + 4])
+    return layer
 
 
 def machine_info() -> dict[str, Any]:

@@ -6,36 +6,75 @@ panels cut option names with an ellipsis, plain help wraps (see :mod:`.help`).
 
 from __future__ import annotations
 
+import gc
+import importlib
 import re
 import sys
-from typing import Annotated
+from collections.abc import Iterable
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 
 from sleap_infer import __version__
-from sleap_infer.cli import bench as bench_cmd
-from sleap_infer.cli import eval as eval_cmd
-from sleap_infer.cli import export as export_cmd
-from sleap_infer.cli import info as info_cmd
-from sleap_infer.cli import predict as predict_cmd
-from sleap_infer.cli import render as render_cmd
-from sleap_infer.cli import system as system_cmd
-from sleap_infer.cli import track as track_cmd
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_FAILED, EXIT_INTERRUPTED, HelpCommand
+from sleap_infer.vocab import startup
 from sleap_infer.vocab.errors import SleapInferError
 
-app = typer.Typer(
-    name="infer",
-    help="Fast batch pose prediction for sleap-nn models (torch, ONNX Runtime, TensorRT).",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    epilog="Exit codes: 0 ok, 1 a video, model or device failed, 2 bad usage or options, "
-    "130 interrupted. 'infer COMMAND --help' for each command's options.",
-)
+# name: (module, function, short help, no_args_is_help). Each command's module is imported
+# only when a command line names it (or asks for the list): the others' imports (torch,
+# scipy, the bench and export machinery, ...) would only slow every other command's start.
+COMMANDS: dict[str, tuple[str, str, str, bool]] = {
+    "predict": (
+        "predict",
+        "predict",
+        "Predict poses on videos: .slp, NWB, analysis HDF5 or CSV.",
+        True,
+    ),
+    "track": (
+        "track",
+        "track",
+        "Re-track a prediction .slp (ours or sleap-nn's) without a model.",
+        True,
+    ),
+    "eval": (
+        "eval",
+        "eval_cmd",
+        "Score predictions against ground truth (OKS mAP/mAR, PCK, distances).",
+        True,
+    ),
+    "render": (
+        "render",
+        "render",
+        "Draw predictions over their video (mp4, or one frame as PNG).",
+        True,
+    ),
+    "export": (
+        "export",
+        "export",
+        "Export a model to ONNX / TensorRT, decoding in the graph.",
+        True,
+    ),
+    "bench": (
+        "bench",
+        "bench",
+        "Benchmark backends x batch sizes: speed, memory, accuracy.",
+        True,
+    ),
+    "info": (
+        "info",
+        "info",
+        "Describe models: type, size, FLOPs, skeleton, training metrics, exports.",
+        True,
+    ),
+    "system": (
+        "system",
+        "system",
+        "Versions, devices, and which runtimes can run here (and why not).",
+        False,
+    ),
+}
 
 
 def _version(value: bool) -> None:
@@ -44,7 +83,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show version.")
@@ -53,54 +91,46 @@ def _root(
     """Fast batch pose prediction for sleap-nn models."""
 
 
-app.command(
-    no_args_is_help=True,
-    cls=HelpCommand,
-    short_help="Predict poses on videos: .slp, NWB, analysis HDF5 or CSV.",
-    epilog=predict_cmd.EPILOG,
-)(predict_cmd.predict)
-app.command(
-    no_args_is_help=True,
-    cls=HelpCommand,
-    short_help="Re-track a prediction .slp (ours or sleap-nn's) without a model.",
-    epilog=track_cmd.EPILOG,
-)(track_cmd.track)
-app.command(
-    "eval",
-    no_args_is_help=True,
-    cls=HelpCommand,
-    short_help="Score predictions against ground truth (OKS mAP/mAR, PCK, distances).",
-    epilog=eval_cmd.EPILOG,
-)(eval_cmd.eval_cmd)
-app.command(
-    no_args_is_help=True,
-    cls=HelpCommand,
-    short_help="Draw predictions over their video (mp4, or one frame as PNG).",
-    epilog=render_cmd.EPILOG,
-)(render_cmd.render)
-app.command(
-    no_args_is_help=True,
-    cls=HelpCommand,
-    short_help="Export a model to ONNX / TensorRT, decoding in the graph.",
-    epilog=export_cmd.EPILOG,
-)(export_cmd.export)
-app.command(
-    no_args_is_help=True,
-    cls=HelpCommand,
-    short_help="Benchmark backends x batch sizes: speed, memory, accuracy.",
-    epilog=bench_cmd.EPILOG,
-)(bench_cmd.bench)
-app.command(
-    no_args_is_help=True,
-    cls=HelpCommand,
-    short_help="Describe models: type, size, FLOPs, skeleton, training metrics, exports.",
-    epilog=info_cmd.EPILOG,
-)(info_cmd.info)
-app.command(
-    cls=HelpCommand,
-    short_help="Versions, devices, and which runtimes can run here (and why not).",
-    epilog=system_cmd.EPILOG,
-)(system_cmd.system)
+def build_app(commands: Iterable[str] = COMMANDS) -> typer.Typer:
+    """The ``infer`` app with ``commands`` (default: all of them), in the listed order."""
+    built = typer.Typer(
+        name="infer",
+        help="Fast batch pose prediction for sleap-nn models (torch, ONNX Runtime, TensorRT).",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+        epilog="Exit codes: 0 ok, 1 a video, model or device failed, 2 bad usage or options, "
+        "130 interrupted. 'infer COMMAND --help' for each command's options.",
+    )
+    built.callback()(_root)
+    for name in commands:
+        module_name, function, short_help, no_args_is_help = COMMANDS[name]
+        module = importlib.import_module(f"sleap_infer.cli.{module_name}")
+        built.command(
+            name,
+            no_args_is_help=no_args_is_help,
+            cls=HelpCommand,
+            short_help=short_help,
+            epilog=module.EPILOG,
+        )(getattr(module, function))
+    return built
+
+
+def __getattr__(name: str) -> Any:
+    """``app``: every command, built on first use (tests, ``typer.main.get_command``)."""
+    if name == "app":
+        globals()["app"] = built = build_app()
+        return built
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _commands_for(args: list[str]) -> Iterable[str]:
+    """Only the command the arguments name; all of them for ``--help``, ``--version``,
+    no arguments or an unknown name (whose error lists the commands)."""
+    if args and args[0] in COMMANDS:
+        return (args[0],)
+    return COMMANDS
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -109,9 +139,25 @@ def main(argv: list[str] | None = None) -> None:
     Typer runs in non-standalone mode, so its usage errors (unknown options,
     invalid choices) come back here too and are printed the same way as our
     own :class:`SleapInferError`: ``error: <what and where>``, exit code 2.
+
+    Without ``argv`` this is the process's own command line, and the process
+    ends here: the objects still alive are frozen out of the garbage collector
+    first, so that the interpreter's exit does not trace torch's million objects
+    once more (0.3-0.5 s on a 2-core machine; every output is closed by then).
+    Callers passing ``argv`` (tests) keep their collector as it was.
     """
     try:
-        code = app(args=argv, prog_name="infer", standalone_mode=False)
+        _main(sys.argv[1:] if argv is None else list(argv))
+    finally:
+        if argv is None:
+            gc.freeze()
+
+
+def _main(args: list[str]) -> None:
+    app = build_app(_commands_for(args))
+    startup.mark("cli_imported")
+    try:
+        code = app(args=args, prog_name="infer", standalone_mode=False)
     except SleapInferError as exc:
         _fail(str(exc), exc.exit_code)
     except typer.TyperException as exc:  # usage errors found while parsing the command line

@@ -17,7 +17,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from sleap_infer.bench.measure import FAILED, OK, Measurement
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_FAILED, exit_codes
 from sleap_infer.cli.options import (
@@ -31,7 +30,8 @@ from sleap_infer.cli.options import (
 from sleap_infer.vocab import options as defaults
 from sleap_infer.vocab.errors import OutputError, UsageError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the bench machinery imports torch and every layer: only when run
+    from sleap_infer.bench.measure import Measurement
     from sleap_infer.bench.suite import BenchConfig
 
 EPILOG = exit_codes(
@@ -81,9 +81,18 @@ def bench(
         bool,
         typer.Option(
             "--bf16",
-            help="Also measure torch with bfloat16 autocast (cpu/cuda); its Δ px column shows "
-            "how far keypoints move from float32 on your model (on an under-trained one, 53 "
-            "of 166 instances moved more than 5 px).",
+            help="Also measure bfloat16: torch autocast (cpu/cuda), and OpenVINO's bf16 mode "
+            "when openvino is measured; the Δ px column shows how far keypoints move from "
+            "torch float32 on your model.",
+        ),
+    ] = False,
+    int8: Annotated[
+        bool,
+        typer.Option(
+            "--int8",
+            help="Also measure int8 for each of onnx and openvino being measured (quantised "
+            "on the input's first frames, as predict --int8 does); Δ px is against torch "
+            "float32.",
         ),
     ] = False,
     json_path: Annotated[
@@ -93,11 +102,13 @@ def bench(
 ) -> None:
     """Benchmark backends x batch sizes: cold start, warmup, p50/p95 latency, FPS, memory,
     and the keypoint difference against the torch backend on the same frames."""
+    from sleap_infer.bench.measure import FAILED, OK
     from sleap_infer.bench.suite import (
         DEFAULT_BACKENDS,
         BenchConfig,
         parse_backends,
         parse_batch_sizes,
+        reduced_precision_rows,
         run_bench,
     )
     from sleap_infer.vocab.options import PredictOptions
@@ -123,8 +134,10 @@ def bench(
         else:
             console.print(f"  {row.backend}: {row.status}", highlight=False)
 
-    if bf16:
-        config.backends = [*config.backends, "torch+bf16"]
+    config.backends = [
+        *config.backends,
+        *reduced_precision_rows(config.backends, bf16=bf16, int8=int8),
+    ]
     with console.status("benchmarking..."):
         rows, context = run_bench(config, on_row=show)
     Console(width=None if console.is_terminal else 140).print(_table(rows, context))
@@ -147,6 +160,8 @@ def _fmt(value: float | None, digits: int = 1) -> str:
 
 
 def _table(rows: list[Measurement], context: dict[str, Any]) -> Table:
+    from sleap_infer.bench.measure import OK
+
     system = context.get("system", {})
     title = f"{system.get('cpu', '?')} ({system.get('cpu_budget', '?')} cores)"
     if system.get("gpus"):
@@ -197,6 +212,8 @@ def _table(rows: list[Measurement], context: dict[str, Any]) -> Table:
 
 def _print_profile(rows: list[Measurement]) -> None:
     """Where the time goes, for the largest batch of each backend that ran."""
+    from sleap_infer.bench.measure import OK
+
     best: dict[str, Measurement] = {}
     for r in rows:
         if r.status == OK and r.stages:

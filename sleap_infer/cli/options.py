@@ -30,7 +30,11 @@ def _choices(name: str, values: Iterable[str]) -> type[Enum]:
 
 
 Backend = _choices("Backend", RUNTIMES)
-ExportRuntime = _choices("ExportRuntime", (n for n, r in RUNTIMES.items() if r.export_formats))
+# Runtimes with files of their own to export (openvino runs onnx's: not a format).
+ExportRuntime = _choices(
+    "ExportRuntime",
+    (n for n, r in RUNTIMES.items() if r.export_formats and getattr(r, "export_key", n) == n),
+)
 BenchBackend = _choices("BenchBackend", (*RUNTIMES, "all"))
 OutputFormatName = _choices("OutputFormatName", FORMATS)
 DEFAULT_BACKEND = Backend("torch")

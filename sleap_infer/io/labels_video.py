@@ -27,8 +27,6 @@ from pathlib import Path
 
 import numpy as np
 import sleap_io as sio
-from sleap_io.io.slp import read_videos
-from sleap_io.io.video_reading import MediaVideo
 
 from sleap_infer.io.video import (
     ABSENT,
@@ -49,10 +47,18 @@ HDF5_SUFFIXES = frozenset({".slp", ".h5", ".hdf5"})
 
 def _load_videos(path: Path) -> list[sio.Video]:
     """The project's videos, any failure (not HDF5, not SLEAP, damaged) as one line."""
+    from sleap_io.io.slp import read_videos  # sleap-io's readers: ~0.3 s, only for projects
+
     try:
         return read_videos(str(path))
     except Exception as exc:  # h5py, json and sleap-io all raise their own types
         raise VideoError(f"{path}: not a readable SLEAP project ({_reason(exc)})") from exc
+
+
+def _media_video() -> type:
+    from sleap_io.io.video_reading import MediaVideo
+
+    return MediaVideo
 
 
 def _close(video: sio.Video) -> None:
@@ -122,7 +128,7 @@ class LabelsVideoReader:
         if not self.video.exists():
             raise VideoError(f"{self._where()}: video not found, there or next to {self.path.name}")
         try:
-            if type(self.video.backend) is MediaVideo or self._is_unopened_media():
+            if type(self.video.backend) is _media_video() or self._is_unopened_media():
                 self.info = self._open_media(threads)
             else:
                 self.info = self._open_stored()

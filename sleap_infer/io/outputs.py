@@ -204,7 +204,11 @@ def _write_slp(path: Path, source: Source) -> None:
 
 def _writer(fmt: OutputFormat) -> Callable[[Path, Source], None]:
     """The format's writer, imported here in the parent so each forked child reuses
-    the import (pynwb takes seconds)."""
+    the import (pynwb takes seconds). sleap-io imports its own modules on first use,
+    and nothing before the first batch needs them: its writing half is imported here."""
+    import sleap_io.io.main
+    import sleap_io.io.slp  # noqa: F401
+
     if fmt.name == "slp":
         return _write_slp
     if fmt.name == "analysis-h5":

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import sleap_io as sio
-from sleap_io.io.slp import read_videos
 
 from sleap_infer.io.outputs import atomic_write
 from sleap_infer.io.video import _reason
@@ -40,6 +39,8 @@ MERGED_SUFFIX = ".merged.slp"
 
 def count_videos(project: Path) -> int:
     """How many videos a project holds: its video list only, no frames, no media opened."""
+    from sleap_io.io.slp import read_videos  # sleap-io's readers: ~0.3 s, only for projects
+
     try:
         return len(read_videos(str(project), open_backend=False))
     except Exception as exc:  # h5py, json and sleap-io all raise their own types
@@ -70,6 +71,8 @@ def merged_path(predictions: Path) -> Path:
 @contextlib.contextmanager
 def _project_videos(project: Path) -> Iterator[list[sio.Video]]:
     """The project's videos as sleap-io opens them; file handles closed afterwards."""
+    from sleap_io.io.slp import read_videos
+
     try:
         videos = read_videos(str(project))
     except Exception as exc:

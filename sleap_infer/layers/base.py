@@ -12,7 +12,9 @@ refuses a backend of the other kind.
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
@@ -81,17 +83,35 @@ class InferenceLayer(Preprocessor, ABC):
     def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
         """Network outputs -> keypoints in original frame pixels."""
 
-    def run_preprocessed(self, x: torch.Tensor, info: PreprocInfo) -> BatchPredictions:
+    def network_outputs(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The backend's outputs for a preprocessed batch (a tiled layer stitches its tiles)."""
         with stage("network"):
-            outputs = self.backend(x)
+            return self.backend(x)
+
+    def finish(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
         with stage("postprocess"):
             return self.postprocess(outputs, info)
+
+    def run_preprocessed(self, x: torch.Tensor, info: PreprocInfo) -> BatchPredictions:
+        return self.finish(self.network_outputs(x), info)
 
     def predict(self, frames: np.ndarray | torch.Tensor) -> BatchPredictions:
         """Predict on a batch of raw frames (``(B, H, W, C)`` numpy or ``(B, C, H, W)`` tensor)."""
         with stage("preprocess"):
             x, info = self.preprocess(frames)
         return self.run_preprocessed(x, info)
+
+    def start(self, frames: np.ndarray | torch.Tensor) -> Callable[[], BatchPredictions]:
+        """Preprocess and run the network now; return the postprocessing as a call for later.
+
+        The runner makes that call on its postprocessing thread while this thread
+        runs the next batch's network, so grouping, crops and decoding (top-down's
+        second network too) overlap with the first network instead of adding to it.
+        ``predict`` is ``start(frames)()``.
+        """
+        with stage("preprocess"):
+            x, info = self.preprocess(frames)
+        return functools.partial(self.finish, self.network_outputs(x), info)
 
     def warmup(self, frame_shape: tuple[int, int, int, int], iterations: int = 1) -> None:
         """Run zero frames of the real ``(B, H, W, C)`` shape through the whole layer.

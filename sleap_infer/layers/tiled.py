@@ -166,10 +166,8 @@ class TiledLayer(InferenceLayer):
             maps.append(m)
         return maps[0] if len(maps) == 1 else torch.cat(maps, dim=1)
 
-    def run_preprocessed(self, x: torch.Tensor, info: PreprocInfo) -> BatchPredictions:
-        stitched = self.stitched_maps(x)
-        with stage("postprocess"):
-            return self.postprocess(stitched, info)
+    def network_outputs(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        return self.stitched_maps(x)
 
     def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
         """The wrapped layer's decoding of the stitched whole-frame maps."""

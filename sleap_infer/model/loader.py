@@ -21,6 +21,7 @@ from sleap_infer.model.legacy import LEGACY_CONFIG, LEGACY_WEIGHTS, check_legacy
 from sleap_infer.nets import build_network
 from sleap_infer.vocab.config import ModelConfig
 from sleap_infer.vocab.errors import ModelError
+from sleap_infer.vocab.startup import span
 
 CONFIG_NAME = "training_config.yaml"
 CKPT_NAME = "best.ckpt"
@@ -92,10 +93,13 @@ def _describe_mismatch(missing: list[str], unexpected: list[str]) -> str:
 
 def _load_sleap_nn(model_dir: Path) -> tuple[ModelConfig, torch.nn.Module]:
     """Parse the config, rebuild the network and load ``best.ckpt`` strictly."""
-    config = load_config(model_dir / CONFIG_NAME)
+    with span("config_parse"):
+        config = load_config(model_dir / CONFIG_NAME)
     ckpt_path = model_dir / CKPT_NAME
-    state = load_state_dict(ckpt_path, config.model_type)
-    network = build_network(config)
+    with span("checkpoint_read"):
+        state = load_state_dict(ckpt_path, config.model_type)
+    with span("network_build"):
+        network = build_network(config)
     expected = network.state_dict()
     missing = [k for k in expected if k not in state]
     unexpected = [k for k in state if k not in expected]
@@ -112,7 +116,8 @@ def _load_sleap_nn(model_dir: Path) -> tuple[ModelConfig, torch.nn.Module]:
             f"in shape, e.g. {k}: checkpoint {tuple(state[k].shape)} vs config "
             f"{tuple(expected[k].shape)})"
         )
-    network.load_state_dict(state, strict=True)
+    with span("load_state_dict"):
+        network.load_state_dict(state, strict=True)
     return config, network
 
 
@@ -125,4 +130,6 @@ def load_model(path: str | Path) -> LoadedModel:
     for param in network.parameters():
         param.requires_grad_(False)
     weights = model_dir / (LEGACY_WEIGHTS if legacy else CKPT_NAME)
-    return LoadedModel(model_dir, config, network, file_sha256(weights), legacy=legacy)
+    with span("checkpoint_hash"):
+        digest = file_sha256(weights)
+    return LoadedModel(model_dir, config, network, digest, legacy=legacy)

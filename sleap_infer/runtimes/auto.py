@@ -24,6 +24,7 @@ from sleap_infer.export.settings import DEFAULT_OPSET
 from sleap_infer.export.wrappers import exports_raw_maps
 from sleap_infer.model.loader import LoadedModel
 from sleap_infer.runtimes.cache import ExportRequest, cache_root, ensure_export
+from sleap_infer.runtimes.int8 import CalibratingInt8Backend
 from sleap_infer.vocab.artifact import ExportInfo
 from sleap_infer.vocab.errors import ExportError
 from sleap_infer.vocab.options import DecodeSettings
@@ -45,6 +46,7 @@ class AutoExportBackend:
         runtime: ExportedRuntime,
         device: torch.device,
         fp16: bool = False,
+        int8: bool = False,
         opset: int = DEFAULT_OPSET,
         notify: Notify | None = None,
         partners: Sequence[Path] = (),
@@ -58,6 +60,7 @@ class AutoExportBackend:
         self.runtime = runtime
         self.device = device
         self.fp16 = fp16
+        self.int8 = int8
         self.opset = opset
         self.notify = notify
         self.partners = list(partners)
@@ -88,12 +91,19 @@ class AutoExportBackend:
         )
         info = ensure_export(self.model, request, str(self.device), self.notify, self.partners)
         try:
-            backend = self.runtime.open(info, self.device, **self.runtime_options)
+            backend = self._open(info)
         except ExportError as exc:  # its files are there but do not load: damaged
             info, backend = self._replace_damaged(info, request, exc)
         self._backends[key] = backend
         self.exports.append(info.path)
         return backend
+
+    def _open(self, info: ExportInfo) -> ModelBackend:
+        if self.int8:
+            return CalibratingInt8Backend(
+                info, self.runtime, self.device, self.notify, **self.runtime_options
+            )
+        return self.runtime.open(info, self.device, **self.runtime_options)
 
     def _replace_damaged(
         self, info: ExportInfo, request: ExportRequest, exc: ExportError
@@ -109,7 +119,7 @@ class AutoExportBackend:
             self.notify(f"cached export {info.path} is damaged ({exc}); exporting it again")
         shutil.rmtree(info.path, ignore_errors=True)
         info = ensure_export(self.model, request, str(self.device), self.notify, self.partners)
-        return info, self.runtime.open(info, self.device, **self.runtime_options)
+        return info, self._open(info)
 
     def __call__(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         return self._backend_for(tuple(x.shape))(x)
@@ -118,4 +128,11 @@ class AutoExportBackend:
         self._backend_for(tuple(shape)).warmup(tuple(shape))
 
     def provenance(self) -> dict[str, Any]:
-        return {"runtime": self.runtime.name, "exports": [str(p) for p in self.exports]}
+        out: dict[str, Any] = {"runtime": self.runtime.name}
+        out["exports"] = [str(p) for p in self.exports]
+        if self.int8:
+            calibrated = [b.calibrated for b in self._backends.values()]  # type: ignore[attr-defined]
+            out["precision"] = "int8" if calibrated and all(calibrated) else "int8 (partly float32)"
+        elif self.runtime_options.get("precision") == "bf16":
+            out["precision"] = "bf16"
+        return out

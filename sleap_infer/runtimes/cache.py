@@ -139,7 +139,7 @@ def cache_key(model: LoadedModel, request: ExportRequest) -> str:
         "batch": request.input_shape[0] if request.static_batch else "dynamic",
         "opset": request.opset,
         "fp16": request.fp16,
-        "runtime": request.runtime.name,
+        "runtime": request.runtime.export_key,
     }
     if request.raw_maps:  # only then, so keys of decoding exports stay as they were
         payload["graph_outputs"] = RAW_MAPS

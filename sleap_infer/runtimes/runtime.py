@@ -94,8 +94,11 @@ class TorchRuntime(Runtime):
         device: str | torch.device = "auto",
         *,
         notify: Notify | None = None,  # torch never exports: nothing to announce
+        int8: bool = False,
         **options: Any,
     ) -> TorchMaker:
+        if int8:
+            raise UsageError("--int8 applies to --backend onnx or openvino (use --bf16 on torch)")
         return TorchMaker(self.resolve_device(device), options)
 
 
@@ -113,6 +116,7 @@ class ExportingMaker:
     fp16: bool = False
     notify: Notify | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    int8: bool = False
     decodes_in_graph: ClassVar[bool] = True
 
     def __call__(self, model: LoadedModel, partners: Sequence[LoadedModel] = ()) -> ModelBackend:
@@ -123,6 +127,7 @@ class ExportingMaker:
             self.runtime,
             self.device,
             fp16=self.fp16,
+            int8=self.int8,
             notify=self.notify,
             partners=[p.path for p in partners],
             **self.options,
@@ -134,6 +139,14 @@ class ExportedRuntime(Runtime):
     segmentation and tiled models)."""
 
     decodes_in_graph = True
+    int8: ClassVar[bool] = False  # runs int8 QDQ graphs (--int8)
+    bf16: ClassVar[bool] = False  # has a bfloat16 mode (--bf16)
+
+    @property
+    def export_key(self) -> str:
+        """The runtime whose exports this one runs (cache keys): itself, unless it reads
+        another's files (OpenVINO reads ONNX Runtime's)."""
+        return self.name
 
     def target(self, device: torch.device) -> EngineTarget | None:
         """What its compiled artifacts are specific to (None: portable, like ONNX)."""
@@ -152,21 +165,30 @@ class ExportedRuntime(Runtime):
         compile: bool = False,
         notify: Notify | None = None,
         opset: int | None = None,
+        int8: bool = False,
         **options: Any,
     ) -> ExportingMaker:
-        for flag, used in (("--compile", compile), ("--bf16", bf16)):
-            if used:
-                raise UsageError(f"{flag} applies to --backend torch only")
+        if compile:
+            raise UsageError("--compile applies to --backend torch only")
+        if bf16 and not self.bf16:
+            raise UsageError(f"--bf16 applies to --backend torch or openvino, not {self.name}")
+        if int8 and not self.int8:
+            raise UsageError(f"--int8 applies to --backend onnx or openvino, not {self.name}")
+        if sum((fp16, bf16, int8)) > 1:
+            raise UsageError("choose one of --fp16, --bf16 and --int8")
+        if bf16:
+            options["precision"] = "bf16"
         if opset is not None:
             options["opset"] = opset
         # Checked now, so a machine without CUDA or TensorRT fails before any export.
-        return ExportingMaker(self, self.resolve_device(device), fp16, notify, options)
+        return ExportingMaker(self, self.resolve_device(device), fp16, notify, options, int8)
 
 
 class OnnxRuntime(ExportedRuntime):
     name = "onnx"
     export_formats = ("onnx",)
     static_batch = False
+    int8 = True
 
     def resolve_device(self, spec: str | torch.device = "auto") -> torch.device:
         from sleap_infer.backends.onnx_backend import resolve_onnx_device
@@ -177,6 +199,30 @@ class OnnxRuntime(ExportedRuntime):
         from sleap_infer.backends.onnx_backend import ONNXBackend
 
         return ONNXBackend(info, device, **options)
+
+
+class OpenVinoRuntime(ExportedRuntime):
+    """OpenVINO on the CPU, from the same ONNX exports as ``onnx`` (shared cache entries)."""
+
+    name = "openvino"
+    export_formats = ("onnx",)
+    static_batch = False
+    int8 = True
+    bf16 = True
+
+    @property
+    def export_key(self) -> str:
+        return OnnxRuntime.name
+
+    def resolve_device(self, spec: str | torch.device = "auto") -> torch.device:
+        from sleap_infer.backends.openvino_backend import resolve_openvino_device
+
+        return resolve_openvino_device(spec)
+
+    def open(self, info: ExportInfo, device: torch.device, **options: Any) -> ModelBackend:
+        from sleap_infer.backends.openvino_backend import OpenVINOBackend
+
+        return OpenVINOBackend(info, device, **options)
 
 
 class TensorRTRuntime(ExportedRuntime):
@@ -204,7 +250,7 @@ class TensorRTRuntime(ExportedRuntime):
 
 
 RUNTIMES: dict[str, Runtime] = {
-    r.name: r for r in (TorchRuntime(), OnnxRuntime(), TensorRTRuntime())
+    r.name: r for r in (TorchRuntime(), OnnxRuntime(), OpenVinoRuntime(), TensorRTRuntime())
 }
 RUNTIME_NAMES: tuple[str, ...] = tuple(RUNTIMES)
 

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from sleap_io.io.skeleton import decode_training_config
-
 from sleap_infer.model.legacy.errors import LegacyError, unsupported
 from sleap_infer.model.registry import model_type
 
@@ -166,6 +164,8 @@ def _skeleton_dict(skeleton: Any) -> dict[str, Any]:
 def _skeletons(raw: dict[str, Any]) -> list[dict[str, Any]]:
     if not _section(_section(raw, "data"), "labels").get("skeletons"):
         return []  # parse_config names the problem
+    from sleap_io.io.skeleton import decode_training_config  # SLEAP 1.x models only
+
     try:
         decoded = decode_training_config(raw)
     except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
