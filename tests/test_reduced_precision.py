@@ -146,7 +146,9 @@ def test_int8_calibration_skips_blank_inputs_and_is_cached(
         assert not backend.calibrated and len(backend.recorded) == CALIBRATION_SAMPLES - 4
         layer.predict(frames[CALIBRATION_SAMPLES - 4 : CALIBRATION_SAMPLES])
         assert backend.calibrated
-        assert layer.backend.provenance()["precision"] == "int8"
+        provenance = layer.backend.provenance()
+        assert provenance["precision"] == "int8"
+        assert str(backend.int8_info.path) in provenance["exports"]  # the graph that ran
         return backend.int8_info
 
     first = run()

@@ -131,6 +131,8 @@ class AutoExportBackend:
         out: dict[str, Any] = {"runtime": self.runtime.name}
         out["exports"] = [str(p) for p in self.exports]
         if self.int8:
+            quantised = [getattr(b, "int8_info", None) for b in self._backends.values()]
+            out["exports"] += [str(info.path) for info in quantised if info is not None]
             calibrated = [b.calibrated for b in self._backends.values()]  # type: ignore[attr-defined]
             out["precision"] = "int8" if calibrated and all(calibrated) else "int8 (partly float32)"
         elif self.runtime_options.get("precision") == "bf16":
