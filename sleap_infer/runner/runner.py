@@ -66,7 +66,7 @@ class RunStats:
     warmup_s: float = 0.0
     wall_s: float = 0.0  # first timed batch to the end (excludes warmup)
     wait_s: float = 0.0  # main thread waiting for decoded batches
-    predict_s: float = 0.0  # preprocess + network on the main thread (postprocess overlaps)
+    predict_s: float = 0.0  # layer time: preprocess + network, plus postprocess (maybe overlapped)
     sink_s: float = 0.0  # writer time
     # Exclusive seconds per layer stage (preprocess, network, postprocess, ...), timed batches
     # only: the profile ``infer bench`` and the provenance report.
@@ -196,6 +196,7 @@ class Runner:
         finally:
             finishing.close()
         stats.stages = _merged(timer.totals, finishing.timer.totals)
+        stats.predict_s += sum(finishing.timer.totals.values())  # the layers' postprocessing
         if start is not None:
             stats.wall_s = time.perf_counter() - start - late_warmup
         return stats
