@@ -39,6 +39,18 @@ class GraphBackend(ModelBackend, Protocol):
     def bind_decode(self, decode: DecodeSettings) -> None: ...
 
 
+def check_export_input(export: ExportInfo, x: torch.Tensor) -> None:
+    """One clear line when a batch does not fit an export's traced input (dtype, shape)."""
+    if x.dtype != torch.uint8:
+        raise BackendError(f"exported graphs take uint8 input, got {x.dtype}")
+    why = export.misfit(tuple(x.shape))
+    if why is not None:
+        raise BackendError(
+            f"{export.path}: cannot run this export: {why}; export again with "
+            "infer export --input-size HxW (or let --backend onnx export on first use)"
+        )
+
+
 def refuse_misfit(export: ExportInfo, decode: DecodeSettings) -> None:
     """One line when a fixed export's baked decoding cannot serve the predict options."""
     why = export.decode_misfit(decode)

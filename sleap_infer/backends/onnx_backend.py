@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from sleap_infer.backends.base import refuse_misfit, resolve_device
+from sleap_infer.backends.base import check_export_input, refuse_misfit, resolve_device
 from sleap_infer.backends.threads import cpu_budget
 from sleap_infer.vocab.artifact import ExportInfo, read_export
 from sleap_infer.vocab.errors import BackendError, ExportError
@@ -116,19 +116,8 @@ class ONNXBackend:
     def provenance(self) -> dict[str, Any]:
         return {"runtime": "onnx", "exports": [str(self.export.path)]}
 
-    def check_input(self, x: torch.Tensor) -> None:
-        """One clear line when a batch does not fit the traced shape."""
-        if x.dtype != torch.uint8:
-            raise BackendError(f"exported graphs take uint8 input, got {x.dtype}")
-        why = self.export.misfit(tuple(x.shape))
-        if why is not None:
-            raise BackendError(
-                f"{self.export.path}: cannot run this export: {why}; export again with "
-                "infer export --input-size HxW (or let --backend onnx export on first use)"
-            )
-
     def __call__(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        self.check_input(x)
+        check_export_input(self.export, x)
         if self.device.type == "cuda":
             return self._run_bound(x)
         feed = {self.input_name: x.cpu().contiguous().numpy()}

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from sleap_infer.backends.base import refuse_misfit
+from sleap_infer.backends.base import check_export_input, refuse_misfit
 from sleap_infer.backends.threads import cpu_budget
 from sleap_infer.vocab.artifact import ExportInfo
 from sleap_infer.vocab.errors import BackendError, ExportError
@@ -66,7 +66,6 @@ class OpenVINOBackend:
         device: str | torch.device = "cpu",
         precision: str = "f32",
         threads: int = 0,
-        onnx_path: str | None = None,
     ) -> None:
         ov = require_openvino()
         self.device = resolve_openvino_device(device)
@@ -75,7 +74,7 @@ class OpenVINOBackend:
         self.export = export
         self.precision = precision
         self.does_baked_postproc = not export.raw_maps
-        self.onnx_path = onnx_path or str(export.onnx_path)
+        self.onnx_path = str(export.onnx_path)
         self.core = ov.Core()
         self.config = {
             "INFERENCE_PRECISION_HINT": precision,
@@ -116,11 +115,7 @@ class OpenVINOBackend:
         return compiled
 
     def __call__(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        if x.dtype != torch.uint8:
-            raise BackendError(f"exported graphs take uint8 input, got {x.dtype}")
-        why = self.export.misfit(tuple(x.shape))
-        if why is not None:
-            raise BackendError(f"{self.export.path}: cannot run this export: {why}")
+        check_export_input(self.export, x)
         compiled = self._compiled_for(tuple(int(d) for d in x.shape))
         result = compiled(x.cpu().contiguous().numpy())
         # Copies: the request's output buffers are reused by its next call.

@@ -33,7 +33,7 @@ Backend = _choices("Backend", RUNTIMES)
 # Runtimes with files of their own to export (openvino runs onnx's: not a format).
 ExportRuntime = _choices(
     "ExportRuntime",
-    (n for n, r in RUNTIMES.items() if r.export_formats and getattr(r, "export_key", n) == n),
+    (n for n, r in RUNTIMES.items() if r.export_formats and r.export_key == n),
 )
 BenchBackend = _choices("BenchBackend", (*RUNTIMES, "all"))
 OutputFormatName = _choices("OutputFormatName", FORMATS)

@@ -65,7 +65,7 @@ class _Reader:
     """ONNX Runtime's CalibrationDataReader protocol over recorded inputs."""
 
     def __init__(self, input_name: str, samples: Sequence[np.ndarray]) -> None:
-        self._items = iter([{input_name: s[None] if s.ndim == 3 else s} for s in samples])
+        self._items = iter([{input_name: s[None]} for s in samples])
 
     def get_next(self) -> dict[str, np.ndarray] | None:
         return next(self._items, None)

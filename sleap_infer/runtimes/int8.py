@@ -18,9 +18,7 @@ same first inputs, so a rerun skips the quantiser (a few seconds).
 
 from __future__ import annotations
 
-import hashlib
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,6 +26,7 @@ import torch
 
 from sleap_infer.export.exporter import staged_directory
 from sleap_infer.export.quantize import calibration_digest, quantize_int8
+from sleap_infer.model.loader import file_sha256
 from sleap_infer.runtimes.cache import cache_root
 from sleap_infer.vocab.artifact import (
     METADATA_NAME,
@@ -48,20 +47,12 @@ well before this on the fixture and synthetic models)."""
 INT8_LAYOUT = 1
 
 
-def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()[:20]
-
-
 def int8_export(
     info: ExportInfo, samples: list[np.ndarray], input_name: str, notify: Notify | None = None
 ) -> ExportInfo:
     """The int8 copy of export ``info`` calibrated on ``samples``: cached, or made now."""
     digest = calibration_digest(samples)
-    target = cache_root() / f"int8-{_file_digest(info.onnx_path)}-{digest}"
+    target = cache_root() / f"int8-{file_sha256(info.onnx_path)[:20]}-{digest}"
     if (target / METADATA_NAME).is_file():
         try:
             return read_export(target)

@@ -48,6 +48,12 @@ class Runtime(ABC):
     export_formats: ClassVar[tuple[str, ...]]  # what an export for it must hold; () = none
     static_batch: ClassVar[bool]  # engines are built for the exact batch (fastest)
 
+    @property
+    def export_key(self) -> str:
+        """The runtime whose exports this one runs (cache keys, ``infer export`` choices):
+        itself, unless it reads another's files (OpenVINO reads ONNX Runtime's)."""
+        return self.name
+
     @abstractmethod
     def resolve_device(self, spec: str | torch.device = "auto") -> torch.device:
         """``auto|cpu|cuda|cuda:N|mps`` -> a device this runtime can use here, or raise."""
@@ -141,12 +147,6 @@ class ExportedRuntime(Runtime):
     decodes_in_graph = True
     int8: ClassVar[bool] = False  # runs int8 QDQ graphs (--int8)
     bf16: ClassVar[bool] = False  # has a bfloat16 mode (--bf16)
-
-    @property
-    def export_key(self) -> str:
-        """The runtime whose exports this one runs (cache keys): itself, unless it reads
-        another's files (OpenVINO reads ONNX Runtime's)."""
-        return self.name
 
     def target(self, device: torch.device) -> EngineTarget | None:
         """What its compiled artifacts are specific to (None: portable, like ONNX)."""
