@@ -82,7 +82,7 @@ def test_bench_torch_vs_onnx_on_real_frames(
         BenchConfig(
             model_paths=[SYNTHETIC_MODEL],
             device="cpu",
-            backends=["onnx", "trt"],
+            backends=["onnx", "trt", "torch+fp16"],
             batch_sizes=[1, 2],
             video=video,
             iters=3,
@@ -92,7 +92,7 @@ def test_bench_torch_vs_onnx_on_real_frames(
     )
     assert seen == rows
     by = {(r.backend, r.batch): r for r in rows}
-    assert set(by) == {(b, n) for b in ("torch", "onnx", "trt") for n in (1, 2)}
+    assert set(by) == {(b, n) for b in ("torch", "onnx", "trt", "torch+fp16") for n in (1, 2)}
     for n in (1, 2):
         torch_row, onnx_row = by[("torch", n)], by[("onnx", n)]
         for r in (torch_row, onnx_row):
@@ -100,11 +100,15 @@ def test_bench_torch_vs_onnx_on_real_frames(
             assert r.p95_ms >= r.p50_ms > 0 and r.fps > 0 and r.cold_ms > 0
             assert r.fps == pytest.approx(n / (r.frame_ms * n / 1e3))
             assert "network" in r.stages and sum(r.stages.values()) <= 1.0 + 1e-6
+            # Through the runner too: same layer, batches back to back, same order of speed.
+            assert r.pipelined_fps is not None and r.fps / 4 < r.pipelined_fps < r.fps * 4
         assert torch_row.delta_px_mean == 0.0
         # The synthetic model finds the animal in every frame: the comparison is real.
         assert onnx_row.matched_points and onnx_row.matched_points >= n
         assert onnx_row.delta_px_max < 0.05
         assert by[("trt", n)].status == UNAVAILABLE and by[("trt", n)].reason
+        half = by[("torch+fp16", n)]  # autocast fp16 needs cuda or mps: said, not crashed
+        assert half.status == UNAVAILABLE and "--fp16 needs a cuda or mps device" in half.reason
     assert "scene.mp4" in context["frames"]
 
 

@@ -199,3 +199,14 @@ def test_bench_rows_for_reduced_precision() -> None:
         "openvino+bf16",
     ]
     assert reduced_precision_rows(["torch"], bf16=False, int8=True) == []
+    # --fp16: torch always (the baseline runs), the exported runtimes only when measured.
+    assert reduced_precision_rows(["torch", "trt"], bf16=False, int8=False, fp16=True) == [
+        "torch+fp16",
+        "trt+fp16",
+    ]
+    assert reduced_precision_rows(["torch", "onnx", "trt"], bf16=True, int8=False, fp16=True) == [
+        "torch+fp16",
+        "onnx+fp16",
+        "trt+fp16",
+        "torch+bf16",
+    ]

@@ -19,6 +19,7 @@ import torch
 
 from sleap_infer.layers.base import InferenceLayer
 from sleap_infer.ops.assignment import linear_sum_assignment
+from sleap_infer.runner import Runner
 from sleap_infer.vocab.predictions import BatchPredictions
 from sleap_infer.vocab.timing import StageTimer
 
@@ -40,6 +41,9 @@ class Measurement:
     p95_ms: float | None = None
     frame_ms: float | None = None  # mean batch time / batch
     fps: float | None = None
+    # Through the runner, as ``infer predict`` runs (batches queued back to back; on CUDA
+    # pinned uploads on a copy stream and postprocessing on its own stream and thread).
+    pipelined_fps: float | None = None
     peak_rss_mb: float | None = None
     gpu_peak_mb: float | None = None  # torch's CUDA allocator only
     delta_px_mean: float | None = None  # vs the torch backend, same frames and batch
@@ -126,6 +130,19 @@ def measure_layer(
     if device.type == "cuda":
         row.gpu_peak_mb = torch.cuda.max_memory_allocated(device) / 2**20
     return preds
+
+
+def measure_pipelined(
+    layer: InferenceLayer, frames: np.ndarray, batches: int, row: Measurement
+) -> None:
+    """Frames per second through :class:`Runner` for ``batches`` batches of ``frames``
+    (already decoded, so decoding is not measured; the layer is already warm)."""
+    size = int(frames.shape[0])
+    stream = ((i, frames[i % size]) for i in range(max(1, batches) * size))
+    t0 = time.perf_counter()
+    stats = Runner(layer, batch_size=size, warmup=False).run(stream)
+    _sync(layer.device)
+    row.pipelined_fps = stats.frames / (time.perf_counter() - t0)
 
 
 def keypoint_delta(

@@ -20,6 +20,7 @@ from sleap_infer.bench.measure import (
     keypoint_delta,
     mask_agreement,
     measure_layer,
+    measure_pipelined,
 )
 from sleap_infer.io.provenance import now_iso, package_versions, system_info
 from sleap_infer.io.video import VideoReader
@@ -33,8 +34,11 @@ from sleap_infer.vocab.predictions import BatchPredictions
 
 BASELINE = "torch"
 DEFAULT_BACKENDS = ("torch", "onnx")
-# Extra rows that are a backend with options (``infer bench --bf16`` / ``--int8``).
+# Extra rows that are a backend with options (``infer bench --fp16`` / ``--bf16`` / ``--int8``).
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "torch+fp16": ("torch", {"fp16": True}),
+    "onnx+fp16": ("onnx", {"fp16": True}),
+    "trt+fp16": ("trt", {"fp16": True}),
     "torch+bf16": ("torch", {"bf16": True}),
     "openvino+bf16": ("openvino", {"bf16": True}),
     "onnx+int8": ("onnx", {"int8": True}),
@@ -45,11 +49,17 @@ CALIBRATION_FRAMES = 64
 the first 32 inputs they see, as ``infer predict --int8`` does on a video's first frames."""
 
 
-def reduced_precision_rows(backends: Sequence[str], bf16: bool, int8: bool) -> list[str]:
-    """The variant rows ``--bf16`` / ``--int8`` add for the backends being measured."""
+def reduced_precision_rows(
+    backends: Sequence[str], bf16: bool, int8: bool, fp16: bool = False
+) -> list[str]:
+    """The variant rows ``--fp16`` / ``--bf16`` / ``--int8`` add for the backends measured."""
     out: list[str] = []
     for name, (runtime, extra) in VARIANTS.items():
-        wanted = (bf16 and extra.get("bf16")) or (int8 and extra.get("int8"))
+        wanted = (
+            (fp16 and extra.get("fp16"))
+            or (bf16 and extra.get("bf16"))
+            or (int8 and extra.get("int8"))
+        )
         if wanted and (runtime == BASELINE or runtime in backends):
             out.append(name)
     return out
@@ -184,6 +194,7 @@ def run_bench(
             row = Measurement(backend, b, setup_ms=setup_ms)
             try:
                 preds = measure_layer(layer, frames[:b], config.iters, config.warmup_iters, row)
+                measure_pipelined(layer, frames[:b], config.iters, row)
             except (SleapInferError, RuntimeError, ValueError) as exc:
                 row.status, row.reason = FAILED, f"{type(exc).__name__}: {exc}"
                 emit(row)

@@ -77,6 +77,15 @@ def bench(
         int, typer.Option(min=0, metavar="N", help="Untimed warmup iterations per row.")
     ] = 3,
     peak_threshold: PeakThreshold = defaults.PEAK_THRESHOLD,
+    fp16: Annotated[
+        bool,
+        typer.Option(
+            "--fp16",
+            help="Also measure half precision for each backend being measured: torch "
+            "autocast (cuda/mps), fp16 ONNX and TensorRT exports; the Δ px column shows how "
+            "far keypoints move from torch float32 on your model.",
+        ),
+    ] = False,
     bf16: Annotated[
         bool,
         typer.Option(
@@ -136,7 +145,7 @@ def bench(
 
     config.backends = [
         *config.backends,
-        *reduced_precision_rows(config.backends, bf16=bf16, int8=int8),
+        *reduced_precision_rows(config.backends, bf16=bf16, int8=int8, fp16=fp16),
     ]
     with console.status("benchmarking..."):
         rows, context = run_bench(config, on_row=show)
@@ -169,7 +178,8 @@ def _table(rows: list[Measurement], context: dict[str, Any]) -> Table:
     table = Table(title=title, caption=f"frames: {context.get('frames')}")
     table.add_column("Backend")
     table.add_column("Status", max_width=40)
-    for name in ("Batch", "Cold ms", "Warmup ms", "p50 ms", "p95 ms", "FPS", "RSS MiB"):
+    columns = ("Batch", "Cold ms", "Warmup ms", "p50 ms", "p95 ms", "FPS", "Pipelined FPS")
+    for name in (*columns, "RSS MiB"):
         table.add_column(name, justify="right")
     gpu = any(r.gpu_peak_mb is not None for r in rows)
     if gpu:
@@ -195,6 +205,7 @@ def _table(rows: list[Measurement], context: dict[str, Any]) -> Table:
             _fmt(r.p50_ms),
             _fmt(r.p95_ms),
             _fmt(r.fps),
+            _fmt(r.pipelined_fps),
             _fmt(r.peak_rss_mb, 0),
         ]
         if gpu:
