@@ -110,3 +110,27 @@ def test_cpu_batches_of_large_frames_run_in_chunks_with_the_same_maps() -> None:
         assert torch.allclose(chunked[name], maps, atol=1e-5)
     small = torch.zeros((16, 1, 16, 16), dtype=torch.uint8)
     assert TorchBackend.chunk_size(backend, small) == 16
+
+
+def test_onnx_cuda_sessions_ask_for_ieee_float32(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ONNX Runtime's CUDA provider runs float32 convolutions in TF32 unless told not to;
+    the torch backend and our TensorRT engines are IEEE float32 on a GPU, so it is told."""
+    ort = pytest.importorskip("onnxruntime")
+    from types import SimpleNamespace
+
+    from sleap_infer.backends.onnx_backend import ONNXBackend
+
+    asked: list[object] = []
+
+    def session(path: str, sess_options: object, providers: list[object]) -> object:
+        asked.extend(providers)
+        raise RuntimeError("recorded")
+
+    monkeypatch.setattr(ort, "InferenceSession", session)
+    export = SimpleNamespace(raw_maps=False, onnx_path="model.onnx")
+    with pytest.raises(Exception, match="recorded"):
+        ONNXBackend(export, torch.device("cuda", 1))  # type: ignore[arg-type]
+    assert asked == [
+        ("CUDAExecutionProvider", {"device_id": 1, "use_tf32": 0}),
+        "CPUExecutionProvider",
+    ]

@@ -91,7 +91,10 @@ class ONNXBackend:
         )
         providers: list[str | tuple[str, dict[str, object]]] = ["CPUExecutionProvider"]
         if self.device.type == "cuda":
-            providers.insert(0, ("CUDAExecutionProvider", {"device_id": self.device.index or 0}))
+            # IEEE float32 like the torch backend and our TensorRT engines (the provider's
+            # default is TF32 on Ampere and newer; an fp16 export is unaffected).
+            cuda = {"device_id": self.device.index or 0, "use_tf32": 0}
+            providers.insert(0, ("CUDAExecutionProvider", cuda))
         try:
             self.session = ort.InferenceSession(
                 str(export.onnx_path), sess_options=options, providers=providers

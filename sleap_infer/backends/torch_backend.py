@@ -21,7 +21,12 @@ class TorchBackend:
     than in NCHW on these UNets, with float32 results equal to rounding.
     Opt-in options: ``fp16`` autocast on CUDA/MPS and ``bf16`` autocast on
     CPU/CUDA (outputs cast back to float32; faster, not bit-equal), ``compile``
-    through ``torch.compile``. ``device`` may be already resolved (a
+    through ``torch.compile``. Float32 on CUDA is IEEE float32: torch lets cuDNN
+    run float32 convolutions in TF32 on Ampere and newer GPUs by default, which
+    moved an under-trained model's keypoints by up to 40 px from the CPU's (a
+    trained one's by 0.001 px); this backend turns that off, process-wide, as
+    our TensorRT engines do, so fp32 means the CPU's answers and ``fp16`` is
+    the fast path. ``device`` may be already resolved (a
     ``torch.device`` from :mod:`sleap_infer.runtimes`) or a string to resolve.
     """
 
@@ -50,6 +55,8 @@ class TorchBackend:
             raise BackendError(f"--bf16 needs a cpu or cuda device, not {self.device}")
         if self.device.type == "cpu":  # host threads matter on CPU only
             configure_torch_threads()  # sized to this process's real core budget
+        if self.device.type == "cuda" and not (fp16 or bf16):
+            torch.backends.cudnn.allow_tf32 = False  # (cuBLAS matmuls are IEEE by default)
         self.fp16 = fp16
         self.bf16 = bf16
         if channels_last is None:
