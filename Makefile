@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 TORCH_PIN ?= torch==2.13.0
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install test lint format demo bench bench-vs-sleap-nn bench-agreement bench-rss bench-tracking clean
+.PHONY: install test lint format demo bench bench-vs-sleap-nn bench-agreement bench-rss bench-tracking gpu-check clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,17 @@ bench-tracking: $(STAMP)
 	$(PY) -m pip install --quiet "motmetrics>=1.4"
 	$(PY) benchmarks/tracking_parity.py
 	$(PY) benchmarks/tracking_accuracy.py
+
+# GPU path on real hardware (one H200: inside 10 minutes). Not through .venv: its torch is
+# the pinned CPU build, wrong on a GPU machine. Runs with $(PYTHON) (keeps its CUDA torch;
+# installs one only where torch is missing or CPU-only and nvidia-smi exists), installs
+# what is missing (onnxruntime-gpu, TensorRT, our deps) best-effort, offline from
+# SLEAP_INFER_WHEELS=DIR if set, then pytest -m gpu and benchmarks/gpu_check.py (every
+# backend x fp32/fp16 x batch 1/8/32, fixture models + a 1024x1024 UNet, and sleap-nn's
+# GPU paths if SLEAP_NN_EXE is set), all into $(GPU_CHECK_OUT)/. Without a GPU: CPU-safe part.
+GPU_CHECK_OUT ?= gpu-check-out
+gpu-check:
+	PYTHON="$(PYTHON)" bash benchmarks/gpu_check.sh $(GPU_CHECK_OUT)
 
 clean:
 	rm -rf $(VENV) demo_out .pytest_cache .ruff_cache

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""End-to-end ``infer predict`` vs sleap-nn's own ``sleap-nn predict``, same model, video, CPU.
+"""End-to-end ``infer predict`` vs sleap-nn's own ``sleap-nn predict``, same model, video, device.
 
 Both tools run as subprocesses on the same machine in the same run, one
 after the other, with the same batch size and device, so the ratio is fair
@@ -10,20 +10,27 @@ whatever the machine. sleap-nn goes into its own virtual environment
     .venv/bin/python benchmarks/vs_sleap_nn.py --cases segmentation,semantic,tiled
     .venv/bin/python benchmarks/vs_sleap_nn.py --cases single --repeats 3 --frames 0-99
     .venv/bin/python benchmarks/vs_sleap_nn.py --ours torch --ours "onnx:--backend onnx"
+    python benchmarks/vs_sleap_nn.py --device cuda --sleap-nn-runtime tensorrt \
+        --sleap-nn-exe "$(command -v sleap-nn)" --ours torch --ours "trt:--backend trt"
 
-sleap-nn is timed on both of its CPU paths: its torch predictor (``--model_paths``
-the checkpoint folders) and its ONNX runtime (``--model_paths`` a folder made by
-``sleap-nn export ... --format onnx``, ``--runtime onnx``). The export is made
+sleap-nn is timed on two of its paths: its torch predictor (``--model_paths``
+the checkpoint folders) and one exported runtime, ``--sleap-nn-runtime``: ONNX
+(default; ``--model_paths`` a folder made by ``sleap-nn export ... --format onnx``,
+``--runtime onnx``) or, on a GPU, TensorRT (``--format tensorrt``, which writes
+``model.onnx`` and the engine ``model.trt``; ``--runtime tensorrt``, at sleap-nn's
+default engine precision, fp16, unless ``--sleap-nn-precision``). The export is made
 once per case with the settings the torch run uses (traced at the video's frame
-size, same peak threshold; see sleap_nn_export.py), cached under
+size, same peak threshold, same ``--device``; see sleap_nn_export.py), cached under
 ``.bench-venv/sleap-nn-exports/`` and not timed. A case sleap-nn cannot export or
-run on ONNX (segmentation, for one) is reported as unsupported, with its reason.
+run on that runtime (segmentation, for one) is reported as unsupported, with its
+reason. ``--device`` (default cpu) goes to both tools and to the export;
+``--sleap-nn-exe`` uses an existing sleap-nn instead of the venv this script makes.
 
 Reported per case: wall time of each tool's whole command (start-up, model
 load, decode, inference, writing), end-to-end FPS and their ratio; the
 steady-state throughput of each (frames / (wall of the full run - wall of a
 10-frame run), which removes start-up from both alike) and its ratio; both
-ratios against sleap-nn torch, sleap-nn ONNX and whichever of the two is faster
+ratios against sleap-nn torch, sleap-nn's exported runtime and whichever is faster
 ("vs best"); the pure PyAV decode time of the video as a floor; and how far our
 keypoints are from sleap-nn's (instances matched per frame). Segmentation cases
 run on the fixture's 24-frame synthetic video played ``--loops`` times (a longer
@@ -88,7 +95,12 @@ CASES = {
 KEYPOINT_CASES = "single,topdown,bottomup,multiclass_bottomup,multiclass_topdown"
 MASK_CASES = {"segmentation", "semantic", "topdown_segmentation", "tiled"}
 BOX_CASES = {"bbox_centernet", "bbox_ssd", "bbox_topdown_segmentation"}
-TORCH, ONNX = "sleap-nn torch", "sleap-nn onnx"
+TORCH = "sleap-nn torch"
+RUNTIMES = ("onnx", "tensorrt")  # sleap-nn predict --runtime, for its export folders
+
+
+def exported_label(runtime: str) -> str:
+    return f"sleap-nn {runtime}"
 
 
 class CommandFailed(RuntimeError):
@@ -183,7 +195,7 @@ def ours_cmd(
         "-q",
         "--overwrite",
         "--device",
-        "cpu",
+        args.device,
         "--batch-size",
         str(args.batch_size),
     ]
@@ -217,7 +229,7 @@ def sleap_nn_cmd(
         "--output_path",
         str(out),
         "--device",
-        "cpu",
+        args.device,
         "--batch_size",
         str(args.batch_size),
     ]
@@ -429,10 +441,12 @@ class Timed:
     optional: bool = False  # a failure marks it unsupported instead of ending the benchmark
 
 
-def onnx_baseline(
+def exported_baseline(
     exe: Path, ci: CaseInput, args: argparse.Namespace, tmp: Path
 ) -> tuple[Export, Timed]:
-    """sleap-nn's ONNX runtime on its own export of the case (made or reused, untimed)."""
+    """sleap-nn's ONNX or TensorRT runtime on its own export of the case (made or reused,
+    untimed)."""
+    runtime = args.sleap_nn_runtime
     export = export_case(
         exe,
         ci.name,
@@ -443,23 +457,28 @@ def onnx_baseline(
         batch_size=args.batch_size,
         max_instances=args.max_instances,
         peak_threshold=args.peak_threshold,
+        fmt=runtime,
+        device=args.device,
+        precision=args.sleap_nn_precision,
     )
-    out = tmp / f"{ci.name}.sleap_nn_onnx.slp"
-    timed = Timed(ToolRun(ONNX), out, [], [], optional=True)
+    out = tmp / f"{ci.name}.sleap_nn_{runtime}.slp"
+    timed = Timed(ToolRun(exported_label(runtime)), out, [], [], optional=True)
     if export.dir is None:
         timed.run.unsupported = f"sleap-nn export failed: {export.reason}"
         return export, timed
-    timed.full = sleap_nn_cmd(exe, [export.dir], ci.video, out, args, ci.frames_arg, "onnx")
+    timed.full = sleap_nn_cmd(exe, [export.dir], ci.video, out, args, ci.frames_arg, runtime)
     short_out = tmp / "short.slp"
-    timed.short = sleap_nn_cmd(exe, [export.dir], ci.video, short_out, args, ci.short_arg, "onnx")
+    timed.short = sleap_nn_cmd(exe, [export.dir], ci.video, short_out, args, ci.short_arg, runtime)
     return export, timed
 
 
 def _failed(t: Timed, err: CommandFailed) -> None:
-    """sleap-nn's ONNX runtime may refuse a case; any other tool failing ends the benchmark."""
+    """sleap-nn's exported runtime may refuse a case; any other tool failing ends the
+    benchmark."""
     if not t.optional:
         raise SystemExit(str(err)) from err
-    t.run.unsupported = f"sleap-nn predict --runtime onnx failed: {err.reason}"
+    runtime = t.run.label.removeprefix("sleap-nn ")
+    t.run.unsupported = f"sleap-nn predict --runtime {runtime} failed: {err.reason}"
     t.run.walls.clear()
 
 
@@ -530,7 +549,7 @@ def ratio_text(r: dict[str, object] | None) -> str:
 
 def export_line(export: Export) -> str:
     if export.dir is None:
-        return "  sleap-nn export: failed, no onnx baseline"
+        return f"  sleap-nn export: failed, no {export.fmt} baseline"
     made = "reused" if export.seconds is None else f"made in {export.seconds:.1f} s"
     return f"  sleap-nn export: {made}, not counted in any timing: {export.dir}"
 
@@ -540,9 +559,10 @@ def ours_row(
 ) -> dict[str, object]:
     """Print one variant of ours against both sleap-nn paths; its JSON row."""
     run, base, onnx = t.run, torch_t.run, onnx_t.run
+    runtime = onnx.label.removeprefix("sleap-nn ")
     vs = {
         "vs_torch": ratios(run, [base], frames),
-        "vs_onnx": ratios(run, [onnx], frames),
+        f"vs_{runtime}": ratios(run, [onnx], frames),
         "vs_best": ratios(run, [base, onnx], frames),
     }
     agree = agreement(case, t.out, torch_t.out)
@@ -554,12 +574,12 @@ def ours_row(
     best = vs["vs_best"]
     against = f" (against {best['e2e_against']} / {best['steady_against']})" if best else ""
     print(
-        f"      vs sleap-nn torch {ratio_text(vs['vs_torch'])} | vs sleap-nn onnx"
-        f" {ratio_text(vs['vs_onnx'])} | vs best {ratio_text(best)}{against}"
+        f"      vs sleap-nn torch {ratio_text(vs['vs_torch'])} | vs {onnx.label}"
+        f" {ratio_text(vs[f'vs_{runtime}'])} | vs best {ratio_text(best)}{against}"
     )
     text = f"found {agree['found']} vs {agree['reference_found']} (torch), {agree['text']}"
     if agree_onnx is not None:
-        text += f"; vs onnx: {agree_onnx['found']} vs {agree_onnx['reference_found']}"
+        text += f"; vs {runtime}: {agree_onnx['found']} vs {agree_onnx['reference_found']}"
         text += f", {agree_onnx['text']}"
     print(f"      {text}")
     return {
@@ -568,7 +588,7 @@ def ours_row(
         "steady_ratio": vs["vs_torch"]["steady"],  # type: ignore[index]
         **vs,
         "agreement_torch": agree,
-        "agreement_onnx": agree_onnx,
+        f"agreement_{runtime}": agree_onnx,
     }
 
 
@@ -582,7 +602,7 @@ def run_case(
         sleap_nn_cmd(exe, ci.models, ci.video, tmp / f"{case}.sleap_nn.slp", args, ci.frames_arg),
         sleap_nn_cmd(exe, ci.models, ci.video, tmp / "short.slp", args, ci.short_arg),
     )
-    export, onnx_t = onnx_baseline(exe, ci, args, tmp)
+    export, onnx_t = exported_baseline(exe, ci, args, tmp)
     ours = []
     for label, extra in variants:
         out = tmp / f"{case}.{label}.slp"
@@ -598,7 +618,7 @@ def run_case(
     print(export_line(export))
     print(tool_line(TORCH, torch_t.run, n, ci.decode_s))
     onnx_agree = agreement(case, onnx_t.out, torch_t.out) if onnx_t.run.ok else None
-    line = tool_line(ONNX, onnx_t.run, n, ci.decode_s)
+    line = tool_line(onnx_t.run.label, onnx_t.run, n, ci.decode_s)
     if onnx_agree is not None:
         onnx_t.run.instances = onnx_agree["found"]  # type: ignore[assignment]
         torch_t.run.instances = onnx_agree["reference_found"]  # type: ignore[assignment]
@@ -620,7 +640,7 @@ def run_case(
         "size": [ci.width, ci.height],
         "decode_s": ci.decode_s,
         "sleap_nn": numbers(torch_t.run, n),
-        "sleap_nn_onnx": {
+        f"sleap_nn_{args.sleap_nn_runtime}": {
             **numbers(onnx_t.run, n),
             "agreement_torch": onnx_agree,
             "export": {**asdict(export), "dir": export.dir and str(export.dir)},
@@ -655,18 +675,20 @@ def _ratio_cells(r: dict[str, object] | None, best: bool = False) -> list[str]:
 
 def markdown(report: dict[str, object]) -> str:
     """One row per case x variant of ours: walls (steady FPS) of the three tools and
-    ours' e2e and steady ratios against sleap-nn torch, onnx and the faster of the two."""
+    ours' e2e and steady ratios against sleap-nn torch, its exported runtime (onnx or
+    tensorrt) and the faster of the two."""
+    rt = str(report.get("sleap_nn_runtime", "onnx"))
     head = [
         "case",
         "ours",
         "frames",
         "sleap-nn torch",
-        "sleap-nn onnx",
+        f"sleap-nn {rt}",
         "ours",
         "e2e vs torch",
         "steady vs torch",
-        "e2e vs onnx",
-        "steady vs onnx",
+        f"e2e vs {rt}",
+        f"steady vs {rt}",
         "e2e vs best",
         "steady vs best",
         "agreement vs torch",
@@ -674,13 +696,13 @@ def markdown(report: dict[str, object]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * (len(head) - 3) + "---|"]
     notes = []
     for case, c in report["cases"].items():  # type: ignore[attr-defined]
-        onnx = c["sleap_nn_onnx"]
+        onnx = c[f"sleap_nn_{rt}"]
         if onnx["unsupported"]:
-            notes.append(f"- {case}: sleap-nn onnx unsupported: {onnx['unsupported']}")
+            notes.append(f"- {case}: sleap-nn {rt} unsupported: {onnx['unsupported']}")
         for label, row in c["ours"].items():
             a = row["agreement_torch"]
             cells = [case, label, str(c["frames"]), _cell(c["sleap_nn"]), _cell(onnx), _cell(row)]
-            cells += _ratio_cells(row["vs_torch"]) + _ratio_cells(row["vs_onnx"])
+            cells += _ratio_cells(row["vs_torch"]) + _ratio_cells(row[f"vs_{rt}"])
             cells += _ratio_cells(row["vs_best"], best=True)
             cells.append(f"{a['found']}/{a['reference_found']} found, {a['text']}")
             lines.append("| " + " | ".join(cells) + " |")
@@ -688,10 +710,11 @@ def markdown(report: dict[str, object]) -> str:
         "",
         "Cells: wall of the whole command, steady-state FPS (frames after the first"
         f" {PRIME_FRAMES} / (full wall - wall of a {PRIME_FRAMES}-frame run)). Ratios > 1:"
-        " ours faster. sleap-nn onnx: `sleap-nn predict --runtime onnx` on a"
-        " `sleap-nn export --format onnx` folder made beforehand (export not timed); its"
+        f" ours faster. sleap-nn {rt}: `sleap-nn predict --runtime {rt}` on a"
+        f" `sleap-nn export --format {rt}` folder made beforehand (export not timed); its"
         " graphs do no sub-pixel refinement, so its keypoints sit on the output-stride"
-        " grid. n/a: the full run was too short to measure a steady state.",
+        f" grid. Device: {report.get('device', 'cpu')}. n/a: the full run was too short to"
+        " measure a steady state.",
         *notes,
     ]
     return "\n".join(lines)
@@ -729,12 +752,36 @@ def main() -> None:
         metavar="LABEL[:ARGS]",
         help="a variant of infer predict, e.g. 'onnx:--backend onnx' (repeatable)",
     )
+    p.add_argument(
+        "--device",
+        default="cpu",
+        help="for both tools and sleap-nn's export: cpu (default), cuda, cuda:N",
+    )
+    p.add_argument(
+        "--sleap-nn-runtime",
+        choices=RUNTIMES,
+        default="onnx",
+        help="sleap-nn's exported path to time besides its torch one (tensorrt: GPU only)",
+    )
+    p.add_argument(
+        "--sleap-nn-precision",
+        choices=("fp32", "fp16", "tf32"),
+        default=None,
+        help="sleap-nn export --precision for its TensorRT engine (default: theirs, fp16)",
+    )
+    p.add_argument(
+        "--sleap-nn-exe",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="an existing sleap-nn executable, instead of installing one into --venv",
+    )
     p.add_argument("--venv", type=Path, default=ROOT / ".bench-venv" / "sleap-nn")
     p.add_argument(
         "--export-cache",
         type=Path,
         default=ROOT / ".bench-venv" / "sleap-nn-exports",
-        help="where sleap-nn's ONNX exports are kept and reused",
+        help="where sleap-nn's ONNX / TensorRT exports are kept and reused",
     )
     p.add_argument("--show-commands", action="store_true", help="print each tool's command")
     p.add_argument("--json", type=Path, default=None)
@@ -746,10 +793,16 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown cases {unknown}; known: {', '.join(CASES)}")
     variants = [v.partition(":")[::2] for v in (args.ours or ["torch"])]
-    exe = sleap_nn_venv(args.venv)
+    if args.sleap_nn_exe is not None and not args.sleap_nn_exe.is_file():
+        raise SystemExit(f"--sleap-nn-exe {args.sleap_nn_exe}: no such file")
+    exe = args.sleap_nn_exe or sleap_nn_venv(args.venv)
     report: dict[str, object] = {
         "machine": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
+        "device": args.device,
+        "sleap_nn_runtime": args.sleap_nn_runtime,
+        "sleap_nn_precision": args.sleap_nn_precision,
+        "sleap_nn_exe": str(exe),
         "batch_size": args.batch_size,
         "frames": args.frames,
         "peak_threshold": args.peak_threshold,

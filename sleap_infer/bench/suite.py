@@ -23,7 +23,6 @@ from sleap_infer.bench.measure import (
     measure_pipelined,
 )
 from sleap_infer.io.provenance import now_iso, package_versions, system_info
-from sleap_infer.io.video import VideoReader
 from sleap_infer.layers import build_layer
 from sleap_infer.layers.base import InferenceLayer
 from sleap_infer.model.loader import load_model
@@ -112,6 +111,8 @@ def bench_frames(layer: InferenceLayer, config: BenchConfig, n: int) -> tuple[np
     """``n`` frames ``(n, H, W, C)`` uint8: the video's first frames (tiled if it is shorter),
     or deterministic synthetic frames of ``config.size``. Returns them and a description."""
     if config.video is not None:
+        from sleap_infer.io.video import VideoReader  # PyAV: only when a video is benched
+
         reader = VideoReader(config.video)
         channels = reader.channels_for(layer.input_channels)
         got = [f for _, f in reader.iter_frames(range(min(n, reader.info.n_frames)), channels)]
