@@ -415,21 +415,29 @@ def _compare_case(
 
 
 # ---------------------------------------------------------------- ONNX Runtime and TensorRT
-@pytest.fixture()
-def bound_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, dict[str, torch.Tensor]]]:
-    """Every ``ONNXBackend._run_bound`` call (the CUDA IO-binding path) and its outputs."""
-    from sleap_infer.backends.onnx_backend import ONNXBackend
+Calls = list[tuple[Any, dict[str, torch.Tensor]]]
 
-    calls: list[tuple[Any, dict[str, torch.Tensor]]] = []
-    original = ONNXBackend._run_bound
 
-    def spy(self: ONNXBackend, x: torch.Tensor) -> dict[str, torch.Tensor]:
+def _spy(monkeypatch: pytest.MonkeyPatch, cls: type, method: str) -> Calls:
+    """Record every ``cls.method(self, x)`` call: the backend and the outputs it returned."""
+    calls: Calls = []
+    original = getattr(cls, method)
+
+    def spy(self: Any, x: torch.Tensor) -> dict[str, torch.Tensor]:
         out = original(self, x)
         calls.append((self, out))
         return out
 
-    monkeypatch.setattr(ONNXBackend, "_run_bound", spy)
+    monkeypatch.setattr(cls, method, spy)
     return calls
+
+
+@pytest.fixture()
+def bound_runs(monkeypatch: pytest.MonkeyPatch) -> Calls:
+    """Every ``ONNXBackend._run_bound`` call (the CUDA IO-binding path) and its outputs."""
+    from sleap_infer.backends.onnx_backend import ONNXBackend
+
+    return _spy(monkeypatch, ONNXBackend, "_run_bound")
 
 
 def _check_bound(calls: list[tuple[Any, dict[str, torch.Tensor]]], device: torch.device) -> None:
@@ -448,20 +456,11 @@ def _check_bound(calls: list[tuple[Any, dict[str, torch.Tensor]]], device: torch
 
 
 @pytest.fixture()
-def engine_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, dict[str, torch.Tensor]]]:
+def engine_runs(monkeypatch: pytest.MonkeyPatch) -> Calls:
     """Every ``TensorRTBackend`` call and its outputs."""
     from sleap_infer.backends.tensorrt_backend import TensorRTBackend
 
-    calls: list[tuple[Any, dict[str, torch.Tensor]]] = []
-    original = TensorRTBackend.__call__
-
-    def spy(self: TensorRTBackend, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        out = original(self, x)
-        calls.append((self, out))
-        return out
-
-    monkeypatch.setattr(TensorRTBackend, "__call__", spy)
-    return calls
+    return _spy(monkeypatch, TensorRTBackend, "__call__")
 
 
 def _check_engines(
