@@ -100,8 +100,8 @@ def test_bench_torch_vs_onnx_on_real_frames(
             assert r.p95_ms >= r.p50_ms > 0 and r.fps > 0 and r.cold_ms > 0
             assert r.fps == pytest.approx(n / (r.frame_ms * n / 1e3))
             assert "network" in r.stages and sum(r.stages.values()) <= 1.0 + 1e-6
-            # Through the runner too: same layer, batches back to back, same order of speed.
-            assert r.pipelined_fps is not None and r.fps / 4 < r.pipelined_fps < r.fps * 4
+            # Through the runner too (a rate, not compared: timings are not tested).
+            assert r.pipelined_fps is not None and r.pipelined_fps > 0
         assert torch_row.delta_px_mean == 0.0
         # The synthetic model finds the animal in every frame: the comparison is real.
         assert onnx_row.matched_points and onnx_row.matched_points >= n
