@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,11 @@ from sleap_infer.runner.staging import SLOTS, Staged, Stager
 from sleap_infer.runtimes import backend_maker
 from sleap_infer.vocab.options import PredictOptions
 from sleap_infer.vocab.predictions import BatchPredictions
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from vs_sleap_nn import CASES as SLEAP_NN_CASES
 
 # ----------------------------------------------------------- a recording torch.cuda
 
@@ -200,26 +206,11 @@ def test_cpu_staging_is_a_view_and_passes_calls_through() -> None:
 
 # ------------------------------------------------ every layer takes staged frames
 
+# The model combinations and videos the sleap-nn comparison runs, plus the two it cannot
+# (sleap-nn 0.3.5 exports neither): a tiled keypoint model and a re-ID embedding pair.
 CASES = {
-    "single_instance": (["minimal_instance_single_instance"], "centered_pair_small.mp4"),
-    "topdown": (
-        ["minimal_instance_centroid", "minimal_instance_centered_instance"],
-        "centered_pair_small.mp4",
-    ),
-    "bottomup": (["minimal_instance_bottomup"], "centered_pair_small.mp4"),
-    "multiclass_bottomup": (["minimal_instance_multiclass_bottomup"], "centered_pair_small.mp4"),
-    "multiclass_topdown": (
-        ["minimal_instance_centroid", "minimal_instance_multiclass_centered_instance"],
-        "centered_pair_small.mp4",
-    ),
-    "bottomup_segmentation": (["synthetic_bottomup_segmentation"], "synthetic_multi.mp4"),
-    "semantic_segmentation": (["synthetic_semantic_segmentation"], "synthetic_multi.mp4"),
-    "topdown_segmentation": (
-        ["synthetic_centroid", "synthetic_centered_instance_segmentation"],
-        "synthetic_multi.mp4",
-    ),
-    "tiled": (["synthetic_single_instance_tiled"], "synthetic_multi.mp4"),
-    "bbox_centernet": (["synthetic_bbox_centernet"], "synthetic_multi.mp4"),
+    **SLEAP_NN_CASES,
+    "single_instance_tiled": (["synthetic_single_instance_tiled"], "synthetic_multi.mp4"),
     "embedding": (["synthetic_centroid", "synthetic_embedding"], "synthetic_multi.mp4"),
 }
 
@@ -297,7 +288,7 @@ def test_cuda_staging_uploads_from_pinned_buffers() -> None:
 
 @pytest.mark.gpu
 @needs_cuda
-@pytest.mark.parametrize("case", ["single_instance", "topdown", "bottomup_segmentation"])
+@pytest.mark.parametrize("case", ["single", "topdown", "segmentation"])
 def test_cuda_runner_with_and_without_staging_agree(shared: Path, case: str) -> None:
     names, video = CASES[case]
     models = [load_model(shared / "models" / n) for n in names]
