@@ -323,7 +323,7 @@ for i in frames:
 
 def decode_check(python: Path, video: Path, gray: bool, frames: list[int] | None) -> dict[str, int]:
     """Frames that sleap-io (sleap-nn's reader) and our reader decode to the same bytes."""
-    from sleap_infer.io.video import VideoReader
+    from sleap_infer.sources.video import VideoReader
 
     wanted = ",".join(map(str, frames)) if frames else ""
     res = subprocess.run(
@@ -345,7 +345,7 @@ def decode_check(python: Path, video: Path, gray: bool, frames: list[int] | None
 
 
 def parse_frames(spec: str | None, n_frames: int) -> list[int] | None:
-    from sleap_infer.io.frames import parse_frames as parse
+    from sleap_infer.sources.frames import parse_frames as parse
 
     return parse(spec, n_frames)
 
@@ -359,13 +359,13 @@ def patch_reach(case: Case, patch_size: int = 5) -> float:
 
 
 def video_frames(video: Path) -> int:
-    from sleap_infer.io.video import VideoReader
+    from sleap_infer.sources.video import VideoReader
 
     return VideoReader(video).info.n_frames
 
 
 def video_size(video: Path) -> tuple[int, int]:
-    from sleap_infer.io.video import VideoReader
+    from sleap_infer.sources.video import VideoReader
 
     info = VideoReader(video).info
     return info.height, info.width

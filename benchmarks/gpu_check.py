@@ -60,8 +60,8 @@ if TYPE_CHECKING:
 
     from sleap_infer.bench.measure import Measurement
     from sleap_infer.bench.suite import BenchConfig
+    from sleap_infer.core.predictions import BatchPredictions
     from sleap_infer.layers.base import InferenceLayer
-    from sleap_infer.vocab.predictions import BatchPredictions
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -353,7 +353,7 @@ class Bench:
 
     def layer(self, cell: Cell) -> tuple[InferenceLayer, float]:
         from sleap_infer.bench.suite import build_bench_layer
-        from sleap_infer.vocab.errors import SleapInferError
+        from sleap_infer.core.errors import SleapInferError
 
         key = (cell.group.name, cell.backend)
         got = self.layers.get(key)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from vs_sleap_nn import CASES  # the same models and videos per case
 
-from sleap_infer.predictor import Predictor
+from sleap_infer.pipeline.predictor import Predictor
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(os.environ.get("SLEAP_INFER_FIXTURES", ROOT.parent / "shared" / "fixtures"))

@@ -24,12 +24,12 @@ import numpy as np
 import sleap_io as sio
 from scipy.optimize import linear_sum_assignment
 
+from sleap_infer.core.options import PredictOptions
+from sleap_infer.core.overrides import ConfigOverrides
 from sleap_infer.layers import build_layer
 from sleap_infer.model.loader import load_model
 from sleap_infer.model.overrides import apply_overrides
 from sleap_infer.runtimes import backend_maker
-from sleap_infer.vocab.options import PredictOptions
-from sleap_infer.vocab.overrides import ConfigOverrides
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(os.environ.get("SLEAP_INFER_FIXTURES", ROOT.parent / "shared" / "fixtures"))

@@ -4,7 +4,7 @@
 Each case runs ``infer predict VIDEO --model ... --frames 0-3 --device cpu``
 (one batch of 4 frames) as a subprocess with ``SLEAP_INFER_STARTUP_TRACE``
 set, so the process itself records when it reached each point of its
-start-up and how long each load phase took (:mod:`sleap_infer.vocab.startup`);
+start-up and how long each load phase took (:mod:`sleap_infer.core.startup`);
 the launcher adds the process's wall and CPU time. A second set of runs under
 ``python -X importtime`` splits the imports' time by whose they are: torch
 (everything imported under ``torch``), ours (``sleap_infer`` modules' own

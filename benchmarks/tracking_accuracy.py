@@ -70,8 +70,8 @@ def centroids(points: np.ndarray) -> np.ndarray:
 
 def run_ours(tracker_name: str, detections: Path) -> tuple[Tracked, float]:
     """Our tracker over the detections file, frame by frame; ``(tracked, ms per frame)``."""
+    from sleap_infer.core.tracking import TrackingOptions
     from sleap_infer.tracking import Detections, make_tracker
-    from sleap_infer.vocab.tracking import TrackingOptions
 
     labels = sio.load_slp(str(detections))
     n_nodes = len(labels.skeletons[0].nodes)

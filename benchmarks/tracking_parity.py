@@ -3,7 +3,7 @@
 
 For each case, the same prediction file is re-tracked twice: by sleap-nn
 0.3.5 (``sleap-nn predict -i preds.slp --tracking [flags] -o out.slp``, in
-``.bench-venv/sleap-nn``) and by :func:`sleap_infer.retrack.retrack_file` with
+``.bench-venv/sleap-nn``) and by :func:`sleap_infer.pipeline.retrack.retrack_file` with
 the same options. Detections are paired by their coordinates (poses) or box
 and area (masks), since sleap-nn reorders a frame's detections under local
 queues and drops the ones it leaves untracked (those count as untracked).
@@ -35,8 +35,8 @@ import numpy as np
 import sleap_io as sio
 from vs_sleap_nn import sleap_nn_venv
 
-from sleap_infer.retrack import retrack_file
-from sleap_infer.vocab.tracking import TrackingOptions
+from sleap_infer.core.tracking import TrackingOptions
+from sleap_infer.pipeline.retrack import retrack_file
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(os.environ.get("SLEAP_INFER_FIXTURES", ROOT.parent / "shared" / "fixtures"))

@@ -357,7 +357,7 @@ def compare(ours: Path, theirs: Path) -> tuple[int, int, float, float]:
     import sleap_io as sio
 
     from sleap_infer.bench.measure import keypoint_delta
-    from sleap_infer.vocab.predictions import BatchPredictions
+    from sleap_infer.core.predictions import BatchPredictions
 
     def by_frame(path: Path) -> dict[int, np.ndarray]:
         labels = sio.load_slp(str(path))

@@ -4,7 +4,7 @@ import os as _os
 
 __version__ = "0.1.0"
 
-if _os.environ.get("SLEAP_INFER_STARTUP_TRACE"):  # see sleap_infer.vocab.startup
-    from sleap_infer.vocab import startup as _startup
+if _os.environ.get("SLEAP_INFER_STARTUP_TRACE"):  # see sleap_infer.core.startup
+    from sleap_infer.core import startup as _startup
 
     _startup.mark("package")

@@ -28,7 +28,7 @@ def error_lines(stderr: str) -> list[str]:
 KILLABLE = textwrap.dedent(
     """
     import os, signal, sys
-    from sleap_infer.io import journal
+    from sleap_infer import journal
 
     original = journal.JournalWriter.write_batch
     written = [0]  # over all videos of the run

@@ -111,7 +111,7 @@ def assert_same_predictions(a: Path, b: Path, rtol: float = 0.0) -> None:
 
 def interrupt_after_batches(monkeypatch: pytest.MonkeyPatch, n_batches: int) -> None:
     """Ctrl-C arrives right after the n-th batch reached the journal."""
-    from sleap_infer.io.journal import JournalWriter
+    from sleap_infer.journal import JournalWriter
 
     original = JournalWriter.write_batch
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import torch
 
 from sleap_infer.batch.pool import PredictorSpec
-from sleap_infer.vocab.errors import BackendError
-from sleap_infer.vocab.options import DecodeSettings
+from sleap_infer.core.errors import BackendError
+from sleap_infer.core.options import DecodeSettings
 
 
 class FakeBackend:
@@ -58,7 +58,7 @@ class CrashingPredictor:
     """Predictor stand-in for pool tests: videos named ``crash*`` kill the worker process."""
 
     def predict_video(self, video, output=None, on_start=None, on_progress=None, **kwargs):
-        from sleap_infer.predictor import VideoResult
+        from sleap_infer.pipeline.predictor import VideoResult
 
         if Path(video).name.startswith("crash"):
             os.kill(os.getpid(), signal.SIGKILL)

@@ -11,8 +11,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from sleap_infer.io.journal import JournalWriter
-from sleap_infer.vocab.predictions import BatchPredictions
+from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.journal import JournalWriter
 
 
 def write_journal(path: Path, batches: list[BatchPredictions]) -> Path:

@@ -22,7 +22,8 @@ from sleap_infer.batch.pool import PredictorSpec, _cpu_threads
 from sleap_infer.batch.run import plan_batch, run_batch
 from sleap_infer.batch.tasks import DONE, FAILED, SKIPPED, VideoOutcome, VideoTask
 from sleap_infer.cli import app
-from sleap_infer.io.formats import get_format
+from sleap_infer.core.errors import UsageError
+from sleap_infer.core.options import DecodeSettings, PredictOptions
 from sleap_infer.layers import SingleInstanceLayer, build_layer, exported_layer_class, layer_class
 from sleap_infer.layers.exported import ExportedSingleInstanceLayer
 from sleap_infer.model import registry
@@ -30,8 +31,7 @@ from sleap_infer.model.config import parse_config
 from sleap_infer.model.loader import LoadedModel, load_model
 from sleap_infer.model.registry import MODEL_TYPES, HeadSpec, ModelType, load_class
 from sleap_infer.runtimes import RUNTIMES, backend_maker, get_runtime
-from sleap_infer.vocab.errors import UsageError
-from sleap_infer.vocab.options import DecodeSettings, PredictOptions
+from sleap_infer.writers.registry import get_format
 
 import scene
 from conftest import SYNTHETIC_MODEL

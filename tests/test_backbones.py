@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from sleap_infer.core.errors import ConfigError
 from sleap_infer.model.config import parse_config
 from sleap_infer.model.loader import load_model
 from sleap_infer.nets import build_network
@@ -16,7 +17,6 @@ from sleap_infer.nets.torchvision_blocks import (
     relative_position_index,
     shift_attention_mask,
 )
-from sleap_infer.vocab.errors import ConfigError
 
 from model_factory import TINY_CONVNEXT, TINY_SWINT, config_dict, write_model_dir
 

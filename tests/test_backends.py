@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from sleap_infer.backends import ModelBackend, TorchBackend, resolve_device
+from sleap_infer.core.errors import BackendError, UsageError
 from sleap_infer.model.config import parse_config
 from sleap_infer.nets import build_network
 from sleap_infer.runtimes import backend_maker
-from sleap_infer.vocab.errors import BackendError, UsageError
 
 from model_factory import config_dict
 

@@ -20,8 +20,8 @@ from sleap_infer.batch.execute import JobSettings
 from sleap_infer.batch.pool import run_on_devices
 from sleap_infer.batch.tasks import DONE, FAILED, VideoTask
 from sleap_infer.cli import main
-from sleap_infer.io import video as video_module
-from sleap_infer.io.journal import journal_path, read_journal
+from sleap_infer.journal import journal_path, read_journal
+from sleap_infer.sources import video as video_module
 
 import scene
 from broken_videos import (

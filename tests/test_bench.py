@@ -11,8 +11,8 @@ from sleap_infer.bench import BenchConfig, keypoint_delta, run_bench
 from sleap_infer.bench.measure import UNAVAILABLE, peak_rss_mb
 from sleap_infer.bench.suite import parse_backends, parse_batch_sizes
 from sleap_infer.cli.options import parse_size
-from sleap_infer.vocab.errors import UsageError
-from sleap_infer.vocab.predictions import BatchPredictions
+from sleap_infer.core.errors import UsageError
+from sleap_infer.core.predictions import BatchPredictions
 
 import scene
 from conftest import SYNTHETIC_MODEL
@@ -114,9 +114,9 @@ def test_bench_torch_vs_onnx_on_real_frames(
 
 def test_box_and_mask_agreement_against_torch() -> None:
     from sleap_infer.bench.measure import box_delta, mask_agreement
-    from sleap_infer.vocab.boxes import BoxSet
-    from sleap_infer.vocab.masks import MaskSet
-    from sleap_infer.vocab.predictions import BatchPredictions
+    from sleap_infer.core.boxes import BoxSet
+    from sleap_infer.core.masks import MaskSet
+    from sleap_infer.core.predictions import BatchPredictions
 
     def preds(xyxy: list[list[float]], masks: list[np.ndarray]) -> BatchPredictions:
         p = BatchPredictions.empty(1, 2)

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 import torch
 
+from sleap_infer.core.errors import ConfigError, UsageError
+from sleap_infer.core.options import PredictOptions
 from sleap_infer.layers.build import build_layer
 from sleap_infer.layers.topdown import TopDownLayer
 from sleap_infer.model.loader import LoadedModel, load_model
@@ -21,8 +23,6 @@ from sleap_infer.ops.box_crops import (
     points_to_crop,
 )
 from sleap_infer.runtimes import backend_maker
-from sleap_infer.vocab.errors import ConfigError, UsageError
-from sleap_infer.vocab.options import PredictOptions
 
 from model_factory import config_dict, write_box_detector, write_model_dir
 

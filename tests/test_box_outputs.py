@@ -19,17 +19,17 @@ import pandas as pd
 import pytest
 import sleap_io as sio
 
-from sleap_infer.io.csv_out import write_csv
-from sleap_infer.io.formats import FORMATS
-from sleap_infer.io.journal import JournalWriter, read_journal
-from sleap_infer.io.outputs import estimate_bytes, write_from_journal
-from sleap_infer.io.slots import Source
-from sleap_infer.io.slp_stream import StreamingSlpWriter, box_category_names
-from sleap_infer.io.writer import LabelsBuilder
-from sleap_infer.vocab.boxes import BoxSet
-from sleap_infer.vocab.errors import OutputError
-from sleap_infer.vocab.masks import MaskSet
-from sleap_infer.vocab.predictions import BatchPredictions
+from sleap_infer.core.boxes import BoxSet
+from sleap_infer.core.errors import OutputError
+from sleap_infer.core.masks import MaskSet
+from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.journal import JournalWriter, read_journal
+from sleap_infer.writers.csv_out import write_csv
+from sleap_infer.writers.labels import LabelsBuilder
+from sleap_infer.writers.outputs import estimate_bytes, write_from_journal
+from sleap_infer.writers.registry import FORMATS
+from sleap_infer.writers.slots import Source
+from sleap_infer.writers.slp_stream import StreamingSlpWriter, box_category_names
 
 from slp_tables import (
     assert_same_datasets,
@@ -387,7 +387,7 @@ def test_formats_without_boxes_refuse_a_journal_with_boxes(tmp_path: Path, fmt: 
 
 
 def test_the_per_track_writers_refuse_boxes_themselves(tmp_path: Path) -> None:
-    from sleap_infer.io.analysis_h5 import write_analysis_h5
+    from sleap_infer.writers.analysis_h5 import write_analysis_h5
 
     journal = read_journal(write_journal(tmp_path / "j.partial", _mix(13)))
     source = Source(journal, _video(), _skeleton(), (), {})

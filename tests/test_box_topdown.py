@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sleap_infer.core.options import PredictOptions
 from sleap_infer.layers.build import build_layer
 from sleap_infer.layers.topdown import TopDownLayer
 from sleap_infer.model.loader import LoadedModel, load_model
 from sleap_infer.model.registry import pair_roles
 from sleap_infer.runtimes import backend_maker
-from sleap_infer.vocab.options import PredictOptions
 
 from conftest import write_video
 from model_factory import config_dict, write_box_detector, write_model_dir

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import torch
 
+from sleap_infer.core.errors import ConfigError, UsageError
+from sleap_infer.core.options import PredictOptions
 from sleap_infer.layers.boxes import CenterNetLayer, SSDLayer
 from sleap_infer.layers.build import build_layer
 from sleap_infer.model.config import parse_config
@@ -23,8 +25,6 @@ from sleap_infer.ops.boxes import (
     nms,
 )
 from sleap_infer.runtimes import backend_maker
-from sleap_infer.vocab.errors import ConfigError, UsageError
-from sleap_infer.vocab.options import PredictOptions
 
 from conftest import SHARED
 from model_factory import config_dict, write_model_dir

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
+from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.tracking import kalman
 from sleap_infer.tracking.base import Detections, MaskBitmap, TrackerState
 from sleap_infer.tracking.bytetrack import ByteTracker, mask_boxes, pose_boxes
-from sleap_infer.vocab.tracking import TrackingOptions
 
 
 def tracker(carrier: str = "poses", **options: object) -> ByteTracker:

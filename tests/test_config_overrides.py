@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
+from sleap_infer.core.config import EmbeddingSettings, ModelConfig, Preprocessing, UNetConfig
+from sleap_infer.core.errors import UsageError
+from sleap_infer.core.overrides import ConfigOverrides
 from sleap_infer.model.loader import LoadedModel
 from sleap_infer.model.overrides import apply_overrides
-from sleap_infer.vocab.config import EmbeddingSettings, ModelConfig, Preprocessing, UNetConfig
-from sleap_infer.vocab.errors import UsageError
-from sleap_infer.vocab.overrides import ConfigOverrides
 
 
 def _model(model_type: str, pre: Preprocessing | None = None, **config: object) -> LoadedModel:
@@ -217,10 +217,10 @@ def _sorted(points: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("case", sorted(SLEAP_NN))
 def test_overrides_match_sleap_nn(shared: Path, case: str) -> None:
     sio = pytest.importorskip("sleap_io")
+    from sleap_infer.core.options import PredictOptions
     from sleap_infer.layers import build_layer
     from sleap_infer.model.loader import load_model
     from sleap_infer.runtimes import backend_maker
-    from sleap_infer.vocab.options import PredictOptions
 
     names, overrides, expected = SLEAP_NN[case]
     video_path = shared / "videos" / "centered_pair_small.mp4"
@@ -237,10 +237,10 @@ def test_overrides_match_sleap_nn(shared: Path, case: str) -> None:
 
 def test_override_changes_the_run(shared: Path) -> None:
     """The layer reads the overridden config, not a cached trained value."""
+    from sleap_infer.core.options import PredictOptions
     from sleap_infer.layers import build_layer
     from sleap_infer.model.loader import load_model
     from sleap_infer.runtimes import backend_maker
-    from sleap_infer.vocab.options import PredictOptions
 
     names = ("minimal_instance_centroid", "minimal_instance_centered_instance")
     models = [load_model(shared / "models" / n) for n in names]

@@ -13,6 +13,9 @@ import numpy as np
 import pytest
 import torch
 
+from sleap_infer.core.errors import ModelError, UsageError
+from sleap_infer.core.masks import MaskSet
+from sleap_infer.core.options import PredictOptions
 from sleap_infer.layers.build import build_layer
 from sleap_infer.layers.embedding import EmbeddingLayer, TopDownEmbeddingLayer
 from sleap_infer.model import registry
@@ -27,9 +30,6 @@ from sleap_infer.ops.embedding_crops import (
     standardize_crops,
 )
 from sleap_infer.runtimes.runtime import backend_maker
-from sleap_infer.vocab.errors import ModelError, UsageError
-from sleap_infer.vocab.masks import MaskSet
-from sleap_infer.vocab.options import PredictOptions
 
 from model_factory import config_dict, write_model_dir
 

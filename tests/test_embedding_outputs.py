@@ -19,14 +19,14 @@ import numpy as np
 import pytest
 import sleap_io as sio
 
-from sleap_infer.io.formats import FORMATS
-from sleap_infer.io.journal import JournalWriter, read_journal
-from sleap_infer.io.outputs import estimate_bytes, write_from_journal
-from sleap_infer.io.slots import Source
-from sleap_infer.io.slp_stream import FORMAT_IDENTITY, OWNER_INSTANCE, StreamingSlpWriter
-from sleap_infer.io.writer import LabelsBuilder
-from sleap_infer.vocab.errors import OutputError
-from sleap_infer.vocab.predictions import BatchPredictions
+from sleap_infer.core.errors import OutputError
+from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.journal import JournalWriter, read_journal
+from sleap_infer.writers.labels import LabelsBuilder
+from sleap_infer.writers.outputs import estimate_bytes, write_from_journal
+from sleap_infer.writers.registry import FORMATS
+from sleap_infer.writers.slots import Source
+from sleap_infer.writers.slp_stream import FORMAT_IDENTITY, OWNER_INSTANCE, StreamingSlpWriter
 
 from slp_tables import (
     assert_same_datasets,

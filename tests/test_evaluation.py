@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 from sleap_infer.cli.eval import EPILOG, eval_cmd, parse_stddev
 from sleap_infer.cli.help import HelpCommand
 from sleap_infer.cli.summary import write_json
+from sleap_infer.core.errors import UsageError, VideoError
 from sleap_infer.evaluation import evaluate, evaluate_files, metrics_json
 from sleap_infer.evaluation.matching import oks
-from sleap_infer.vocab.errors import UsageError, VideoError
 
 NODES = ("head", "thorax", "abdomen", "tail")
 SIGMA = 0.025

@@ -13,6 +13,9 @@ import torch
 
 from sleap_infer.backends import TorchBackend
 from sleap_infer.backends.onnx_backend import ONNXBackend
+from sleap_infer.core.artifact import METADATA_NAME, read_export
+from sleap_infer.core.errors import BackendError, ExportError, ModelError, UsageError
+from sleap_infer.core.options import DecodeSettings
 from sleap_infer.export.exporter import export_model
 from sleap_infer.export.graph_ops import local_peak_candidates
 from sleap_infer.export.settings import ExportSettings
@@ -26,9 +29,6 @@ from sleap_infer.layers import (
 from sleap_infer.layers.exported import ExportedCentroidLayer, ExportedSingleInstanceLayer
 from sleap_infer.model.config import parse_config
 from sleap_infer.model.loader import load_model
-from sleap_infer.vocab.artifact import METADATA_NAME, read_export
-from sleap_infer.vocab.errors import BackendError, ExportError, ModelError, UsageError
-from sleap_infer.vocab.options import DecodeSettings
 
 from conftest import fixture_model
 from fakes import FakeBackend
@@ -225,7 +225,7 @@ def test_static_export_rejects_other_shapes_with_one_line(tmp_path: Path) -> Non
 
 
 def test_decode_mismatch_with_a_fixed_export_is_reported(tmp_path: Path) -> None:
-    from sleap_infer.vocab.artifact import decode_misfit
+    from sleap_infer.core.artifact import decode_misfit
 
     have = DecodeSettings(refine=True, integral_patch_size=5, max_peaks=20)
     fields = ["refine", "integral_patch_size", "max_peaks"]

@@ -11,6 +11,8 @@ import torch
 
 from sleap_infer.backends import TorchBackend
 from sleap_infer.backends.onnx_backend import ONNXBackend, resolve_onnx_device
+from sleap_infer.core.artifact import METADATA_NAME
+from sleap_infer.core.errors import BackendError, ExportError
 from sleap_infer.export.exporter import export_model
 from sleap_infer.layers import PredictOptions, SingleInstanceLayer, build_layer
 from sleap_infer.layers.exported import ExportedSingleInstanceLayer
@@ -18,8 +20,6 @@ from sleap_infer.model.loader import load_model
 from sleap_infer.runtimes import backend_maker
 from sleap_infer.runtimes.auto import AutoExportBackend
 from sleap_infer.runtimes.cache import cache_root
-from sleap_infer.vocab.artifact import METADATA_NAME
-from sleap_infer.vocab.errors import BackendError, ExportError
 
 from model_factory import config_dict, write_model_dir
 

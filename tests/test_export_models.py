@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.layers import PredictOptions, build_layer
 from sleap_infer.layers.exported import (
     ExportedBottomUpLayer,
@@ -26,7 +27,6 @@ from sleap_infer.layers.exported import (
 )
 from sleap_infer.model.loader import load_model
 from sleap_infer.runtimes import backend_maker
-from sleap_infer.vocab.predictions import BatchPredictions
 
 from conftest import fixture_model
 

@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sleap_infer.core.artifact import PIPELINE_NAME
+from sleap_infer.core.errors import UsageError
 from sleap_infer.export.exporter import export_model
 from sleap_infer.export.pipeline import export_topdown
 from sleap_infer.export.settings import ExportSettings
@@ -26,8 +28,6 @@ from sleap_infer.layers.exported import PeakOverflowWarning
 from sleap_infer.model.checkpoint import load_state_dict, save_checkpoint
 from sleap_infer.model.loader import LoadedModel, load_model
 from sleap_infer.runtimes import backend_maker
-from sleap_infer.vocab.artifact import PIPELINE_NAME
-from sleap_infer.vocab.errors import UsageError
 
 from model_factory import config_dict, write_model_dir
 

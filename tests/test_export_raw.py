@@ -23,6 +23,9 @@ import torch
 from sleap_infer.backends import TorchBackend
 from sleap_infer.backends.onnx_backend import ONNXBackend
 from sleap_infer.backends.tensorrt_backend import GpuInfo, TensorRTBackend
+from sleap_infer.core.artifact import METADATA_NAME, PIPELINE_NAME, read_export
+from sleap_infer.core.errors import ExportError, UsageError
+from sleap_infer.core.options import DecodeSettings, PredictOptions
 from sleap_infer.export import exporter
 from sleap_infer.export.exporter import export_model
 from sleap_infer.export.pipeline import export_topdown
@@ -33,9 +36,6 @@ from sleap_infer.model.registry import MODEL_TYPES
 from sleap_infer.runtimes import EngineTarget, backend_maker, get_runtime
 from sleap_infer.runtimes.auto import AutoExportBackend
 from sleap_infer.runtimes.cache import ExportRequest, cache_key, cache_root, ensure_export, misfit
-from sleap_infer.vocab.artifact import METADATA_NAME, PIPELINE_NAME, read_export
-from sleap_infer.vocab.errors import ExportError, UsageError
-from sleap_infer.vocab.options import DecodeSettings, PredictOptions
 
 import fake_tensorrt as fake
 from conftest import SHARED

@@ -22,11 +22,11 @@ import numpy as np
 import pytest
 import sleap_io as sio
 
-from sleap_infer.io import outputs
-from sleap_infer.io.isolate import can_fork
-from sleap_infer.io.journal import read_journal
-from sleap_infer.io.outputs import atomic_write
-from sleap_infer.vocab.errors import OutputError
+from sleap_infer.core.errors import OutputError
+from sleap_infer.journal import read_journal
+from sleap_infer.writers import outputs
+from sleap_infer.writers.isolate import can_fork
+from sleap_infer.writers.outputs import atomic_write
 
 from conftest import SYNTHETIC_MODEL, assert_same_predictions, counter_frames, write_video
 
@@ -222,7 +222,7 @@ def test_enospc_in_any_form_is_a_full_disk_message(
 ) -> None:
     if fork and not can_fork():
         pytest.skip("no fork here")
-    monkeypatch.setattr("sleap_infer.io.isolate.can_fork", lambda: fork)
+    monkeypatch.setattr("sleap_infer.writers.isolate.can_fork", lambda: fork)
 
     def fail(tmp: Path) -> None:
         tmp.write_bytes(b"half")

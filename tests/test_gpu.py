@@ -52,14 +52,14 @@ import sleap_io as sio
 import torch
 
 from sleap_infer.bench.measure import box_delta, keypoint_delta, mask_agreement
+from sleap_infer.core.errors import BackendError
+from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.layers import PredictOptions, build_layer
 from sleap_infer.layers.base import InferenceLayer
 from sleap_infer.model.loader import load_model
 from sleap_infer.ops.assignment import linear_sum_assignment
 from sleap_infer.runtimes import backend_maker
 from sleap_infer.runtimes.cache import cache_root
-from sleap_infer.vocab.errors import BackendError
-from sleap_infer.vocab.predictions import BatchPredictions
 
 import scene
 from cli_runs import error_lines, run_cli
@@ -584,7 +584,7 @@ def test_reduced_precision_keeps_keypoints_on_a_trained_model(
     if fp16 and runtime == "torch":
         assert layer.backend.fp16  # type: ignore[attr-defined]
     if fp16 and runtime == "onnx":
-        from sleap_infer.vocab.artifact import read_export
+        from sleap_infer.core.artifact import read_export
 
         exports = layer.backend.exports  # type: ignore[attr-defined]
         assert exports and all(read_export(p).data["precision"] == "fp16" for p in exports)

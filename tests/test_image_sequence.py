@@ -10,12 +10,12 @@ import pytest
 import sleap_io as sio
 
 from sleap_infer.batch.tasks import plan_tasks
-from sleap_infer.io.formats import FORMATS
-from sleap_infer.io.images import ImageSequenceReader
-from sleap_infer.io.inputs import expand_inputs
-from sleap_infer.io.video import DECODE_ERROR, FrameError, open_video
-from sleap_infer.predictor import Predictor
-from sleap_infer.vocab.errors import VideoError
+from sleap_infer.core.errors import VideoError
+from sleap_infer.pipeline.predictor import Predictor
+from sleap_infer.sources.images import ImageSequenceReader
+from sleap_infer.sources.inputs import expand_inputs
+from sleap_infer.sources.video import DECODE_ERROR, FrameError, open_video
+from sleap_infer.writers.registry import FORMATS
 
 import scene
 from conftest import SYNTHETIC_MODEL, counter_frames

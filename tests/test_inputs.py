@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from sleap_infer.batch.tasks import plan_tasks
-from sleap_infer.io.formats import FORMATS
-from sleap_infer.io.inputs import expand_inputs, parse_shard, take_shard
-from sleap_infer.vocab.errors import UsageError
+from sleap_infer.core.errors import UsageError
+from sleap_infer.sources.inputs import expand_inputs, parse_shard, take_shard
+from sleap_infer.writers.registry import FORMATS
 
 
 def _touch(*paths: Path) -> None:

@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pytest
 
+from sleap_infer.core.errors import UsageError
+from sleap_infer.core.filters import InstanceFilters
 from sleap_infer.ops.instance_filters import (
     bbox_iou,
     filter_instances,
@@ -16,8 +18,6 @@ from sleap_infer.ops.instance_filters import (
     mean_node_scores,
     oks,
 )
-from sleap_infer.vocab.errors import UsageError
-from sleap_infer.vocab.filters import InstanceFilters
 
 NAN = np.nan
 

@@ -8,7 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sleap_infer.io.journal import (
+from sleap_infer.core.errors import OutputError, ResumeError
+from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.journal import (
     MAGIC,
     JournalWriter,
     check_compatible,
@@ -17,9 +19,7 @@ from sleap_infer.io.journal import (
     journal_path,
     read_journal,
 )
-from sleap_infer.io.video import MISSING_AT_END, FrameError
-from sleap_infer.vocab.errors import OutputError, ResumeError
-from sleap_infer.vocab.predictions import BatchPredictions
+from sleap_infer.sources.video import MISSING_AT_END, FrameError
 
 
 def _batch(first: int, n: int = 4, classes: bool = False) -> BatchPredictions:

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import sleap_io as sio
 
-from sleap_infer.io.labels_video import LabelsVideoReader
-from sleap_infer.io.video import ABSENT, DECODE_ERROR, FrameError, VideoReader, open_video
-from sleap_infer.vocab.errors import VideoError
+from sleap_infer.core.errors import VideoError
+from sleap_infer.sources.labels_video import LabelsVideoReader
+from sleap_infer.sources.video import ABSENT, DECODE_ERROR, FrameError, VideoReader, open_video
 
 from conftest import counter_frames, write_video
 

@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from sleap_infer.backends import TorchBackend
+from sleap_infer.core.errors import UsageError
 from sleap_infer.layers import CentroidLayer, PredictOptions, SingleInstanceLayer, build_layer
 from sleap_infer.model.config import parse_config
 from sleap_infer.model.loader import load_model
 from sleap_infer.runtimes import backend_maker
-from sleap_infer.vocab.errors import UsageError
 
 from conftest import fixture_model
 from fakes import FakeBackend, gaussian_maps

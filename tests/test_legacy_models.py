@@ -30,9 +30,9 @@ import pytest
 import sleap_io as sio
 import torch
 
+from sleap_infer.core.errors import ModelError
 from sleap_infer.model.config import parse_config
 from sleap_infer.model.loader import load_model
-from sleap_infer.vocab.errors import ModelError
 
 from cli_runs import run_cli
 from conftest import ROOT

@@ -18,15 +18,15 @@ import numpy as np
 import pytest
 import sleap_io as sio
 
-from sleap_infer.io.formats import FORMATS
-from sleap_infer.io.journal import JournalWriter, read_journal
-from sleap_infer.io.outputs import estimate_bytes, write_from_journal
-from sleap_infer.io.polygons import has_pixels, mask_rois, packaged, simplified
-from sleap_infer.io.slp_stream import StreamingSlpWriter
-from sleap_infer.io.writer import LabelsBuilder
-from sleap_infer.vocab.errors import OutputError
-from sleap_infer.vocab.masks import MaskSet
-from sleap_infer.vocab.predictions import BatchPredictions
+from sleap_infer.core.errors import OutputError
+from sleap_infer.core.masks import MaskSet
+from sleap_infer.core.polygons import has_pixels, mask_rois, packaged, simplified
+from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.journal import JournalWriter, read_journal
+from sleap_infer.writers.labels import LabelsBuilder
+from sleap_infer.writers.outputs import estimate_bytes, write_from_journal
+from sleap_infer.writers.registry import FORMATS
+from sleap_infer.writers.slp_stream import StreamingSlpWriter
 
 from slp_tables import memory_numbers, rss_mb, run_memory_child
 
@@ -439,9 +439,9 @@ def test_polygons_are_sleap_nns_to_the_coordinate(shared: Path, tmp_path: Path) 
 def test_a_segmentation_run_resumes_to_the_clean_result(
     shared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sleap_infer.io.journal import journal_path
-    from sleap_infer.predictor import Predictor
-    from sleap_infer.vocab.options import PredictOptions
+    from sleap_infer.core.options import PredictOptions
+    from sleap_infer.journal import journal_path
+    from sleap_infer.pipeline.predictor import Predictor
 
     from conftest import interrupt_after_batches
 

@@ -11,10 +11,10 @@ import pytest
 import torch
 import yaml
 
+from sleap_infer.core.errors import ConfigError, ModelError
 from sleap_infer.model.checkpoint import load_checkpoint, load_state_dict
 from sleap_infer.model.config import load_config, parse_config
 from sleap_infer.model.loader import load_model, resolve_model_dir
-from sleap_infer.vocab.errors import ConfigError, ModelError
 
 from conftest import FIXTURE_MODELS, fixture_model
 from model_factory import config_dict, write_model_dir

@@ -11,6 +11,7 @@ import torch
 
 from sleap_infer.backends import resolve_device
 from sleap_infer.cli.options import check_device
+from sleap_infer.core.errors import BackendError, UsageError
 from sleap_infer.layers import (
     BottomUpLayer,
     BottomUpMultiClassLayer,
@@ -22,7 +23,6 @@ from sleap_infer.layers import (
     TopDownLayer,
 )
 from sleap_infer.model.config import parse_config
-from sleap_infer.vocab.errors import BackendError, UsageError
 
 from fakes import FakeBackend, gaussian_maps
 from model_factory import config_dict

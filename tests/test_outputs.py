@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 import sleap_io as sio
 
-from sleap_infer.io.formats import FORMATS, get_format
-from sleap_infer.io.journal import JournalWriter, read_journal
-from sleap_infer.io.outputs import is_complete, write_from_journal
-from sleap_infer.io.video import VideoInfo
-from sleap_infer.io.writer import make_skeleton, make_video
+from sleap_infer.core.errors import UsageError
+from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.journal import JournalWriter, read_journal
 from sleap_infer.model.config import parse_config
-from sleap_infer.vocab.errors import UsageError
-from sleap_infer.vocab.predictions import BatchPredictions
+from sleap_infer.sources.video import VideoInfo
+from sleap_infer.writers.labels import make_skeleton, make_video
+from sleap_infer.writers.outputs import is_complete, write_from_journal
+from sleap_infer.writers.registry import FORMATS, get_format
 
 from conftest import fixture_model
 from model_factory import config_dict
@@ -326,7 +326,7 @@ def real_outputs(shared: Path, tmp_path_factory: pytest.TempPathFactory) -> dict
     """Each real model's predictions on 12 frames as ``.slp`` (and, for bottom-up, the NWB
     that failed in the report) through ``predict_video``; the other formats are built from
     a journal of the same predictions."""
-    from sleap_infer.predictor import Predictor
+    from sleap_infer.pipeline.predictor import Predictor
 
     video = shared / "videos" / "centered_pair_small.mp4"
     out = tmp_path_factory.mktemp("real")
@@ -377,8 +377,8 @@ def test_real_models_every_format_matches_the_slp(real_outputs: dict[str, Path],
 
 
 def test_real_model_with_nothing_found_writes_every_format(shared: Path, tmp_path: Path) -> None:
-    from sleap_infer.predictor import Predictor
-    from sleap_infer.vocab.options import PredictOptions
+    from sleap_infer.core.options import PredictOptions
+    from sleap_infer.pipeline.predictor import Predictor
 
     video = shared / "videos" / "centered_pair_small.mp4"
     predictor = Predictor(

@@ -27,8 +27,8 @@ from sleap_infer.cli.summary import (
     summary_table,
     write_summary,
 )
-from sleap_infer.io.journal import journal_path
-from sleap_infer.vocab.errors import OutputError
+from sleap_infer.core.errors import OutputError
+from sleap_infer.journal import journal_path
 
 # 2025-01-02 12:03:01 local time: the plain lines' timestamps are local.
 WALL0 = time.mktime((2025, 1, 2, 12, 3, 1, 0, 0, -1))

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import sleap_io as sio
 
-from sleap_infer.io.project_frames import ProjectSelection, select_project_frames
-from sleap_infer.vocab.errors import UsageError, VideoError
+from sleap_infer.core.errors import UsageError, VideoError
+from sleap_infer.sources.project_frames import ProjectSelection, select_project_frames
 
 FLAGS = ("only_labeled", "only_suggested", "exclude_user_labeled", "only_predicted")
 

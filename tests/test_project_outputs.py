@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import sleap_io as sio
 
-from sleap_infer.io.project_outputs import merged_path, part_path
+from sleap_infer.writers.projects import merged_path, part_path
 
 from cli_runs import error_lines, run_cli
 from conftest import fixture_model

@@ -17,11 +17,11 @@ from conftest import EXAMPLES, SYNTHETIC_MODEL
 
 sys.path.insert(0, str(EXAMPLES / "synthetic"))
 from sleap_infer.bench.suite import reduced_precision_rows
+from sleap_infer.core.errors import UsageError
+from sleap_infer.core.options import PredictOptions
 from sleap_infer.layers import build_layer
 from sleap_infer.model.loader import load_model
 from sleap_infer.runtimes import backend_maker
-from sleap_infer.vocab.errors import UsageError
-from sleap_infer.vocab.options import PredictOptions
 
 import scene
 
@@ -74,7 +74,7 @@ def test_openvino_is_float32_unless_asked() -> None:
     """OpenVINO's CPU plugin would run bf16 on CPUs that have it, unless told f32."""
     pytest.importorskip("openvino")
     from sleap_infer.backends.openvino_backend import OpenVINOBackend
-    from sleap_infer.vocab.artifact import read_export
+    from sleap_infer.core.artifact import read_export
 
     maker = backend_maker("openvino", "cpu")
     layer = build_layer([load_model(SYNTHETIC_MODEL)], maker, PredictOptions())
@@ -183,7 +183,7 @@ def test_predict_cli_refuses_int8_on_torch(
 
 def test_openvino_refuses_cuda() -> None:
     pytest.importorskip("openvino")
-    from sleap_infer.vocab.errors import BackendError
+    from sleap_infer.core.errors import BackendError
 
     with pytest.raises(BackendError, match="runs on cpu only"):
         backend_maker("openvino", "cuda")

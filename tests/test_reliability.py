@@ -8,17 +8,17 @@ import numpy as np
 import pytest
 import sleap_io as sio
 
-from sleap_infer import predictor as predictor_module
 from sleap_infer.batch.execute import JobSettings
 from sleap_infer.batch.pool import PredictorSpec
 from sleap_infer.batch.run import Batch, plan_batch, run_batch
 from sleap_infer.batch.tasks import DONE, FAILED, INTERRUPTED, SKIPPED, VideoOutcome, VideoTask
-from sleap_infer.io.formats import get_format
-from sleap_infer.io.journal import journal_path, read_journal
-from sleap_infer.io.video import VideoReader
-from sleap_infer.predictor import Predictor
-from sleap_infer.vocab.errors import OutputError, ResumeError, UsageError, VideoError
-from sleap_infer.vocab.options import DecodeSettings, PredictOptions
+from sleap_infer.core.errors import OutputError, ResumeError, UsageError, VideoError
+from sleap_infer.core.options import DecodeSettings, PredictOptions
+from sleap_infer.journal import journal_path, read_journal
+from sleap_infer.pipeline import predictor as predictor_module
+from sleap_infer.pipeline.predictor import Predictor
+from sleap_infer.sources.video import VideoReader
+from sleap_infer.writers.registry import get_format
 
 import scene
 from conftest import (

@@ -21,10 +21,10 @@ from typer.testing import CliRunner
 
 from sleap_infer.cli.help import HelpCommand
 from sleap_infer.cli.render import default_output, render
-from sleap_infer.io.video import open_video
+from sleap_infer.core.errors import OutputError, UsageError, VideoError
 from sleap_infer.render import render_frame, render_video
 from sleap_infer.render.overlay import MASK_ALPHA, PALETTE
-from sleap_infer.vocab.errors import OutputError, UsageError, VideoError
+from sleap_infer.sources.video import open_video
 
 from conftest import SHARED, write_video
 

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import sleap_io as sio
 
-from sleap_infer.io.journal import journal_path, read_journal
-from sleap_infer.io.video import MISSING_AT_END
+from sleap_infer.core.errors import ResumeError
+from sleap_infer.journal import journal_path, read_journal
 from sleap_infer.layers import PredictOptions
-from sleap_infer.predictor import Predictor
-from sleap_infer.vocab.errors import ResumeError
+from sleap_infer.pipeline.predictor import Predictor
+from sleap_infer.sources.video import MISSING_AT_END
 
 import scene
 from broken_videos import faststart_mp4, noisy_frames, truncated_copy, zeroed_copy

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import sleap_io as sio
 
-from sleap_infer.retrack import retrack_file, retrack_labels
-from sleap_infer.vocab.errors import UsageError, VideoError
-from sleap_infer.vocab.tracking import TrackingOptions
+from sleap_infer.core.errors import UsageError, VideoError
+from sleap_infer.core.tracking import TrackingOptions
+from sleap_infer.pipeline.retrack import retrack_file, retrack_labels
 
 
 def _video(name: str = "v.mp4", n_frames: int = 40) -> sio.Video:

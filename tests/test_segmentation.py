@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 import torch
 
+from sleap_infer.core.errors import UsageError
+from sleap_infer.core.options import PredictOptions
 from sleap_infer.layers.build import build_layer
 from sleap_infer.layers.preprocessing import PreprocInfo
 from sleap_infer.layers.segmentation import (
@@ -44,8 +46,6 @@ from sleap_infer.ops.seg_merge import (
     multicut_groups,
 )
 from sleap_infer.runtimes import backend_maker
-from sleap_infer.vocab.errors import UsageError
-from sleap_infer.vocab.options import PredictOptions
 
 from fakes import FakeBackend
 from model_factory import config_dict

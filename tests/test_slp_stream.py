@@ -9,16 +9,16 @@ import numpy as np
 import pytest
 import sleap_io as sio
 
-from sleap_infer.io.slp_stream import (
+from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.model.config import parse_config
+from sleap_infer.sources.video import VideoInfo
+from sleap_infer.writers.labels import LabelsBuilder, make_skeleton, make_video
+from sleap_infer.writers.slp_stream import (
     MAX_CHUNK_BYTES,
     MIN_CHUNK_ROWS,
     StreamingSlpWriter,
     chunk_rows,
 )
-from sleap_infer.io.video import VideoInfo
-from sleap_infer.io.writer import LabelsBuilder, make_skeleton, make_video
-from sleap_infer.model.config import parse_config
-from sleap_infer.vocab.predictions import BatchPredictions
 
 from model_factory import config_dict
 

@@ -21,14 +21,14 @@ import numpy as np
 import pytest
 import torch
 
-from sleap_infer.io.video import VideoReader
+from sleap_infer.core.options import PredictOptions
+from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.layers import build_layer
 from sleap_infer.model.loader import load_model
 from sleap_infer.runner import Runner
 from sleap_infer.runner.staging import SLOTS, Staged, Stager
 from sleap_infer.runtimes import backend_maker
-from sleap_infer.vocab.options import PredictOptions
-from sleap_infer.vocab.predictions import BatchPredictions
+from sleap_infer.sources.video import VideoReader
 
 from conftest import ROOT
 

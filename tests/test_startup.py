@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sleap_infer.core import startup
 from sleap_infer.ops import assignment
-from sleap_infer.vocab import startup
 
 
 def _fresh(code: str, **env: str) -> str:
@@ -39,7 +39,7 @@ def test_the_predict_command_imports_no_other_command_nor_unused_layers() -> Non
         """
         import sys
         from sleap_infer.cli import build_app
-        import sleap_infer.batch.execute, sleap_infer.batch.run, sleap_infer.predictor
+        import sleap_infer.batch.execute, sleap_infer.batch.run, sleap_infer.pipeline.predictor
         build_app(["predict"])
         from sleap_infer.layers import build_layer, layer_class
         layer_class("single_instance")
@@ -89,7 +89,7 @@ def test_the_trace_writes_marks_and_spans_at_exit(tmp_path: Path) -> None:
         """
         import time
         import sleap_infer
-        from sleap_infer.vocab import startup
+        from sleap_infer.core import startup
         with startup.span("work"):
             time.sleep(0.01)
         with startup.span("work"):

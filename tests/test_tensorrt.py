@@ -20,6 +20,9 @@ from sleap_infer.backends.tensorrt_backend import (
     read_engine_metadata,
     require_tensorrt,
 )
+from sleap_infer.core.artifact import ExportInfo
+from sleap_infer.core.errors import BackendError, ExportError
+from sleap_infer.core.options import DecodeSettings
 from sleap_infer.export import exporter
 from sleap_infer.export.pipeline import export_topdown
 from sleap_infer.export.settings import ExportSettings
@@ -30,9 +33,6 @@ from sleap_infer.layers.exported import ExportedBottomUpLayer
 from sleap_infer.model.loader import load_model
 from sleap_infer.runtimes import EngineTarget, backend_maker, get_runtime
 from sleap_infer.runtimes.cache import ExportRequest, misfit
-from sleap_infer.vocab.artifact import ExportInfo
-from sleap_infer.vocab.errors import BackendError, ExportError
-from sleap_infer.vocab.options import DecodeSettings
 
 import fake_tensorrt as fake
 from model_factory import config_dict, write_model_dir

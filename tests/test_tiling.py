@@ -15,6 +15,8 @@ import sleap_io as sio
 import torch
 import torch.nn.functional as F
 
+from sleap_infer.core.config import Tiling
+from sleap_infer.core.errors import ConfigError, UsageError
 from sleap_infer.layers import PredictOptions, SingleInstanceLayer, build_layer
 from sleap_infer.layers.tiled import TiledLayer
 from sleap_infer.model.config import parse_config
@@ -28,8 +30,6 @@ from sleap_infer.ops.tiling import (
     tile_grid,
 )
 from sleap_infer.runtimes import backend_maker
-from sleap_infer.vocab.config import Tiling
-from sleap_infer.vocab.errors import ConfigError, UsageError
 
 from fakes import FakeBackend
 from model_factory import config_dict, write_model_dir

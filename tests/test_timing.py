@@ -11,11 +11,11 @@ import torch
 
 from sleap_infer.backends import threads
 from sleap_infer.backends.torch_backend import TorchBackend
+from sleap_infer.core import timing
 from sleap_infer.layers import PredictOptions, SingleInstanceLayer
 from sleap_infer.model.config import parse_config
 from sleap_infer.nets import build_network
 from sleap_infer.runner import Runner
-from sleap_infer.vocab import timing
 
 from model_factory import config_dict
 

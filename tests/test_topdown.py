@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from sleap_infer.core.errors import ConfigError, UsageError
 from sleap_infer.layers import (
     CenteredInstanceLayer,
     CentroidLayer,
@@ -26,9 +27,8 @@ from sleap_infer.ops.crops import (
     gather_crops,
     zero_beyond_extent,
 )
-from sleap_infer.predictor import Predictor
+from sleap_infer.pipeline.predictor import Predictor
 from sleap_infer.runtimes import backend_maker
-from sleap_infer.vocab.errors import ConfigError, UsageError
 
 from fakes import FakeBackend, gaussian_maps
 from model_factory import config_dict, write_model_dir

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
+from sleap_infer.core.errors import UsageError
+from sleap_infer.core.options import PredictOptions
 from sleap_infer.layers.build import build_layer
 from sleap_infer.layers.topdown_segmentation import TopDownSegmentationLayer
 from sleap_infer.model.loader import load_model
 from sleap_infer.ops.crops import centered_boxes, crop_origin
 from sleap_infer.runtimes import backend_maker
-from sleap_infer.vocab.errors import UsageError
-from sleap_infer.vocab.options import PredictOptions
 
 from model_factory import config_dict, write_model_dir
 

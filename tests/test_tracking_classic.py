@@ -8,6 +8,8 @@ import json
 import numpy as np
 import pytest
 
+from sleap_infer.core.errors import ResumeError, UsageError
+from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, make_tracker
 from sleap_infer.tracking.base import Assignment, TrackerState
 from sleap_infer.tracking.classic import ClassicTracker
@@ -15,8 +17,6 @@ from sleap_infer.tracking.features import mask_crop
 from sleap_infer.tracking.matching import drop_infeasible, greedy, hungarian
 from sleap_infer.tracking.resolve import resolve_options
 from sleap_infer.tracking.scoring import mask_iou, oks_matrix
-from sleap_infer.vocab.errors import ResumeError, UsageError
-from sleap_infer.vocab.tracking import TrackingOptions
 
 N_NODES = 4
 SHAPE = np.array([[0.0, 0.0], [6.0, 1.0], [3.0, 7.0], [-4.0, 4.0]])

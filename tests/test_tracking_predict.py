@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import sleap_io as sio
 
-from sleap_infer.io.journal import journal_path, read_journal
-from sleap_infer.predictor import Predictor
-from sleap_infer.vocab.tracking import TrackingOptions
+from sleap_infer.core.tracking import TrackingOptions
+from sleap_infer.journal import journal_path, read_journal
+from sleap_infer.pipeline.predictor import Predictor
 
 from cli_runs import error_lines, infer_stopping, run_cli
 from conftest import fixture_model

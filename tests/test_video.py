@@ -7,8 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sleap_infer.io.frames import parse_frames
-from sleap_infer.io.video import (
+from sleap_infer.core.errors import UsageError, VideoError
+from sleap_infer.sources.frames import parse_frames
+from sleap_infer.sources.video import (
     DECODE_ERROR,
     MISSING_AT_END,
     SEEK_GAP_FRAMES,
@@ -16,7 +17,6 @@ from sleap_infer.io.video import (
     VideoReader,
     runs,
 )
-from sleap_infer.vocab.errors import UsageError, VideoError
 
 from broken_videos import (
     avi_claiming,

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import sleap_io as sio
 
-from sleap_infer.io.outputs import atomic_write, default_output_path
-from sleap_infer.io.video import VideoInfo
-from sleap_infer.io.writer import LabelsBuilder, make_skeleton, make_video
+from sleap_infer.core.errors import OutputError
+from sleap_infer.core.masks import MaskSet
+from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.model.config import parse_config
-from sleap_infer.vocab.errors import OutputError
-from sleap_infer.vocab.masks import MaskSet
-from sleap_infer.vocab.predictions import BatchPredictions
+from sleap_infer.sources.video import VideoInfo
+from sleap_infer.writers.labels import LabelsBuilder, make_skeleton, make_video
+from sleap_infer.writers.outputs import atomic_write, default_output_path
 
 from model_factory import config_dict
 

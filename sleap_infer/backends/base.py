@@ -6,9 +6,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
-from sleap_infer.vocab.artifact import ExportInfo
-from sleap_infer.vocab.errors import BackendError
-from sleap_infer.vocab.options import DecodeSettings
+from sleap_infer.core.artifact import ExportInfo
+from sleap_infer.core.errors import BackendError
+from sleap_infer.core.options import DecodeSettings
 
 
 @runtime_checkable

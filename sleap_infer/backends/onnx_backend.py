@@ -17,9 +17,9 @@ import torch
 
 from sleap_infer.backends.base import check_export_input, refuse_misfit, resolve_device
 from sleap_infer.backends.threads import cpu_budget
-from sleap_infer.vocab.artifact import ExportInfo, read_export
-from sleap_infer.vocab.errors import BackendError, ExportError
-from sleap_infer.vocab.options import DecodeSettings
+from sleap_infer.core.artifact import ExportInfo, read_export
+from sleap_infer.core.errors import BackendError, ExportError
+from sleap_infer.core.options import DecodeSettings
 
 GRAPH_LEVELS = {
     "disable": "ORT_DISABLE_ALL",

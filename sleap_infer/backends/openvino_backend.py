@@ -22,9 +22,9 @@ import torch
 
 from sleap_infer.backends.base import check_export_input, refuse_misfit
 from sleap_infer.backends.threads import cpu_budget
-from sleap_infer.vocab.artifact import ExportInfo
-from sleap_infer.vocab.errors import BackendError, ExportError
-from sleap_infer.vocab.options import DecodeSettings
+from sleap_infer.core.artifact import ExportInfo
+from sleap_infer.core.errors import BackendError, ExportError
+from sleap_infer.core.options import DecodeSettings
 
 MAX_COMPILED_SHAPES = 16
 """Compiled models kept per backend; beyond this the oldest is dropped (top-down crop

@@ -21,9 +21,9 @@ from typing import Any
 import torch
 
 from sleap_infer.backends.base import refuse_misfit, resolve_device
-from sleap_infer.vocab.artifact import ExportInfo
-from sleap_infer.vocab.errors import BackendError, ExportError
-from sleap_infer.vocab.options import DecodeSettings
+from sleap_infer.core.artifact import ExportInfo
+from sleap_infer.core.errors import BackendError, ExportError
+from sleap_infer.core.options import DecodeSettings
 
 INSTALL_HINT = "pip install 'sleap-infer[tensorrt]'"
 

@@ -10,7 +10,7 @@ from torch import nn
 
 from sleap_infer.backends.base import resolve_device
 from sleap_infer.backends.threads import configure_torch_threads
-from sleap_infer.vocab.errors import BackendError
+from sleap_infer.core.errors import BackendError
 
 
 class TorchBackend:

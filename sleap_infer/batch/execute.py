@@ -15,9 +15,9 @@ from sleap_infer.batch.tasks import (
     VideoTask,
     interrupted_outcome,
 )
-from sleap_infer.io.video import MISSING_AT_END
-from sleap_infer.predictor import Predictor, VideoResult
-from sleap_infer.vocab.errors import SleapInferError
+from sleap_infer.core.errors import SleapInferError
+from sleap_infer.pipeline.predictor import Predictor, VideoResult
+from sleap_infer.sources.video import MISSING_AT_END
 
 DEBUG_ENV = "SLEAP_INFER_DEBUG"  # set to print tracebacks of unexpected errors
 

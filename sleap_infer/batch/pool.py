@@ -30,13 +30,13 @@ from sleap_infer.batch.tasks import (
     interrupted_outcome,
     kept_hint,
 )
-from sleap_infer.io.formats import OutputFormat
-from sleap_infer.io.project_frames import ProjectSelection
-from sleap_infer.vocab.errors import SleapInferError
-from sleap_infer.vocab.filters import InstanceFilters
-from sleap_infer.vocab.options import BATCH_SIZE, PredictOptions
-from sleap_infer.vocab.overrides import ConfigOverrides
-from sleap_infer.vocab.tracking import TrackingOptions
+from sleap_infer.core.errors import SleapInferError
+from sleap_infer.core.filters import InstanceFilters
+from sleap_infer.core.options import BATCH_SIZE, PredictOptions
+from sleap_infer.core.overrides import ConfigOverrides
+from sleap_infer.core.tracking import TrackingOptions
+from sleap_infer.sources.project_frames import ProjectSelection
+from sleap_infer.writers.registry import OutputFormat
 
 POLL_S = 0.2
 STOP_GRACE_S = 30.0
@@ -65,7 +65,7 @@ class PredictorSpec:
         from sleap_infer.layers import build_layer
         from sleap_infer.model.loader import load_model
         from sleap_infer.model.overrides import apply_overrides
-        from sleap_infer.predictor import (
+        from sleap_infer.pipeline.predictor import (
             check_format,
             check_overrides_backend,
             only_centroid_models,
@@ -91,7 +91,7 @@ class PredictorSpec:
         return skeleton_warnings(models, output_model(models, layer.config))
 
     def build(self, device: str) -> Any:
-        from sleap_infer.predictor import Predictor
+        from sleap_infer.pipeline.predictor import Predictor
 
         return Predictor(
             self.model_paths,

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sleap_infer.batch.tasks import ProjectPlan, VideoTask
-from sleap_infer.io.formats import OutputFormat
-from sleap_infer.io.outputs import is_complete
-from sleap_infer.io.project_outputs import combine_predictions, merge_into_project, merged_path
-from sleap_infer.vocab.errors import SleapInferError
+from sleap_infer.core.errors import SleapInferError
+from sleap_infer.writers.outputs import is_complete
+from sleap_infer.writers.projects import combine_predictions, merge_into_project, merged_path
+from sleap_infer.writers.registry import OutputFormat
 
 
 @dataclass(frozen=True)

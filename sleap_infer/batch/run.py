@@ -24,12 +24,12 @@ from sleap_infer.batch.execute import BatchEvents, JobSettings, run_sequential
 from sleap_infer.batch.pool import PredictorSpec, run_on_devices
 from sleap_infer.batch.projects import ProjectStep, finish_projects
 from sleap_infer.batch.tasks import VideoOutcome, VideoTask, plan_tasks, settled_before_running
-from sleap_infer.io.formats import OutputFormat, get_format
-from sleap_infer.io.inputs import expand_inputs, take_shard
-from sleap_infer.vocab.errors import UsageError
+from sleap_infer.core.errors import UsageError
+from sleap_infer.sources.inputs import expand_inputs, take_shard
+from sleap_infer.writers.registry import OutputFormat, get_format
 
 if TYPE_CHECKING:
-    from sleap_infer.predictor import Predictor
+    from sleap_infer.pipeline.predictor import Predictor
 
 
 @dataclass

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sleap_infer.io.formats import FORMATS, OutputFormat
-from sleap_infer.io.inputs import VideoInput, is_labels_path, is_pattern
-from sleap_infer.io.journal import journal_path, read_journal
-from sleap_infer.io.outputs import default_output_path, is_complete
-from sleap_infer.io.project_outputs import count_videos, part_path
-from sleap_infer.vocab.errors import SleapInferError, UsageError
+from sleap_infer.core.errors import SleapInferError, UsageError
+from sleap_infer.journal import journal_path, read_journal
+from sleap_infer.sources.inputs import VideoInput, is_labels_path, is_pattern
+from sleap_infer.writers.outputs import default_output_path, is_complete
+from sleap_infer.writers.projects import count_videos, part_path
+from sleap_infer.writers.registry import FORMATS, OutputFormat
 
 # VideoOutcome.status values.
 DONE = "done"

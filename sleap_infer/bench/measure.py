@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.core.timing import StageTimer
 from sleap_infer.layers.base import InferenceLayer
 from sleap_infer.ops.assignment import linear_sum_assignment
 from sleap_infer.runner import Runner
-from sleap_infer.vocab.predictions import BatchPredictions
-from sleap_infer.vocab.timing import StageTimer
 
 OK, UNAVAILABLE, FAILED = "ok", "unavailable", "failed"
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import torch
 
+from sleap_infer.core.errors import BackendError
 from sleap_infer.runtimes import get_runtime
-from sleap_infer.vocab.errors import BackendError
 
 OPTIONAL_MODULES = ("onnxruntime", "tensorrt", "openvino")
 EXPORT_MODULES = ("onnx", "onnxscript")

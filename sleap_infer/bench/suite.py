@@ -22,14 +22,14 @@ from sleap_infer.bench.measure import (
     measure_layer,
     measure_pipelined,
 )
-from sleap_infer.io.provenance import now_iso, package_versions, system_info
+from sleap_infer.core.errors import SleapInferError, UsageError
+from sleap_infer.core.options import PredictOptions
+from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.core.provenance import now_iso, package_versions, system_info
 from sleap_infer.layers import build_layer
 from sleap_infer.layers.base import InferenceLayer
 from sleap_infer.model.loader import load_model
 from sleap_infer.runtimes import RUNTIME_NAMES, backend_maker
-from sleap_infer.vocab.errors import SleapInferError, UsageError
-from sleap_infer.vocab.options import PredictOptions
-from sleap_infer.vocab.predictions import BatchPredictions
 
 BASELINE = "torch"
 DEFAULT_BACKENDS = ("torch", "onnx")
@@ -111,7 +111,7 @@ def bench_frames(layer: InferenceLayer, config: BenchConfig, n: int) -> tuple[np
     """``n`` frames ``(n, H, W, C)`` uint8: the video's first frames (tiled if it is shorter),
     or deterministic synthetic frames of ``config.size``. Returns them and a description."""
     if config.video is not None:
-        from sleap_infer.io.video import VideoReader  # PyAV: only when a video is benched
+        from sleap_infer.sources.video import VideoReader  # PyAV: only when a video is benched
 
         reader = VideoReader(config.video)
         channels = reader.channels_for(layer.input_channels)

@@ -37,9 +37,9 @@ from sleap_infer.bench.runtime_checks import (
     runtime_checks,
 )
 from sleap_infer.bench.suite import machine_info
-from sleap_infer.io.provenance import PREDICTION_PACKAGES, package_versions
+from sleap_infer.core.errors import BackendError
+from sleap_infer.core.provenance import PREDICTION_PACKAGES, package_versions
 from sleap_infer.runtimes import get_runtime
-from sleap_infer.vocab.errors import BackendError
 
 
 def versions(probes: dict[str, Probe]) -> dict[str, str | None]:

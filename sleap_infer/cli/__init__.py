@@ -19,8 +19,8 @@ from rich.markup import escape
 from sleap_infer import __version__
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_FAILED, EXIT_INTERRUPTED, HelpCommand
-from sleap_infer.vocab import startup
-from sleap_infer.vocab.errors import SleapInferError
+from sleap_infer.core import startup
+from sleap_infer.core.errors import SleapInferError
 
 # name: (module, function, short help, no_args_is_help). Each command's module is imported
 # only when a command line names it (or asks for the list): the others' imports (torch,

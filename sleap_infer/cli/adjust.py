@@ -1,6 +1,6 @@
 """``infer predict`` options that adjust a run as sleap-nn's do: instance post-filters and
 training-config overrides. Defaults come from the records in
-:mod:`sleap_infer.vocab.filters` and :mod:`sleap_infer.vocab.overrides`."""
+:mod:`sleap_infer.core.filters` and :mod:`sleap_infer.core.overrides`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from sleap_infer.vocab.filters import InstanceFilters
+from sleap_infer.core.filters import InstanceFilters
 
 _F = InstanceFilters()
 

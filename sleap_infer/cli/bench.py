@@ -27,8 +27,8 @@ from sleap_infer.cli.options import (
     check_device,
     parse_size,
 )
-from sleap_infer.vocab import options as defaults
-from sleap_infer.vocab.errors import OutputError, UsageError
+from sleap_infer.core import options as defaults
+from sleap_infer.core.errors import OutputError, UsageError
 
 if TYPE_CHECKING:  # the bench machinery imports torch and every layer: only when run
     from sleap_infer.bench.measure import Measurement
@@ -120,7 +120,7 @@ def bench(
         reduced_precision_rows,
         run_bench,
     )
-    from sleap_infer.vocab.options import PredictOptions
+    from sleap_infer.core.options import PredictOptions
 
     if input is not None and size is not None:
         raise UsageError("--input and --size contradict each other: pick one")

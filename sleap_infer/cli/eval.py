@@ -18,7 +18,7 @@ from rich.table import Table
 
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import exit_codes
-from sleap_infer.vocab.errors import UsageError
+from sleap_infer.core.errors import UsageError
 
 EPILOG = exit_codes(
     ok="scored (and --json written)",

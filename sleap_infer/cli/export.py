@@ -33,10 +33,10 @@ from sleap_infer.cli.options import (
     check_device,
     parse_size,
 )
-from sleap_infer.vocab import options as defaults
-from sleap_infer.vocab.artifact import ExportInfo
-from sleap_infer.vocab.errors import UsageError
-from sleap_infer.vocab.options import DecodeSettings
+from sleap_infer.core import options as defaults
+from sleap_infer.core.artifact import ExportInfo
+from sleap_infer.core.errors import UsageError
+from sleap_infer.core.options import DecodeSettings
 
 EPILOG = exit_codes(
     ok="exported",

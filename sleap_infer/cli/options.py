@@ -2,7 +2,7 @@
 
 Each alias is a type annotation (``Annotated[type, typer.Option(...)]``) that
 ``predict``, ``export`` and ``bench`` put on their parameters; defaults come
-from :mod:`sleap_infer.vocab.options`, so a default lives in one place.
+from :mod:`sleap_infer.core.options`, so a default lives in one place.
 Choices (runtimes, output formats) are enums built from their registries, so
 Typer validates them and lists them in ``--help``. Only light modules are
 imported here: ``infer --help`` must not wait for torch.
@@ -18,10 +18,10 @@ from typing import Annotated
 
 import typer
 
-from sleap_infer.io.formats import FORMATS
+from sleap_infer.core.errors import UsageError
+from sleap_infer.core.options import MERGE_THRESHOLDS
 from sleap_infer.runtimes.runtime import RUNTIMES
-from sleap_infer.vocab.errors import UsageError
-from sleap_infer.vocab.options import MERGE_THRESHOLDS
+from sleap_infer.writers.registry import FORMATS
 
 
 def _choices(name: str, values: Iterable[str]) -> type[Enum]:

@@ -64,12 +64,12 @@ from sleap_infer.cli.summary import (
     print_summary,
     write_summary,
 )
-from sleap_infer.vocab import options as defaults
-from sleap_infer.vocab import startup
-from sleap_infer.vocab.errors import SleapInferError, UsageError
-from sleap_infer.vocab.filters import InstanceFilters
-from sleap_infer.vocab.options import PredictOptions
-from sleap_infer.vocab.overrides import ConfigOverrides
+from sleap_infer.core import options as defaults
+from sleap_infer.core import startup
+from sleap_infer.core.errors import SleapInferError, UsageError
+from sleap_infer.core.filters import InstanceFilters
+from sleap_infer.core.options import PredictOptions
+from sleap_infer.core.overrides import ConfigOverrides
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -310,10 +310,10 @@ def predict(
     from sleap_infer.batch.execute import JobSettings
     from sleap_infer.batch.pool import PredictorSpec
     from sleap_infer.batch.run import Batch, device_list, plan_batch
-    from sleap_infer.io.formats import get_format
-    from sleap_infer.io.frames import check_frames
-    from sleap_infer.io.inputs import parse_shard
-    from sleap_infer.io.project_frames import ProjectSelection
+    from sleap_infer.sources.frames import check_frames
+    from sleap_infer.sources.inputs import parse_shard
+    from sleap_infer.sources.project_frames import ProjectSelection
+    from sleap_infer.writers.registry import get_format
 
     startup.mark("command_imported")
     if resume and overwrite:

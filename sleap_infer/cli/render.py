@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import exit_codes
-from sleap_infer.vocab.errors import UsageError
+from sleap_infer.core.errors import UsageError
 
 if TYPE_CHECKING:
     from sleap_infer.render import RenderStats
@@ -110,7 +110,7 @@ def render(
     ] = False,
 ) -> None:
     """Draw predictions (skeletons, scores, masks, boxes) over their video frames."""
-    from sleap_infer.io.frames import check_frames
+    from sleap_infer.sources.frames import check_frames
 
     check_frames(frames)
     out = output if output is not None else default_output(predictions, frame)

@@ -36,8 +36,8 @@ from sleap_infer.batch.tasks import (
 )
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_INTERRUPTED, EXIT_OK
-from sleap_infer.io.journal import journal_path
-from sleap_infer.vocab.errors import OutputError
+from sleap_infer.core.errors import OutputError
+from sleap_infer.journal import journal_path
 
 SCHEMA = "sleap_infer.run_summary/1"
 NOT_STARTED = "not_started"  # planned, but the run ended before it

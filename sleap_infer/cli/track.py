@@ -17,7 +17,7 @@ from rich.markup import escape
 from sleap_infer.cli import tracking as trk
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import exit_codes
-from sleap_infer.vocab.errors import UsageError
+from sleap_infer.core.errors import UsageError
 
 EPILOG = exit_codes(ok="re-tracked and written", failed="the file could not be read or written")
 
@@ -66,7 +66,7 @@ def track(
     new_track_threshold: trk.NewTrack = trk.DEFAULTS.new_track_threshold,
 ) -> None:
     """Re-track a prediction file (ours or sleap-nn's) without a model."""
-    from sleap_infer.retrack import retrack_file
+    from sleap_infer.pipeline.retrack import retrack_file
 
     options = trk.tracking_options(True, locals())
     assert options is not None

@@ -1,6 +1,6 @@
 """Tracking options, declared once for ``infer predict --tracking`` and ``infer track``.
 
-Defaults come from :mod:`sleap_infer.vocab.tracking`. Unset ``--features``,
+Defaults come from :mod:`sleap_infer.core.tracking`. Unset ``--features``,
 ``--scoring``, ``--candidates`` and ``--window-size`` mean "as sleap-nn
 chooses for this model" (see ``TrackingOptions``); the chosen values are
 printed in the output's provenance.
@@ -13,9 +13,9 @@ from typing import Annotated, Any
 
 import typer
 
-from sleap_infer.vocab import tracking as t
-from sleap_infer.vocab.errors import UsageError
-from sleap_infer.vocab.tracking import TrackingOptions
+from sleap_infer.core import tracking as t
+from sleap_infer.core.errors import UsageError
+from sleap_infer.core.tracking import TrackingOptions
 
 
 def _choice_help(text: str, values: tuple[str, ...]) -> str:

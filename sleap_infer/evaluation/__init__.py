@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 import sleap_io as sio
 
+from sleap_infer.core.errors import UsageError, VideoError
 from sleap_infer.evaluation.matching import Match, match_frame
 from sleap_infer.evaluation.metrics import all_metrics
 from sleap_infer.evaluation.pairing import pair_frames
 from sleap_infer.evaluation.report import headline, metrics_json, to_json_safe
-from sleap_infer.vocab.errors import UsageError, VideoError
 
 __all__ = ["evaluate", "evaluate_files", "headline", "metrics_json", "to_json_safe"]
 

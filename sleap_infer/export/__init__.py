@@ -54,7 +54,7 @@ Using an export
 ---------------
 This package writes exports. Finding one that fits a run, or making one on
 first use, is :mod:`sleap_infer.runtimes` (one floor up); reading one is the
-artifact contract in :mod:`sleap_infer.vocab.artifact` (backends read it).
+artifact contract in :mod:`sleap_infer.core.artifact` (backends read it).
 
 Bottom-up
 ---------

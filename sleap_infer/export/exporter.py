@@ -19,14 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from sleap_infer.export.metadata import build_metadata
-from sleap_infer.export.onnx_export import embed_metadata, export_onnx, verify_numerics
-from sleap_infer.export.settings import ExportSettings, check_opset
-from sleap_infer.export.wrappers import ExportWrapper, wrapper_for_model
-from sleap_infer.layers.preprocessing import Preprocessor
-from sleap_infer.model.loader import LoadedModel, load_model
-from sleap_infer.model.registry import MODEL_TYPES
-from sleap_infer.vocab.artifact import (
+from sleap_infer.core.artifact import (
     ENGINE_NAME,
     EXPORT_FOLDER,
     METADATA_NAME,
@@ -37,7 +30,14 @@ from sleap_infer.vocab.artifact import (
     read_export,
     write_metadata,
 )
-from sleap_infer.vocab.errors import ExportError, UsageError
+from sleap_infer.core.errors import ExportError, UsageError
+from sleap_infer.export.metadata import build_metadata
+from sleap_infer.export.onnx_export import embed_metadata, export_onnx, verify_numerics
+from sleap_infer.export.settings import ExportSettings, check_opset
+from sleap_infer.export.wrappers import ExportWrapper, wrapper_for_model
+from sleap_infer.layers.preprocessing import Preprocessor
+from sleap_infer.model.loader import LoadedModel, load_model
+from sleap_infer.model.registry import MODEL_TYPES
 
 Notify = Callable[[str], None]
 

@@ -1,6 +1,6 @@
 """What ``export_metadata.json`` says about an export, assembled from the model and settings.
 
-The file format and its reader live in :mod:`sleap_infer.vocab.artifact` (the
+The file format and its reader live in :mod:`sleap_infer.core.artifact` (the
 backends read it); this module only writes the content: the model's
 skeleton, strides and classes, the input contract, the outputs (decoded peaks,
 or the raw maps of a network-only graph), the baked decoding, and which steps
@@ -14,19 +14,19 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from sleap_infer.export.onnx_export import INPUT_NAME
-from sleap_infer.export.settings import ExportSettings
-from sleap_infer.export.wrappers import ExportWrapper
-from sleap_infer.io.provenance import package_versions
-from sleap_infer.model.loader import LoadedModel, file_sha256
-from sleap_infer.model.registry import MODEL_TYPES
-from sleap_infer.vocab.artifact import (
+from sleap_infer.core.artifact import (
     DECODED,
     EXPORT_LAYOUT_VERSION,
     GRAPH_OUTPUTS,
     ONNX_NAME,
     RAW_MAPS,
 )
+from sleap_infer.core.provenance import package_versions
+from sleap_infer.export.onnx_export import INPUT_NAME
+from sleap_infer.export.settings import ExportSettings
+from sleap_infer.export.wrappers import ExportWrapper
+from sleap_infer.model.loader import LoadedModel, file_sha256
+from sleap_infer.model.registry import MODEL_TYPES
 
 PREPROCESS = [
     "channel coercion (ensure_rgb / ensure_grayscale)",

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from sleap_infer.core.errors import ExportError
 from sleap_infer.export.wrappers.base import ExportWrapper
-from sleap_infer.vocab.errors import ExportError
 
 INPUT_NAME = "image"
 

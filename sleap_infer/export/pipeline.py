@@ -27,11 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sleap_infer.export.exporter import Notify, export_model, staged_directory
-from sleap_infer.export.settings import ExportSettings
-from sleap_infer.model.loader import LoadedModel, load_model
-from sleap_infer.model.registry import MODEL_TYPES, PairSpec, pair_roles
-from sleap_infer.vocab.artifact import (
+from sleap_infer.core.artifact import (
     DECODED,
     EXPORT_LAYOUT_VERSION,
     GRAPH_OUTPUTS,
@@ -41,7 +37,11 @@ from sleap_infer.vocab.artifact import (
     pair_folder_name,
     read_export,
 )
-from sleap_infer.vocab.errors import UsageError
+from sleap_infer.core.errors import UsageError
+from sleap_infer.export.exporter import Notify, export_model, staged_directory
+from sleap_infer.export.settings import ExportSettings
+from sleap_infer.model.loader import LoadedModel, load_model
+from sleap_infer.model.registry import MODEL_TYPES, PairSpec, pair_roles
 
 _CROPS = [
     "threshold, order and max_instances of the centroid stage's candidates",

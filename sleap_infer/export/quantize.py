@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sleap_infer.vocab.errors import ExportError
+from sleap_infer.core.errors import ExportError
 
 BACKBONE_SCOPE = "network.backbone"
 QUANTISED_OPS = ("Conv", "ConvTranspose", "Relu", "MaxPool", "Concat", "Resize", "Add")

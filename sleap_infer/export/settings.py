@@ -7,8 +7,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sleap_infer.vocab.errors import UsageError
-from sleap_infer.vocab.options import DecodeSettings
+from sleap_infer.core.errors import UsageError
+from sleap_infer.core.options import DecodeSettings
 
 MIN_OPSET = 18
 """The torch.export-based exporter writes opset 18 and up (see ``onnx_export``)."""

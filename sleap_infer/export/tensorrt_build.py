@@ -17,8 +17,8 @@ from types import ModuleType
 from typing import Any
 
 from sleap_infer.backends.tensorrt_backend import GpuInfo
+from sleap_infer.core.errors import ExportError
 from sleap_infer.export.settings import TRT_DYNAMIC_BATCH
-from sleap_infer.vocab.errors import ExportError
 
 Shape = tuple[int, int, int, int]
 

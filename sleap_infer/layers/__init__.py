@@ -15,6 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from sleap_infer.core.options import PredictOptions
     from sleap_infer.layers.base import InferenceLayer
     from sleap_infer.layers.bottomup import BottomUpLayer
     from sleap_infer.layers.bottomup_multiclass import BottomUpMultiClassLayer
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from sleap_infer.layers.tiled import TiledLayer
     from sleap_infer.layers.topdown import TopDownLayer, TopDownMultiClassLayer
     from sleap_infer.layers.topdown_segmentation import TopDownSegmentationLayer
-    from sleap_infer.vocab.options import PredictOptions
 
 # name -> the module that defines it
 _WHERE: dict[str, str] = {
@@ -52,7 +52,7 @@ _WHERE: dict[str, str] = {
     "CentroidLayer": "sleap_infer.layers.centroid",
     "InferenceLayer": "sleap_infer.layers.base",
     "MultiClassCenteredInstanceLayer": "sleap_infer.layers.centered_instance",
-    "PredictOptions": "sleap_infer.vocab.options",
+    "PredictOptions": "sleap_infer.core.options",
     "PreprocInfo": "sleap_infer.layers.preprocessing",
     "Preprocessor": "sleap_infer.layers.preprocessing",
     "SemanticSegmentationLayer": "sleap_infer.layers.segmentation",

@@ -21,12 +21,12 @@ import numpy as np
 import torch
 
 from sleap_infer.backends.base import ModelBackend
+from sleap_infer.core.config import ModelConfig, Preprocessing
+from sleap_infer.core.options import PredictOptions
+from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.core.timing import stage
 from sleap_infer.layers.preprocessing import Preprocessor, PreprocInfo
 from sleap_infer.ops.peaks import find_global_peaks, find_local_peaks
-from sleap_infer.vocab.config import ModelConfig, Preprocessing
-from sleap_infer.vocab.options import PredictOptions
-from sleap_infer.vocab.predictions import BatchPredictions
-from sleap_infer.vocab.timing import stage
 
 
 def grid_to_frame(

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo
 from sleap_infer.ops.grouping import FrameInstances, edge_order, group_frame
 from sleap_infer.ops.paf import Candidates, connection_candidates, score_candidates
-from sleap_infer.vocab.predictions import BatchPredictions
 
 
 @dataclass

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo
 from sleap_infer.ops.identity import group_peaks_by_class, nanmean_last, sample_class_maps
-from sleap_infer.vocab.predictions import BatchPredictions
 
 
 def keep_best_classes(valid: np.ndarray, scores: np.ndarray, max_instances: int) -> np.ndarray:

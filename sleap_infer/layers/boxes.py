@@ -21,15 +21,15 @@ import numpy as np
 import torch
 
 from sleap_infer.backends.base import ModelBackend
+from sleap_infer.core.boxes import BoxSet
+from sleap_infer.core.config import BoxDetector, ModelConfig, Preprocessing
+from sleap_infer.core.errors import ConfigError
+from sleap_infer.core.options import PredictOptions
+from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.core.timing import stage
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo
 from sleap_infer.layers.centroid import Centroids
 from sleap_infer.ops.boxes import Detections, clip_boxes, decode_centernet, decode_ssd, make_anchors
-from sleap_infer.vocab.boxes import BoxSet
-from sleap_infer.vocab.config import BoxDetector, ModelConfig, Preprocessing
-from sleap_infer.vocab.errors import ConfigError
-from sleap_infer.vocab.options import PredictOptions
-from sleap_infer.vocab.predictions import BatchPredictions
-from sleap_infer.vocab.timing import stage
 
 MAX_DETECTIONS = 100
 """Boxes per frame when ``max_instances`` is unset (sleap-nn's default)."""

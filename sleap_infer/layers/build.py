@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from sleap_infer.backends.base import ModelBackend
+from sleap_infer.core.errors import ConfigError, UsageError
+from sleap_infer.core.options import PredictOptions
 from sleap_infer.layers.base import InferenceLayer
 from sleap_infer.model.loader import LoadedModel
 from sleap_infer.model.registry import MODEL_TYPES, load_class, named_class, pair_roles
-from sleap_infer.vocab.errors import ConfigError, UsageError
-from sleap_infer.vocab.options import PredictOptions
 
 
 class BackendMaker(Protocol):

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import torch
 
+from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.core.timing import stage
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo
-from sleap_infer.vocab.predictions import BatchPredictions
-from sleap_infer.vocab.timing import stage
 
 
 @dataclass

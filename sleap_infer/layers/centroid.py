@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo, grid_to_frame
-from sleap_infer.vocab.predictions import BatchPredictions
 
 
 @dataclass

@@ -27,6 +27,12 @@ import torch
 
 from sleap_infer.backends.base import ModelBackend
 from sleap_infer.backends.torch_backend import TorchBackend
+from sleap_infer.core.config import EmbeddingSettings, ModelConfig, Preprocessing
+from sleap_infer.core.errors import ConfigError, UsageError
+from sleap_infer.core.masks import MaskSet
+from sleap_infer.core.options import PredictOptions
+from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.core.timing import stage
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo
 from sleap_infer.layers.centroid import CentroidLayer
 from sleap_infer.layers.topdown import TopDownLayer
@@ -38,12 +44,6 @@ from sleap_infer.ops.embedding_crops import (
     standardize_crops,
 )
 from sleap_infer.ops.preprocess import as_nchw, size_match
-from sleap_infer.vocab.config import EmbeddingSettings, ModelConfig, Preprocessing
-from sleap_infer.vocab.errors import ConfigError, UsageError
-from sleap_infer.vocab.masks import MaskSet
-from sleap_infer.vocab.options import PredictOptions
-from sleap_infer.vocab.predictions import BatchPredictions
-from sleap_infer.vocab.timing import stage
 
 CROP_BATCH = 64  # crops per network call (sleap-nn's default batch on this route)
 CENTROID_NODE = "centroid"

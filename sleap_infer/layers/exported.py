@@ -29,6 +29,9 @@ from collections.abc import Sequence
 import torch
 
 from sleap_infer.backends.base import GraphBackend
+from sleap_infer.core.config import ModelConfig, Preprocessing
+from sleap_infer.core.errors import UsageError
+from sleap_infer.core.options import PredictOptions
 from sleap_infer.layers.base import PreprocInfo, grid_to_frame
 from sleap_infer.layers.bottomup import BottomUpLayer, ScoredPeaks
 from sleap_infer.layers.bottomup_multiclass import BottomUpMultiClassLayer, ClassPeaks
@@ -40,9 +43,6 @@ from sleap_infer.layers.centered_instance import (
 from sleap_infer.layers.centroid import CentroidLayer, Centroids
 from sleap_infer.layers.single_instance import SingleInstanceLayer
 from sleap_infer.ops.paf import Candidates
-from sleap_infer.vocab.config import ModelConfig, Preprocessing
-from sleap_infer.vocab.errors import UsageError
-from sleap_infer.vocab.options import PredictOptions
 
 
 class PeakOverflowWarning(UserWarning):

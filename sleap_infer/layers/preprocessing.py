@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from sleap_infer.core.config import ModelConfig, Preprocessing
+from sleap_infer.core.errors import ConfigError
 from sleap_infer.ops.preprocess import (
     as_nchw,
     coerce_channels,
@@ -19,8 +21,6 @@ from sleap_infer.ops.preprocess import (
     scale_image,
     size_match,
 )
-from sleap_infer.vocab.config import ModelConfig, Preprocessing
-from sleap_infer.vocab.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from sleap_infer.core.errors import UsageError
+from sleap_infer.core.masks import MaskSet
+from sleap_infer.core.options import DISTANCE_GATE_ITERS
+from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.core.timing import stage
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo
 from sleap_infer.ops.seg_group import (
     CenterPeaks,
@@ -40,11 +45,6 @@ from sleap_infer.ops.seg_masks import (
     stride_area_floor,
 )
 from sleap_infer.ops.seg_merge import merge_instances
-from sleap_infer.vocab.errors import UsageError
-from sleap_infer.vocab.masks import MaskSet
-from sleap_infer.vocab.options import DISTANCE_GATE_ITERS
-from sleap_infer.vocab.predictions import BatchPredictions
-from sleap_infer.vocab.timing import stage
 
 
 def _eff32(eff: np.ndarray | float) -> np.ndarray:

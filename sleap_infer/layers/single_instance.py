@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo, grid_to_frame
-from sleap_infer.vocab.predictions import BatchPredictions
 
 
 class SingleInstanceLayer(InferenceLayer):

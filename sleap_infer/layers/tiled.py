@@ -26,14 +26,14 @@ from typing import ClassVar
 import numpy as np
 import torch
 
+from sleap_infer.core.config import ModelConfig, Tiling
+from sleap_infer.core.errors import ConfigError, UsageError
+from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.core.timing import stage
 from sleap_infer.layers.base import InferenceLayer
 from sleap_infer.layers.preprocessing import PreprocInfo
 from sleap_infer.ops.preprocess import as_nchw, coerce_channels, pad_to_stride, scale_image
 from sleap_infer.ops.tiling import TileCanvas, cut_tiles, importance_window, tile_grid
-from sleap_infer.vocab.config import ModelConfig, Tiling
-from sleap_infer.vocab.errors import ConfigError, UsageError
-from sleap_infer.vocab.predictions import BatchPredictions
-from sleap_infer.vocab.timing import stage
 
 DEFAULT_TILE_BATCH = 8  # sleap-nn's fallback when tile_batch_size is unset
 

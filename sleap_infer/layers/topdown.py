@@ -22,6 +22,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from sleap_infer.core.boxes import BoxSet
+from sleap_infer.core.errors import ConfigError, UsageError
+from sleap_infer.core.options import PredictOptions
+from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.core.timing import stage
 from sleap_infer.layers.base import InferenceLayer, PreprocInfo
 from sleap_infer.layers.centered_instance import CenteredInstanceLayer
 from sleap_infer.layers.centroid import CentroidLayer, Centroids
@@ -29,11 +34,6 @@ from sleap_infer.model.registry import MODEL_TYPES
 from sleap_infer.ops.box_crops import BoxCropSpec, cut_box_crops, points_from_crop
 from sleap_infer.ops.crops import centered_boxes, crop_origin, gather_crops
 from sleap_infer.ops.identity import assign_crop_classes
-from sleap_infer.vocab.boxes import BoxSet
-from sleap_infer.vocab.errors import ConfigError, UsageError
-from sleap_infer.vocab.options import PredictOptions
-from sleap_infer.vocab.predictions import BatchPredictions
-from sleap_infer.vocab.timing import stage
 
 
 @dataclass

@@ -16,15 +16,15 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from sleap_infer.core.masks import MaskSet
+from sleap_infer.core.options import PredictOptions
+from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.core.timing import stage
 from sleap_infer.layers.base import PreprocInfo
 from sleap_infer.layers.centroid import CentroidLayer
 from sleap_infer.layers.segmentation import CenteredInstanceMaskLayer
 from sleap_infer.layers.topdown import TopDownLayer
 from sleap_infer.ops.crops import crop_origin
-from sleap_infer.vocab.masks import MaskSet
-from sleap_infer.vocab.options import PredictOptions
-from sleap_infer.vocab.predictions import BatchPredictions
-from sleap_infer.vocab.timing import stage
 
 
 class TopDownSegmentationLayer(TopDownLayer):

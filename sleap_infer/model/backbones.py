@@ -14,14 +14,14 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from sleap_infer.vocab.config import (
+from sleap_infer.core.config import (
     BackboneConfig,
     ConvNeXtConfig,
     DecoderSettings,
     SwinTConfig,
     UNetConfig,
 )
-from sleap_infer.vocab.errors import ConfigError
+from sleap_infer.core.errors import ConfigError
 
 CONVNEXT_ARCHS: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     "tiny": ((3, 3, 9, 3), (96, 192, 384, 768)),

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from sleap_infer.vocab.errors import ModelError
+from sleap_infer.core.errors import ModelError
 
 # (module, name) pairs that may be resolved for real. Everything here only builds
 # tensors, storages, dtypes or plain containers.

@@ -14,6 +14,15 @@ from typing import Any
 
 import yaml
 
+from sleap_infer.core.config import (
+    BoxDetector,
+    EmbeddingSettings,
+    HeadConfig,
+    ModelConfig,
+    Preprocessing,
+    Tiling,
+)
+from sleap_infer.core.errors import ConfigError
 from sleap_infer.model.backbones import first_non_null, get, parse_backbone
 from sleap_infer.model.registry import (
     CLASSES,
@@ -26,15 +35,6 @@ from sleap_infer.model.registry import (
     model_type,
     tileable_types,
 )
-from sleap_infer.vocab.config import (
-    BoxDetector,
-    EmbeddingSettings,
-    HeadConfig,
-    ModelConfig,
-    Preprocessing,
-    Tiling,
-)
-from sleap_infer.vocab.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The facts ``infer info`` prints about a loaded model, as one JSON-ready dict.
 
-Everything comes from the parsed :class:`~sleap_infer.vocab.config.ModelConfig`
+Everything comes from the parsed :class:`~sleap_infer.core.config.ModelConfig`
 and the rebuilt network, never from re-reading the YAML, so any folder
 :func:`~sleap_infer.model.loader.load_model` can load (SLEAP 1.x ones too) is
 described the same way.
@@ -24,13 +24,13 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
+from sleap_infer.core.config import ModelConfig
 from sleap_infer.evaluation.report import to_json_safe
 from sleap_infer.model.loader import CKPT_NAME, LoadedModel
 from sleap_infer.model.registry import MODEL_TYPES
 from sleap_infer.model.training_files import training_files
 from sleap_infer.nets import build_network
 from sleap_infer.ops.preprocess import pad_to_stride, scale_image
-from sleap_infer.vocab.config import ModelConfig
 
 CHECKPOINT_NAMES = (CKPT_NAME, "best_model.h5")
 """sleap-nn's checkpoint, then SLEAP 1.x's."""

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import torch
 
+from sleap_infer.core.config import ModelConfig
+from sleap_infer.core.errors import ModelError
+from sleap_infer.core.startup import span
 from sleap_infer.model.checkpoint import load_state_dict
 from sleap_infer.model.config import load_config
 from sleap_infer.model.legacy import LEGACY_CONFIG, LEGACY_WEIGHTS, check_legacy_dir, load_legacy
 from sleap_infer.nets import build_network
-from sleap_infer.vocab.config import ModelConfig
-from sleap_infer.vocab.errors import ModelError
-from sleap_infer.vocab.startup import span
 
 CONFIG_NAME = "training_config.yaml"
 CKPT_NAME = "best.ckpt"

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from sleap_infer.core.config import ModelConfig, Preprocessing
+from sleap_infer.core.errors import UsageError
+from sleap_infer.core.overrides import FLAGS, ConfigOverrides
 from sleap_infer.model.loader import LoadedModel
 from sleap_infer.model.registry import MODEL_TYPES, pair_roles
-from sleap_infer.vocab.config import ModelConfig, Preprocessing
-from sleap_infer.vocab.errors import UsageError
-from sleap_infer.vocab.overrides import FLAGS, ConfigOverrides
 
 _FRAME_FIELDS = ("max_height", "max_width", "ensure_rgb", "ensure_grayscale")
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sleap_infer.vocab.errors import ConfigError
+from sleap_infer.core.errors import ConfigError
 
 # What a head's channels count (HeadSpec.channels).
 NODES = "nodes"  # one per skeleton node

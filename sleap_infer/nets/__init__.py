@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from torch import nn
 
+from sleap_infer.core.config import ConvNeXtConfig, ModelConfig, SwinTConfig, UNetConfig
+from sleap_infer.core.errors import ConfigError
 from sleap_infer.nets.network import PoseNetwork
-from sleap_infer.vocab.config import ConvNeXtConfig, ModelConfig, SwinTConfig, UNetConfig
-from sleap_infer.vocab.errors import ConfigError
 
 
 def build_backbone(config: ModelConfig) -> nn.Module:

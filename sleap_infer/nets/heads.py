@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sleap_infer.vocab.config import BoxDetector, HeadConfig
+from sleap_infer.core.config import BoxDetector, HeadConfig
 
 
 def make_spatial_head(head: HeadConfig, in_channels: int) -> nn.Sequential:

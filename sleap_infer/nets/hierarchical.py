@@ -16,6 +16,7 @@ import math
 import torch
 from torch import nn
 
+from sleap_infer.core.config import ConvNeXtConfig, DecoderSettings, SwinTConfig
 from sleap_infer.nets.blocks import BackboneOutput, ConvBlock, SamePadMaxPool, UpBlock, run_decoder
 from sleap_infer.nets.torchvision_blocks import (
     CNBlock,
@@ -24,7 +25,6 @@ from sleap_infer.nets.torchvision_blocks import (
     Permute,
     SwinTransformerBlock,
 )
-from sleap_infer.vocab.config import ConvNeXtConfig, DecoderSettings, SwinTConfig
 
 N_SKIPS = 4  # stem + three downsamplings
 

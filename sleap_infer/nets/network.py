@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from sleap_infer.core.config import ModelConfig
+from sleap_infer.core.errors import ConfigError
 from sleap_infer.nets.heads import (
     SSDPredictor,
     make_class_vectors_head,
@@ -12,8 +14,6 @@ from sleap_infer.nets.heads import (
     make_spatial_head,
 )
 from sleap_infer.ops.embedding_crops import standardize_crops
-from sleap_infer.vocab.config import ModelConfig
-from sleap_infer.vocab.errors import ConfigError
 
 
 def to_model_channels(x: torch.Tensor, in_channels: int) -> torch.Tensor:

@@ -8,8 +8,8 @@ from collections import OrderedDict
 import torch
 from torch import nn
 
+from sleap_infer.core.config import UNetConfig
 from sleap_infer.nets.blocks import BackboneOutput, ConvBlock, SamePadMaxPool, UpBlock, run_decoder
-from sleap_infer.vocab.config import UNetConfig
 
 
 class _EncoderStack(nn.Module):

@@ -21,12 +21,12 @@ from typing import TypeVar
 import av
 import numpy as np
 
-from sleap_infer.io.frames import check_frames
-from sleap_infer.io.isolate import reason
-from sleap_infer.io.journal import fsync_path
-from sleap_infer.io.video import FrameError
+from sleap_infer.core.errors import OutputError, UsageError, VideoError
+from sleap_infer.journal import fsync_path
 from sleap_infer.render.scene import MAX_SCALE, Drawn, Scene
-from sleap_infer.vocab.errors import OutputError, UsageError, VideoError
+from sleap_infer.sources.frames import check_frames
+from sleap_infer.sources.video import FrameError
+from sleap_infer.writers.isolate import reason
 
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".mov")
 DEFAULT_CRF = 25

@@ -2,7 +2,7 @@
 
 Frames are read with sleap_infer's own readers, not sleap-io's video objects:
 the ``.slp``'s video is opened by
-:class:`~sleap_infer.io.labels_video.LabelsVideoReader`, which finds a video
+:class:`~sleap_infer.sources.labels_video.LabelsVideoReader`, which finds a video
 that moved next to the ``.slp`` and reads frames embedded in a ``.pkg.slp``,
 and streams a media file fast. A prediction file made on a copy of the video
 elsewhere (another machine, a renamed package) names a path that does not
@@ -20,12 +20,12 @@ import av
 import numpy as np
 import sleap_io as sio
 
-from sleap_infer.io.frames import parse_frames, select_frames
-from sleap_infer.io.inputs import is_labels_path
-from sleap_infer.io.labels_video import LabelsVideoReader
-from sleap_infer.io.video import ErrorCallback, VideoReader, _reason, open_video, runs
+from sleap_infer.core.errors import UsageError, VideoError
 from sleap_infer.render.overlay import FrameOverlay
-from sleap_infer.vocab.errors import UsageError, VideoError
+from sleap_infer.sources.frames import parse_frames, select_frames
+from sleap_infer.sources.inputs import is_labels_path
+from sleap_infer.sources.labels_video import LabelsVideoReader
+from sleap_infer.sources.video import ErrorCallback, VideoReader, _reason, open_video, runs
 
 MAX_SCALE = 8.0
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Generic, TypeVar
 
-from sleap_infer.vocab.timing import StageTimer
+from sleap_infer.core.timing import StageTimer
 
 T = TypeVar("T")
 K = TypeVar("K")

@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.core.startup import mark, span
+from sleap_infer.core.timing import StageTimer
 from sleap_infer.layers.base import InferenceLayer
 from sleap_infer.runner.overlap import FinishQueue
 from sleap_infer.runner.prefetch import Prefetcher
 from sleap_infer.runner.staging import Staged, Stager
-from sleap_infer.vocab.predictions import BatchPredictions
-from sleap_infer.vocab.startup import mark, span
-from sleap_infer.vocab.timing import StageTimer
 
 
 @dataclass

@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from sleap_infer.backends.base import ModelBackend
+from sleap_infer.core.artifact import ExportInfo
+from sleap_infer.core.errors import ExportError
+from sleap_infer.core.options import DecodeSettings
 from sleap_infer.export.settings import DEFAULT_OPSET
 from sleap_infer.export.wrappers import exports_raw_maps
 from sleap_infer.model.loader import LoadedModel
 from sleap_infer.runtimes.cache import ExportRequest, cache_root, ensure_export
 from sleap_infer.runtimes.int8 import CalibratingInt8Backend
-from sleap_infer.vocab.artifact import ExportInfo
-from sleap_infer.vocab.errors import ExportError
-from sleap_infer.vocab.options import DecodeSettings
 
 if TYPE_CHECKING:
     from sleap_infer.runtimes.runtime import ExportedRuntime, Notify

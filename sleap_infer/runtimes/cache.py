@@ -22,12 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import sleap_infer
-from sleap_infer.export.exporter import export_model
-from sleap_infer.export.settings import DEFAULT_OPSET, ExportSettings, stable_key
-from sleap_infer.export.wrappers import RawMapsWrapper, wrapper_for
-from sleap_infer.model.loader import LoadedModel
-from sleap_infer.model.registry import pipeline_names
-from sleap_infer.vocab.artifact import (
+from sleap_infer.core.artifact import (
     EXPORT_FOLDER,
     EXPORT_LAYOUT_VERSION,
     METADATA_NAME,
@@ -36,8 +31,13 @@ from sleap_infer.vocab.artifact import (
     pair_folder_name,
     read_export,
 )
-from sleap_infer.vocab.errors import ExportError
-from sleap_infer.vocab.options import DecodeSettings
+from sleap_infer.core.errors import ExportError
+from sleap_infer.core.options import DecodeSettings
+from sleap_infer.export.exporter import export_model
+from sleap_infer.export.settings import DEFAULT_OPSET, ExportSettings, stable_key
+from sleap_infer.export.wrappers import RawMapsWrapper, wrapper_for
+from sleap_infer.model.loader import LoadedModel
+from sleap_infer.model.registry import pipeline_names
 
 if TYPE_CHECKING:
     from sleap_infer.runtimes.runtime import EngineTarget, ExportedRuntime

@@ -24,18 +24,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from sleap_infer.export.exporter import staged_directory
-from sleap_infer.export.quantize import calibration_digest, quantize_int8
-from sleap_infer.model.loader import file_sha256
-from sleap_infer.runtimes.cache import cache_root
-from sleap_infer.vocab.artifact import (
+from sleap_infer.core.artifact import (
     METADATA_NAME,
     ONNX_NAME,
     ExportInfo,
     read_export,
     write_metadata,
 )
-from sleap_infer.vocab.errors import ExportError
+from sleap_infer.core.errors import ExportError
+from sleap_infer.export.exporter import staged_directory
+from sleap_infer.export.quantize import calibration_digest, quantize_int8
+from sleap_infer.model.loader import file_sha256
+from sleap_infer.runtimes.cache import cache_root
 
 if TYPE_CHECKING:
     from sleap_infer.backends.base import ModelBackend

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sleap_infer.core.artifact import METADATA_NAME, ExportInfo, read_export
+from sleap_infer.core.errors import ExportError
 from sleap_infer.runtimes.cache import cache_root, candidates_next_to
-from sleap_infer.vocab.artifact import METADATA_NAME, ExportInfo, read_export
-from sleap_infer.vocab.errors import ExportError
 
 NEXT_TO_MODEL, CACHE = "model", "cache"
 

@@ -18,16 +18,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sleap_infer.vocab.errors import ExportError, UsageError
+from sleap_infer.core.errors import ExportError, UsageError
 
 if TYPE_CHECKING:
     import torch
 
     from sleap_infer.backends.base import ModelBackend
     from sleap_infer.backends.tensorrt_backend import GpuInfo
+    from sleap_infer.core.artifact import ExportInfo
     from sleap_infer.layers.build import BackendMaker
     from sleap_infer.model.loader import LoadedModel
-    from sleap_infer.vocab.artifact import ExportInfo
 
 Notify = Callable[[str], None]
 

@@ -8,6 +8,7 @@ choices (:func:`resolve_options`) and builds either.
 
 from __future__ import annotations
 
+from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.tracking.base import (
     MASKS,
     POSES,
@@ -19,7 +20,6 @@ from sleap_infer.tracking.base import (
     track_name,
 )
 from sleap_infer.tracking.resolve import resolve_options
-from sleap_infer.vocab.tracking import TrackingOptions
 
 __all__ = [
     "MASKS",

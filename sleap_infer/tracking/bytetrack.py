@@ -53,10 +53,10 @@ from typing import Any
 
 import numpy as np
 
+from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.ops.assignment import linear_sum_assignment
 from sleap_infer.tracking import kalman
 from sleap_infer.tracking.base import MASKS, Assignment, Detections, MaskBitmap, TrackerState
-from sleap_infer.vocab.tracking import TrackingOptions
 
 BOX_PADDING = 0.1  # added to each side of a box, as a fraction of its longer side
 MIN_SIDE_FRACTION = 0.25  # a padded box's short side is at least this of its long side

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.tracking import flow
 from sleap_infer.tracking.base import MASKS, Assignment, Detections, TrackerState
 from sleap_infer.tracking.candidates import Entry, FixedWindow, LocalQueues, Slot, Track
@@ -39,7 +40,6 @@ from sleap_infer.tracking.features import (
 )
 from sleap_infer.tracking.matching import MATCHERS, drop_infeasible
 from sleap_infer.tracking.scoring import appearance_matrix, pair_matrix, reduce
-from sleap_infer.vocab.tracking import TrackingOptions
 
 Gallery = list[list[tuple[Feature, int]]]  # per track column: (feature, support)
 

@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from sleap_infer.core.errors import ResumeError
+from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.tracking.base import MASKS, TrackerState
 from sleap_infer.tracking.candidates import Entry, FixedWindow, LocalQueues, Slot
 from sleap_infer.tracking.features import MaskCrop, pose_feature
-from sleap_infer.vocab.errors import ResumeError
-from sleap_infer.vocab.tracking import TrackingOptions
 
 LAYOUT = 1
 

@@ -17,7 +17,7 @@ from types import ModuleType
 
 import numpy as np
 
-from sleap_infer.vocab.errors import UsageError
+from sleap_infer.core.errors import UsageError
 
 _CRITERIA_COUNT = 30
 _CRITERIA_EPS = 0.01

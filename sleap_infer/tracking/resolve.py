@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from sleap_infer.core.errors import UsageError
+from sleap_infer.core.tracking import MASK_WINDOW_SIZE, WINDOW_SIZE, TrackingOptions
 from sleap_infer.tracking.base import MASKS
-from sleap_infer.vocab.errors import UsageError
-from sleap_infer.vocab.tracking import MASK_WINDOW_SIZE, WINDOW_SIZE, TrackingOptions
 
 # Which scorings can read which feature (sleap-nn computes these without failing).
 SCORABLE = {

@@ -10,11 +10,11 @@ type's ordinary layer decodes the maps on the host.
 
 from __future__ import annotations
 
+from sleap_infer.core.errors import UsageError
 from sleap_infer.export.wrappers.base import ExportWrapper, OutputSpec
 from sleap_infer.export.wrappers.raw_maps import RawMapsWrapper
 from sleap_infer.model.loader import LoadedModel
 from sleap_infer.model.registry import MODEL_TYPES, named_class
-from sleap_infer.vocab.errors import UsageError
 
 
 def wrapper_for(model_type: str) -> type[ExportWrapper]:

@@ -9,8 +9,8 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from sleap_infer.vocab.config import ModelConfig
-from sleap_infer.vocab.options import DecodeSettings
+from sleap_infer.core.config import ModelConfig
+from sleap_infer.core.options import DecodeSettings
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from sleap_infer.core.config import ModelConfig
+from sleap_infer.core.options import DecodeSettings
 from sleap_infer.export.wrappers.base import ExportWrapper, OutputSpec
-from sleap_infer.vocab.config import ModelConfig
-from sleap_infer.vocab.options import DecodeSettings
 
 
 class RawMapsWrapper(ExportWrapper):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sleap_infer.vocab.errors import ModelError
+from sleap_infer.core.errors import ModelError
 
 
 class LegacyError(ModelError):

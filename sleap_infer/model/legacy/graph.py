@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from sleap_infer.core.config import ModelConfig
 from sleap_infer.model.legacy.errors import LegacyError, unsupported
 from sleap_infer.model.legacy.keras_file import KerasLayer, KerasModel
-from sleap_infer.vocab.config import ModelConfig
 
 FOLDABLE = ("Conv2D", "Conv2DTranspose", "Dense")
 """Layers a following BatchNormalization can be folded into."""

@@ -16,6 +16,8 @@ from typing import Any
 import h5py
 from torch import nn
 
+from sleap_infer.core.config import ModelConfig
+from sleap_infer.core.errors import ModelError
 from sleap_infer.model.config import parse_config
 from sleap_infer.model.legacy.config import to_sleap_nn
 from sleap_infer.model.legacy.errors import LegacyError
@@ -24,8 +26,6 @@ from sleap_infer.model.legacy.keras_file import read_keras_model
 from sleap_infer.model.legacy.upsampling import use_keras_transposed_convs
 from sleap_infer.model.legacy.weights import keras_state_dict
 from sleap_infer.nets import build_network
-from sleap_infer.vocab.config import ModelConfig
-from sleap_infer.vocab.errors import ModelError
 
 LEGACY_CONFIG = "training_config.json"
 LEGACY_WEIGHTS = "best_model.h5"

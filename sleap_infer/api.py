@@ -1,0 +1,1 @@
+"""The public Python API (filled in below)."""

@@ -1,0 +1,173 @@
+"""Every user-tunable postprocessing knob, with its default declared exactly once.
+
+``PredictOptions`` is what a layer reads; ``DecodeSettings`` is the part of it
+an exported graph bakes in (changing it needs a new export). Both take their
+defaults from the constants below, and so do the CLI options of ``predict``,
+``export`` and ``bench``: sleap-nn's defaults, in one place, so the three
+commands can never drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sleap_infer.core.errors import UsageError
+
+PEAK_THRESHOLD = 0.2
+INTEGRAL_PATCH_SIZE = 5
+# Bottom-up PAF scoring and grouping (sleap-nn's PAFScorer defaults).
+MAX_EDGE_LENGTH_RATIO = 0.25
+DIST_PENALTY_WEIGHT = 1.0
+N_POINTS = 10
+MIN_INSTANCE_PEAKS = 0.0
+MIN_LINE_SCORES = 0.25
+MAX_PEAKS = 64
+"""Local-peak candidates an exported graph keeps per channel (centroids; bottom-up: per node).
+
+sleap-nn's exports keep 20, which the barely trained fixture models already exceed
+(the multi-class bottom-up one finds up to 39 peaks of a node at threshold 0.05). The
+bottom-up graph scores K x K pairs per edge, so K costs quadratically there, but 64^2
+samples per edge are still cheap next to the network."""
+BATCH_SIZE = 4
+# Segmentation (sleap-nn's defaults).
+FG_THRESHOLD = 0.5
+CENTER_NMS_KERNEL = 3
+MIN_MASK_AREA = 0
+MASK_CLEANUP_RADIUS = 0
+DISTANCE_GATE_ITERS = 3
+MERGE_METHODS = ("greedy", "multicut")
+MERGE_THRESHOLDS = (0.85, 0.6, 0.4)
+MERGE_W_VALLEY = 1.0
+MERGE_W_OFFSET = 0.25
+MERGE_DILATE = 1
+MASK_OUTPUTS = ("mask", "polygon", "both")
+POLYGON_EPSILON = 0.01
+MAX_INTEGRAL_PATCH_SIZE = 15
+"""Refinement averages a patch of the confidence map around each peak. An even side has
+no centre pixel (sleap-nn's patches are odd), and a wide patch averages in the
+neighbouring animals' and nodes' peaks: 999 moved points by 80 px on the fixtures. 15
+output pixels already spans several Gaussian sigmas at any usual stride."""
+
+
+def check_integral_patch_size(size: int) -> None:
+    """One rule for ``predict``, ``export`` and ``bench``: odd, 1 to 15."""
+    if size < 1 or size % 2 == 0 or size > MAX_INTEGRAL_PATCH_SIZE:
+        raise UsageError(
+            f"--integral-patch-size {size}: must be an odd number from 1 to "
+            f"{MAX_INTEGRAL_PATCH_SIZE} (default {INTEGRAL_PATCH_SIZE})"
+        )
+
+
+@dataclass(frozen=True)
+class PredictOptions:
+    """Peak finding and grouping settings; a layer reads the ones that apply to it."""
+
+    peak_threshold: float = PEAK_THRESHOLD
+    refine: bool = True
+    integral_patch_size: int = INTEGRAL_PATCH_SIZE
+    max_instances: int | None = None
+    centroid_peak_threshold: float | None = None  # top-down stage 1 override
+    max_edge_length_ratio: float = MAX_EDGE_LENGTH_RATIO
+    dist_penalty_weight: float = DIST_PENALTY_WEIGHT
+    n_points: int = N_POINTS
+    min_instance_peaks: float = MIN_INSTANCE_PEAKS
+    min_line_scores: float = MIN_LINE_SCORES
+    # Debug: keep the raw confidence maps in ``BatchPredictions.extras``.
+    return_confmaps: bool = False
+    # Segmentation: decoding (layers) ...
+    fg_threshold: float = FG_THRESHOLD
+    center_nms_kernel: int = CENTER_NMS_KERNEL
+    min_mask_area: int = MIN_MASK_AREA
+    mask_cleanup: bool = False
+    mask_cleanup_radius: int = MASK_CLEANUP_RADIUS
+    distance_gate_alpha: float | None = None
+    merge_fragments: bool = False
+    merge_method: str = "greedy"
+    merge_thresholds: tuple[float, ...] = MERGE_THRESHOLDS
+    merge_w_valley: float = MERGE_W_VALLEY
+    merge_w_offset: float = MERGE_W_OFFSET
+    merge_dilate: int = MERGE_DILATE
+    full_res_masks: bool = False
+    # ... and what the output holds (writers).
+    mask_output: str = "mask"
+    polygon_epsilon: float = POLYGON_EPSILON
+    # Box detectors: class-wise IoU NMS; None = the type's default (SSD 0.45, CenterNet
+    # off), 1.0 suppresses nothing.
+    bbox_nms_iou: float | None = None
+
+    def __post_init__(self) -> None:
+        check_integral_patch_size(self.integral_patch_size)
+        if self.max_instances is not None and self.max_instances < 1:
+            raise UsageError("--max-instances must be >= 1")
+        self._check_segmentation()
+
+    def _check_segmentation(self) -> None:
+        if not 0.0 <= self.fg_threshold < 1.0:
+            raise UsageError(f"--fg-threshold {self.fg_threshold}: must be in [0, 1)")
+        if self.center_nms_kernel < 1 or self.center_nms_kernel % 2 == 0:
+            raise UsageError(f"--center-nms-kernel {self.center_nms_kernel}: must be odd and >= 1")
+        if self.min_mask_area < 0:
+            raise UsageError("--min-mask-area must be >= 0")
+        if self.mask_cleanup_radius < 0:
+            raise UsageError("--mask-cleanup-radius must be >= 0")
+        if self.distance_gate_alpha is not None and self.distance_gate_alpha <= 0:
+            raise UsageError("--distance-gate-alpha must be > 0")
+        if self.merge_method not in MERGE_METHODS:
+            raise UsageError(
+                f"--merge-method {self.merge_method!r}: choose from {', '.join(MERGE_METHODS)}"
+            )
+        if not self.merge_thresholds or any(not 0 < t <= 1 for t in self.merge_thresholds):
+            raise UsageError("--merge-thresholds: comma-separated numbers in (0, 1]")
+        if self.mask_output not in MASK_OUTPUTS:
+            raise UsageError(
+                f"--mask-output {self.mask_output!r}: choose from {', '.join(MASK_OUTPUTS)}"
+            )
+        if self.polygon_epsilon < 0:
+            raise UsageError("--polygon-epsilon must be >= 0")
+        if self.bbox_nms_iou is not None and not 0.0 <= self.bbox_nms_iou <= 1.0:
+            raise UsageError(f"--bbox-nms-iou {self.bbox_nms_iou}: must be in [0, 1]")
+
+    def decode_settings(self) -> DecodeSettings:
+        """The in-graph decoding these options need from an export.
+
+        Local-peak graphs keep a fixed number of candidates; with ``max_instances``
+        = m they need m + 1 (to tell "exactly m" from "overflowing"), else the default.
+        """
+        wanted = MAX_PEAKS
+        if self.max_instances is not None:
+            wanted = max(wanted, self.max_instances + 1)
+        return DecodeSettings(
+            refine=self.refine,
+            integral_patch_size=self.integral_patch_size,
+            max_peaks=wanted,
+            peak_threshold=self.peak_threshold,
+            n_points=self.n_points,
+            max_edge_length_ratio=self.max_edge_length_ratio,
+            dist_penalty_weight=self.dist_penalty_weight,
+        )
+
+
+@dataclass(frozen=True)
+class DecodeSettings:
+    """Postprocessing that is traced into an exported graph.
+
+    The peak threshold is *not* baked: graphs return every candidate with its
+    value, and the host applies the user's threshold, so one export serves all.
+    ``peak_threshold`` is only used for the convenience ``*_valid`` outputs.
+    """
+
+    refine: bool = True
+    integral_patch_size: int = INTEGRAL_PATCH_SIZE
+    max_peaks: int = MAX_PEAKS
+    peak_threshold: float = PEAK_THRESHOLD
+    # Bottom-up PAF line scoring; matching stays on the host.
+    n_points: int = N_POINTS
+    max_edge_length_ratio: float = MAX_EDGE_LENGTH_RATIO
+    dist_penalty_weight: float = DIST_PENALTY_WEIGHT
+
+    def __post_init__(self) -> None:
+        check_integral_patch_size(self.integral_patch_size)
+        if self.max_peaks < 1:
+            raise UsageError("max peaks must be >= 1")
+        if self.n_points < 2:
+            raise UsageError("PAF line points (--n-points) must be >= 2")

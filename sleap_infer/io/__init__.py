@@ -1,1 +1,0 @@
-"""Inputs (video decoding, frame selection) and outputs (prediction files)."""

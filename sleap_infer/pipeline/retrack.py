@@ -1,0 +1,238 @@
+"""Re-track a prediction file without a model (``infer track``; sleap-nn's retrack-only mode).
+
+The detections are already in the ``.slp`` (ours or sleap-nn's); only the
+identities are made again, with the same trackers the predictor runs online,
+one fresh tracker per video, frames in frame order. What is tracked follows
+sleap-nn: the masks when the file holds masks and no predicted pose, else the
+poses (a frame's user instances when it has any, else its predicted ones);
+re-ID vectors (``identity_embedding``), where present, make the automatic
+choice appearance tracking, on the carrier holding more of them. Each pose
+linked to exactly one tracked mask inherits that mask's track.
+
+Unlike sleap-nn, every track a tracker made before is cleared first (all
+predicted detections, and the detections tracked now), so the output never
+mixes two runs' identities, and a detection that gets no track stays in the
+file, untracked. Track names are ``track_<n>``, continuing across videos.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sleap_io as sio
+
+from sleap_infer.core.errors import UsageError, VideoError
+from sleap_infer.core.tracking import TrackingOptions
+from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, make_tracker, track_name
+from sleap_infer.tracking.resolve import resolve_options
+from sleap_infer.writers.outputs import atomic_write
+
+
+@dataclass
+class RetrackStats:
+    """What a re-track did: frames and detections tracked, tracks made, time taken."""
+
+    frames: int = 0
+    instances: int = 0  # tracked detections: poses, or masks when ``carrier`` is masks
+    tracks: int = 0
+    seconds: float = 0.0
+    carrier: str = POSES
+    options: TrackingOptions = field(default_factory=TrackingOptions)  # as resolved
+
+
+def _usable(detection: Any) -> bool:
+    """sleap-nn's test for a re-ID vector worth reading: present, finite, not all zero."""
+    emb = getattr(detection, "identity_embedding", None)
+    if emb is None:
+        return False
+    vec = np.asarray(emb.vector, dtype=np.float64)
+    return bool(vec.size and np.isfinite(vec).all() and np.any(vec))
+
+
+def _carrier(labels: sio.Labels, options: TrackingOptions) -> tuple[str, bool]:
+    """The carrier to track, and whether appearance (re-ID) tracking applies."""
+    frames = labels.labeled_frames
+    if options.features in (None, "embeddings") and options.tracker == "classic":
+        poses = sum(_usable(i) for lf in frames for i in lf.instances)
+        masks = sum(_usable(m) for lf in frames for m in lf.masks)
+        if poses or masks:
+            return (MASKS if masks > poses else POSES), True
+    has_masks = any(lf.masks for lf in frames)
+    has_predicted = any(lf.has_predicted_instances for lf in frames)
+    if has_masks and (not has_predicted or options.features == "masks"):
+        return MASKS, False
+    return POSES, False
+
+
+def _targets(lf: sio.LabeledFrame, carrier: str) -> list[Any]:
+    if carrier == MASKS:
+        return list(lf.masks)
+    return list(lf.user_instances) if lf.has_user_instances else list(lf.predicted_instances)
+
+
+def _vectors(targets: list[Any]) -> np.ndarray:
+    rows = [getattr(t, "identity_embedding", None) for t in targets]
+    dims = {int(np.asarray(r.vector).size) for r in rows if r is not None}
+    if len(dims) > 1:
+        raise UsageError(f"re-ID vectors of different lengths {sorted(dims)} in one frame")
+    out = np.full((len(targets), dims.pop() if dims else 0), np.nan)
+    for i, r in enumerate(rows):
+        if r is not None:
+            out[i] = np.asarray(r.vector, dtype=np.float64)
+    return out
+
+
+def _detections(
+    lf: sio.LabeledFrame, targets: list[Any], carrier: str, vectors: bool, image: bool
+) -> Detections:
+    n = len(targets)
+    if carrier == MASKS:
+        points = np.zeros((n, 0, 2))
+        masks = [MaskBitmap(m.data, tuple(m.scale), tuple(m.offset)) for m in targets]
+    else:
+        shapes = {len(t.skeleton.nodes) for t in targets}
+        if len(shapes) > 1:
+            raise UsageError(f"frame {lf.frame_idx}: instances of different skeletons")
+        points = np.stack([t.numpy() for t in targets]) if n else np.zeros((0, 0, 2))
+        masks = None
+    pixels = None
+    if image:
+        try:
+            pixels = np.asarray(lf.image)
+        except Exception as exc:  # any backend failure: one line naming the frame
+            raise VideoError(f"frame {lf.frame_idx}: image not readable ({exc})") from exc
+    return Detections(
+        frame_idx=int(lf.frame_idx),
+        points=np.asarray(points, dtype=np.float64),
+        scores=np.array([float(getattr(t, "score", 1.0) or 0.0) for t in targets]),
+        masks=masks,
+        embeddings=_vectors(targets) if vectors else None,
+        image=pixels,
+    )
+
+
+def _clear(lf: sio.LabeledFrame, targets: list[Any]) -> None:
+    """Forget earlier trackers' tracks: predicted detections and those tracked now."""
+    for det in (*lf.instances, *lf.masks):
+        if isinstance(det, sio.PredictedInstance | sio.PredictedSegmentationMask):
+            det.track, det.tracking_score = None, None
+    for det in targets:
+        det.track, det.tracking_score = None, None
+
+
+def _inherit(lf: sio.LabeledFrame) -> None:
+    """A pose linked to exactly one tracked mask takes that mask's track."""
+    linked: dict[int, list[Any]] = {}
+    for m in lf.masks:
+        if getattr(m, "instance", None) is not None:
+            linked.setdefault(id(m.instance), []).append(m)
+    for inst in lf.instances:
+        masks = linked.get(id(inst), [])
+        if len(masks) == 1 and masks[0].track is not None:
+            inst.track, inst.tracking_score = masks[0].track, masks[0].tracking_score
+
+
+def _by_video(labels: sio.Labels) -> list[list[sio.LabeledFrame]]:
+    rank = {id(v): i for i, v in enumerate(labels.videos)}
+    for lf in labels.labeled_frames:
+        rank.setdefault(id(lf.video), len(rank))
+    ordered = sorted(labels.labeled_frames, key=lambda lf: (rank[id(lf.video)], lf.frame_idx))
+    labels.labeled_frames = ordered
+    groups: list[list[sio.LabeledFrame]] = []
+    for lf in ordered:
+        if groups and groups[-1][0].video is lf.video:
+            groups[-1].append(lf)
+        else:
+            groups.append([lf])
+    return groups
+
+
+def _n_nodes(labels: sio.Labels) -> int:
+    return len(labels.skeletons[0].nodes) if len(labels.skeletons) == 1 else 0
+
+
+def retrack_labels(labels: sio.Labels, options: TrackingOptions) -> RetrackStats:
+    """Track ``labels`` again, in place; returns what was done and the resolved options."""
+    t0 = time.perf_counter()
+    carrier, vectors = _carrier(labels, options)
+    n_nodes = _n_nodes(labels)
+    stats = RetrackStats(carrier=carrier)
+    stats.options = resolve_options(options, carrier, n_nodes, vectors)
+    tracks: list[sio.Track] = []
+    for frames in _by_video(labels):
+        tracker = make_tracker(options, carrier, n_nodes, vectors)
+        offset = len(tracks)
+        for lf in frames:
+            targets = _targets(lf, carrier)
+            _clear(lf, targets)
+            if carrier == MASKS and not targets:
+                continue
+            det = _detections(lf, targets, carrier, vectors, tracker.needs_images)
+            answer = tracker.step(det)
+            while len(tracks) < offset + tracker.n_tracks:
+                tracks.append(sio.Track(name=track_name(len(tracks))))
+            for target, tid, score in zip(targets, answer.track_ids, answer.scores):
+                if tid >= 0:
+                    target.track, target.tracking_score = tracks[offset + tid], float(score)
+            stats.frames += 1
+            stats.instances += len(targets)
+        if carrier == MASKS:
+            for lf in frames:
+                _inherit(lf)
+    labels.tracks = list(tracks)
+    labels.update()
+    labels.reindex()
+    stats.tracks = len(tracks)
+    stats.seconds = time.perf_counter() - t0
+    return stats
+
+
+def _has_vectors(labels: sio.Labels) -> bool:
+    return any(
+        getattr(d, "identity_embedding", None) is not None
+        for lf in labels.labeled_frames
+        for d in (*lf.instances, *lf.masks)
+    )
+
+
+def _frame_sources(labels: sio.Labels) -> set[Path]:
+    out = set()
+    for video in labels.videos:
+        names = video.filename if isinstance(video.filename, list) else [video.filename]
+        out.update(Path(str(n)).resolve() for n in names)
+    return out
+
+
+def retrack_file(src: Path, dst: Path, options: TrackingOptions) -> RetrackStats:
+    """Re-track ``src`` into ``dst`` (written atomically); ``seconds`` covers load to save."""
+    t0 = time.perf_counter()
+    src, dst = Path(src), Path(dst)
+    if not src.is_file():
+        raise UsageError(f"{src}: no such file")
+    if src.suffix.lower() != ".slp":
+        raise UsageError(f"{src}: not a .slp prediction file (re-tracking needs detections)")
+    try:
+        labels = sio.load_slp(str(src))
+    except Exception as exc:  # sleap-io raises many kinds for damaged files
+        raise VideoError(f"{src}: not a readable SLEAP file ({exc})") from exc
+    if dst.resolve() in _frame_sources(labels):
+        raise UsageError(f"{dst}: holds the frames of {src}; write the tracks elsewhere")
+    keep_vectors = _has_vectors(labels)
+    stats = retrack_labels(labels, options)
+    labels.provenance = {**dict(labels.provenance or {}), "tracking": stats.options.to_json()}
+    atomic_write(
+        dst,
+        lambda tmp: sio.save_slp(
+            labels,
+            str(tmp),
+            embed=False,
+            restore_original_videos=False,
+            save_embedding_vectors=keep_vectors,
+        ),
+    )
+    stats.seconds = time.perf_counter() - t0
+    return stats

@@ -1,0 +1,143 @@
+"""Read a folder of images (or a glob's images) as one video, frame k = k-th name.
+
+Labs export frames as PNG/JPEG/TIFF folders; sleap-io calls such a folder an
+``ImageVideo`` and sleap-nn predicts it frame by frame. Images are ordered by
+natural name order (``frame2`` before ``frame10``), which is what their names
+mean; sleap-io's own ``find_images`` sorts plainly, so it is never asked to
+list them: the output stores our list. Pixels are decoded with imageio
+(Pillow), the same decoder sleap-io uses, so JPEG pixels match what sleap-nn
+sees (PyAV's JPEG colour conversion differs by a few levels).
+
+A sequence has no container to promise a shape, so the first image that
+decodes sets it. An image that fails to decode, or whose size differs (a
+model cannot batch it, and sleap-io's ``ImageVideo`` assumes one size), costs
+that frame only: it is reported to ``on_error`` and skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import imageio.v3 as iio
+import numpy as np
+
+from sleap_infer.core.errors import VideoError
+from sleap_infer.sources.inputs import sequence_images
+from sleap_infer.sources.labels_video import DEFAULT_FPS, _RunCollector
+from sleap_infer.sources.video import ABSENT, DECODE_ERROR, ErrorCallback, VideoInfo, _reason
+
+
+class _BadImage(Exception):
+    """An image that decodes but cannot be a frame (pixel type, channel count)."""
+
+
+def _read(path: Path) -> np.ndarray:
+    """HxWxC uint8 (C = 1 or 3). 16-bit images are scaled down (as viewers do); alpha dropped.
+
+    The bytes are read here, not by imageio, which leaves the file open when decoding fails.
+    """
+    data = path.read_bytes()
+    if not data:
+        raise _BadImage("empty file")
+    img = np.asarray(iio.imread(data, extension=path.suffix.lower()))
+    if img.ndim == 2:
+        img = img[..., None]
+    if img.ndim != 3 or img.shape[-1] not in (1, 2, 3, 4):
+        raise _BadImage(f"unsupported image shape {img.shape}")
+    if img.shape[-1] in (2, 4):  # gray + alpha, RGB + alpha
+        img = img[..., :-1]
+    if img.dtype == np.uint16:
+        img = ((img.astype(np.uint32) * 255 + 32767) // 65535).astype(np.uint8)
+    elif img.dtype != np.uint8:
+        raise _BadImage(f"unsupported pixel type {img.dtype}")
+    return np.ascontiguousarray(img)
+
+
+def _coerce(frame: np.ndarray, channels: int) -> np.ndarray:
+    """A gray image repeated for a colour model; the first channel for a gray one."""
+    if frame.shape[-1] == channels:
+        return frame
+    if channels == 1:
+        return np.ascontiguousarray(frame[..., :1])
+    return np.repeat(frame, channels, axis=-1)
+
+
+class ImageSequenceReader:
+    """An image folder or glob with :class:`~sleap_infer.sources.video.VideoReader`'s interface.
+
+    ``info.path`` is the folder (outputs are named after it); ``info.files``
+    the images, absolute, which the output's video references. Nothing stays
+    open, so a reader may be iterated from a decode thread.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.files = [p.absolute() for p in sequence_images(self.path)]
+        if not self.files:
+            raise VideoError(f"{self.path}: no images (png, jpg, tif, bmp) found")
+        first = self._reference()
+        folder = self.path if self.path.is_dir() else self.path.parent
+        self.info = VideoInfo(
+            path=folder.absolute(),
+            n_frames=len(self.files),
+            fps=DEFAULT_FPS,  # images carry no rate; sleap-io assumes none, labels_video 30
+            height=int(first.shape[0]),
+            width=int(first.shape[1]),
+            grayscale=first.shape[-1] == 1
+            or bool(
+                np.array_equal(first[..., 0], first[..., 1])
+                and np.array_equal(first[..., 0], first[..., 2])
+            ),
+            codec=self.files[0].suffix.lower().lstrip("."),
+            files=tuple(str(p) for p in self.files),
+        )
+
+    def _reference(self) -> np.ndarray:
+        """The first image that decodes sets the size (the ones before it are bad frames)."""
+        first_problem = ""
+        for path in self.files:
+            try:
+                return _read(path)
+            except Exception as exc:  # Pillow, tifffile: whatever a damaged file raises
+                first_problem = first_problem or f"{path.name}: {_reason(exc)}"
+        raise VideoError(
+            f"{self.path}: none of its {len(self.files)} images decodes ({first_problem})"
+        )
+
+    def channels_for(self, model_channels: int) -> int:
+        return self.info.channels_for(model_channels)
+
+    def iter_frames(
+        self,
+        indices: Sequence[int] | None = None,
+        channels: int = 3,
+        on_error: ErrorCallback | None = None,
+        start: int = 0,
+    ) -> Iterator[tuple[int, np.ndarray]]:
+        """Yield ``(frame_index, HxWxC uint8)`` for the requested (sorted) indices or all frames.
+
+        ``start`` skips the frames before it when ``indices`` is None. An image
+        that fails to decode or has another size is reported and skipped.
+        """
+        errors = _RunCollector(on_error)
+        n = len(self.files)
+        wanted = range(max(start, 0), n) if indices is None else sorted(set(indices))
+        size = (self.info.height, self.info.width)
+        for index in wanted:
+            if not 0 <= index < n:
+                errors.add(index, f"no such image: the sequence has {n}", ABSENT)
+                continue
+            path = self.files[index]
+            try:
+                frame = _read(path)
+            except Exception as exc:  # one damaged image costs one frame
+                errors.add(index, f"{path.name}: decode error: {_reason(exc)}", DECODE_ERROR)
+                continue
+            if frame.shape[:2] != size:
+                got = f"{frame.shape[0]}x{frame.shape[1]}"
+                errors.add(index, f"{path.name} is {got}, not {size[0]}x{size[1]}", DECODE_ERROR)
+                continue
+            errors.flush()  # report in frame order, and never hold an error while suspended
+            yield index, _coerce(frame, channels)
+        errors.flush()

@@ -1,0 +1,454 @@
+"""Stream frames from a video file with PyAV, never loading the whole video.
+
+Frames are decoded packet by packet so one corrupt packet costs one frame,
+not the run: frames that never come out of the decoder are reported through
+``on_error`` (indices recovered from timestamps) and skipped. That includes
+frames missing at the end of a truncated stream (fewer frames than the
+container's metadata promises) and frames after a demuxer error, which end
+the stream early instead of aborting it. Gray-content videos are returned
+with one channel equal to the red channel of the RGB decode, which is exactly
+what sleap-io returns, so pixels match what sleap-nn's predictor sees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import av
+import numpy as np
+
+from sleap_infer.core.errors import VideoError
+from sleap_infer.sources.inputs import is_labels_path, is_pattern
+
+if TYPE_CHECKING:
+    from sleap_infer.sources.images import ImageSequenceReader
+    from sleap_infer.sources.labels_video import LabelsVideoReader
+
+# Requested frames further ahead than this are reached by seeking instead of decoding.
+SEEK_GAP_FRAMES = 256
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    """Container metadata plus what the first frame tells."""
+
+    path: Path
+    n_frames: int  # from metadata (estimated from duration when the container lacks it)
+    fps: float
+    height: int
+    width: int
+    grayscale: bool  # R == G == B on the first frame
+    codec: str
+    # An image sequence's frames, in order (absolute): the output references these
+    # instead of ``path``, which is then the folder they were found in.
+    files: tuple[str, ...] = ()
+
+    def channels_for(self, model_channels: int) -> int:
+        """Channels to emit: 1 only when the model wants gray and the content is gray."""
+        return 1 if model_channels == 1 and self.grayscale else 3
+
+
+# FrameError.kind values.
+DECODE_ERROR = "decode"  # the decoder rejected the frame's data
+MISSING_AT_END = "end"  # the stream ended before this frame (truncated video)
+ABSENT = "absent"  # the source holds no such frame (a .pkg.slp embeds only some)
+
+
+@dataclass(frozen=True)
+class FrameError:
+    """``count`` consecutive frames from ``index`` that could not be decoded.
+
+    Runs instead of single frames so that a truncated million-frame video is
+    one record, not a million.
+    """
+
+    index: int
+    reason: str
+    kind: str = DECODE_ERROR
+    count: int = 1
+
+    @property
+    def last(self) -> int:
+        return self.index + self.count - 1
+
+    def describe(self) -> str:
+        where = f"frame {self.index}" if self.count == 1 else f"frames {self.index}-{self.last}"
+        return f"{where}: {self.reason}"
+
+
+def runs(indices: Iterable[int]) -> Iterator[tuple[int, int]]:
+    """``(first, count)`` for each run of consecutive integers in sorted ``indices``."""
+    first = prev = None
+    for i in indices:
+        if prev is not None and i == prev + 1:
+            prev = i
+            continue
+        if first is not None:
+            yield first, prev - first + 1
+        first = prev = i
+    if first is not None:
+        yield first, prev - first + 1
+
+
+ErrorCallback = Callable[[FrameError], None]
+
+
+def _open(path: Path) -> av.container.InputContainer:
+    try:
+        container = av.open(str(path), mode="r")
+    except FileNotFoundError as exc:
+        raise VideoError(f"{path}: video not found") from exc
+    except PermissionError as exc:
+        raise VideoError(f"{path}: permission denied") from exc
+    except (av.error.FFmpegError, OSError, UnicodeDecodeError) as exc:
+        raise VideoError(f"{path}: not a readable video ({_diagnose(path, exc)})") from exc
+    if not container.streams.video:
+        container.close()
+        raise VideoError(f"{path}: contains no video stream (zero frames or not a video)")
+    return container
+
+
+def _reason(exc: BaseException) -> str:
+    text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    return str(text).splitlines()[0]
+
+
+def _diagnose(path: Path, exc: BaseException) -> str:
+    """A more useful reason than FFmpeg's "Invalid data" for the common broken files."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            head = fh.read(12)
+    except OSError:
+        return _reason(exc)
+    if size == 0:
+        return "empty file"
+    if head[4:8] == b"ftyp" and not _has_mp4_box(path, b"moov"):
+        return "no 'moov' index atom: the file is truncated or its recording was never finalised"
+    return _reason(exc)
+
+
+def _has_mp4_box(path: Path, box: bytes) -> bool:
+    """Whether a top-level ISO-BMFF box of this type exists (walks box headers only)."""
+    size = path.stat().st_size
+    offset = 0
+    with path.open("rb") as fh:
+        while offset + 8 <= size:
+            fh.seek(offset)
+            header = fh.read(16)
+            length = int.from_bytes(header[:4], "big")
+            if header[4:8] == box:
+                return True
+            if length == 1 and len(header) == 16:
+                length = int.from_bytes(header[8:16], "big")
+            elif length == 0:
+                return False  # box runs to the end of the file
+            if length < 8:
+                return False
+            offset += length
+    return False
+
+
+class VideoReader:
+    """A video file: metadata at construction, frames on demand via :meth:`iter_frames`.
+
+    Each :meth:`iter_frames` call opens its own container, so a reader can be
+    iterated from a decode thread while the main thread only reads ``info``.
+    """
+
+    def __init__(self, path: str | Path, threads: int = 0) -> None:
+        self.path = Path(path)
+        if self.path.is_dir():
+            raise VideoError(f"{self.path}: is a directory, not a video")
+        if not self.path.exists():
+            raise VideoError(f"{self.path}: video not found")
+        self.threads = threads
+        container = _open(self.path)
+        try:
+            stream = container.streams.video[0]
+            rate = stream.average_rate or stream.guessed_rate or Fraction(30)
+            self._rate = Fraction(rate)
+            self._time_base = stream.time_base or Fraction(1, 90000)
+            self._start = stream.start_time
+            first = None
+            try:
+                for frame in container.decode(stream):
+                    first = frame
+                    break
+            except av.error.FFmpegError as exc:
+                raise VideoError(
+                    f"{self.path}: cannot decode first frame ({_reason(exc)})"
+                ) from exc
+            if first is None:
+                raise VideoError(f"{self.path}: video has no decodable frames")
+            if self._start is None:
+                self._start = first.pts
+            rgb = first.to_ndarray(format="rgb24")
+            n_frames = int(stream.frames or 0)
+            if n_frames <= 0:
+                duration = stream.duration or 0
+                if duration:
+                    n_frames = round(float(duration * self._time_base) * float(self._rate))
+                elif container.duration:
+                    n_frames = round(container.duration / av.time_base * float(self._rate))
+            self.info = VideoInfo(
+                # Absolute (not resolved: a lab's symlinked data path is what it should see),
+                # so the output's video reference works from any working directory.
+                path=self.path.absolute(),
+                n_frames=max(n_frames, 1),
+                fps=float(self._rate),
+                height=int(rgb.shape[0]),
+                width=int(rgb.shape[1]),
+                grayscale=bool(
+                    np.array_equal(rgb[..., 0], rgb[..., 1])
+                    and np.array_equal(rgb[..., 0], rgb[..., 2])
+                ),
+                codec=stream.codec_context.name,
+            )
+        finally:
+            container.close()
+
+    def channels_for(self, model_channels: int) -> int:
+        return self.info.channels_for(model_channels)
+
+    def _index_of(self, frame: av.VideoFrame, fallback: int) -> int:
+        if frame.pts is None or self._start is None:
+            return fallback
+        seconds = float((frame.pts - self._start) * self._time_base)
+        return round(seconds * float(self._rate))
+
+    def _seek_target(self, index: int) -> int:
+        return int(self._start or 0) + int(Fraction(index) / self._rate / self._time_base)
+
+    def iter_frames(
+        self,
+        indices: Sequence[int] | None = None,
+        channels: int = 3,
+        on_error: ErrorCallback | None = None,
+        start: int = 0,
+    ) -> Iterator[tuple[int, np.ndarray]]:
+        """Yield ``(frame_index, HxWxC uint8)`` for the requested (sorted) indices or all frames.
+
+        ``start`` skips (by seeking) the frames before it when ``indices`` is None.
+        Frames that never decode are reported to ``on_error`` and skipped; a
+        demuxer error ends the stream early (the rest is reported missing)
+        instead of raising, so what was decoded so far is never lost.
+        """
+        wanted = None if indices is None else sorted(set(indices))
+        if wanted is not None and not wanted:
+            return
+        cursor = _DecodeCursor(
+            wanted, start, _LossReporter(on_error, wanted, start), self._index_of, self._seek_target
+        )
+        container = _open(self.path)
+        try:
+            stream = container.streams.video[0]
+            stream.thread_type = "AUTO"
+            stream.thread_count = self.threads
+            while cursor.seek_if_asked(container, stream):
+                for index, frame in cursor.demux_pass(container, stream):
+                    yield index, _pixels(frame, channels)
+                if cursor.done:
+                    return  # every wanted frame is out: nothing is missing, so no tail
+                if cursor.seek_to is None:
+                    break  # the stream ran out or the demuxer gave up
+            cursor.report_tail(self.info.n_frames)
+        finally:
+            container.close()
+
+
+def open_video(
+    path: str | Path, video_index: int = 0, threads: int = 0
+) -> VideoReader | LabelsVideoReader | ImageSequenceReader:
+    """A reader for a video file, for video ``video_index`` of a SLEAP project (``.slp``),
+    or for an image sequence (a folder, or a glob such as ``frames/*.png``).
+
+    ``video_index`` only picks among a project's videos; a plain video file ignores
+    it, so one setting serves a batch mixing both.
+    """
+    if Path(path).is_dir() or is_pattern(path):
+        # Imported here: images builds on this module (and on labels_video).
+        from sleap_infer.sources.images import ImageSequenceReader
+
+        return ImageSequenceReader(path)
+    if is_labels_path(path):
+        # Imported here: labels_video builds on this module (and pulls in sleap-io).
+        from sleap_infer.sources.labels_video import LabelsVideoReader
+
+        return LabelsVideoReader(path, video_index, threads)
+    return VideoReader(path, threads)
+
+
+def _pixels(frame: av.VideoFrame, channels: int) -> np.ndarray:
+    """Convert only frames that are yielded: the RGB decode is the costly part."""
+    rgb = frame.to_ndarray(format="rgb24")
+    return np.ascontiguousarray(rgb[..., :1]) if channels == 1 else rgb
+
+
+class _Step(Enum):
+    """What to do with a decoded frame once its index is known."""
+
+    YIELD = "yield"  # a frame the caller asked for
+    SKIP = "skip"  # not wanted, and the next wanted frame is near enough to decode up to
+    SEEK = "seek"  # the next wanted frame is far ahead: seeking beats decoding up to it
+    DONE = "done"  # every wanted frame has been placed
+
+
+class _DecodeCursor:
+    """Where one :meth:`VideoReader.iter_frames` call stands, kept across seeks.
+
+    Seeking restarts the demuxer, so the state that must survive it (what is
+    still wanted, what was decoded, the error not yet blamed on a frame) lives
+    here rather than in loop variables of one long generator.
+    """
+
+    def __init__(
+        self,
+        wanted: list[int] | None,
+        start: int,
+        losses: _LossReporter,
+        index_of: Callable[[av.VideoFrame, int], int],
+        seek_target: Callable[[int], int],
+    ) -> None:
+        self.wanted = wanted
+        self.start = start
+        self.losses = losses
+        self.index_of = index_of
+        self.seek_target = seek_target
+        self.pos = 0  # next position in ``wanted``
+        first = start if wanted is None else wanted[0]
+        self.seek_to: int | None = first if first > SEEK_GAP_FRAMES else None
+        # The target of the last seek. A seek lands on the keyframe before its target; when
+        # the stream ends before the target (metadata promising more frames than exist), it
+        # lands far short again, and seeking once more would loop forever: decode on instead.
+        self.sought: int | None = None
+        self.last = -1  # index of the last decoded frame; -1 = none since (re)start
+        self.furthest = -1  # furthest frame decoded in this call, across seeks
+        self.from_origin = True  # no seek yet: a gap before the first decoded frame is a loss
+        self.pending: str | None = None  # latest decoder error not yet tied to lost frames
+        self.ended_early: str | None = None
+        self.done = False
+
+    def seek_if_asked(
+        self, container: av.container.InputContainer, stream: av.video.stream.VideoStream
+    ) -> bool:
+        """Seek to ``seek_to`` if one is pending; False when the seek failed, ending the stream."""
+        if self.seek_to is None:
+            return True
+        try:
+            container.seek(self.seek_target(self.seek_to), stream=stream, backward=True)
+        except av.error.FFmpegError as exc:
+            self.ended_early = f"cannot seek to frame {self.seek_to} ({_reason(exc)})"
+            return False
+        # Frames decoded before a seek say nothing about gaps after it.
+        self.sought = self.seek_to
+        self.last, self.from_origin, self.seek_to = -1, False, None
+        return True
+
+    def demux_pass(
+        self, container: av.container.InputContainer, stream: av.video.stream.VideoStream
+    ) -> Iterator[tuple[int, av.VideoFrame]]:
+        """Decode packet by packet from here until the stream ends, a seek is due or all is done.
+
+        A bad packet only costs its frames (remembered in ``pending``); a
+        demuxer error ends the pass like the end of the stream does.
+        """
+        packets = container.demux(stream)
+        while True:
+            try:
+                packet = next(packets)
+            except StopIteration:
+                return
+            except av.error.FFmpegError as exc:
+                self.ended_early = f"stream ended early ({_reason(exc)})"
+                return
+            try:
+                decoded = packet.decode()
+            except av.error.FFmpegError as exc:
+                self.pending = f"decode error: {_reason(exc)}"
+                continue
+            for frame in decoded:
+                index = self._record(frame)
+                step = self._place(index)
+                if step is _Step.YIELD:
+                    yield index, frame
+                elif step is not _Step.SKIP:
+                    return  # SEEK or DONE: the caller acts on ``seek_to`` / ``done``
+
+    def _record(self, frame: av.VideoFrame) -> int:
+        """Index a decoded frame and report the frames the decoder skipped before it."""
+        index = self.index_of(frame, self.last + 1)
+        if index <= self.last:
+            index = self.last + 1  # timestamps went backwards or repeat: trust the order
+        if self.last >= 0 or self.from_origin:
+            self.losses.gap(self.last + 1, index, self.pending or "frame missing from stream")
+        self.pending = None
+        self.last = index
+        self.furthest = max(self.furthest, index)
+        return index
+
+    def _place(self, index: int) -> _Step:
+        """Whether frame ``index`` is yielded, skipped, or shows a seek (or the end) is due."""
+        if self.wanted is None:
+            return _Step.SKIP if index < self.start else _Step.YIELD
+        while self.pos < len(self.wanted) and self.wanted[self.pos] < index:
+            self.pos += 1
+        if self.pos >= len(self.wanted):
+            self.done = True
+            return _Step.DONE
+        target = self.wanted[self.pos]
+        if target == index:
+            self.pos += 1
+            return _Step.YIELD
+        if target - index > SEEK_GAP_FRAMES and target != self.sought:
+            self.seek_to = target
+            return _Step.SEEK
+        return _Step.SKIP
+
+    def report_tail(self, n_frames: int) -> None:
+        """Report the frames the stream never reached, blaming the most specific cause known."""
+        reason = self.ended_early or self.pending
+        if reason is None:
+            after = "before any frame" if self.furthest < 0 else f"after frame {self.furthest}"
+            reason = f"stream ended {after}; metadata says {n_frames} frames"
+        if self.wanted is not None:
+            tail: Iterable[int] = self.wanted[self.pos :]
+        else:
+            tail = range(max(self.last + 1, self.start), n_frames)
+        self.losses.tail(tail, reason)
+
+
+class _LossReporter:
+    """Turns decode gaps and a short stream into :class:`FrameError` runs for ``on_error``."""
+
+    def __init__(
+        self, on_error: ErrorCallback | None, wanted: list[int] | None, start: int
+    ) -> None:
+        self.on_error = on_error
+        self.wanted = None if wanted is None else set(wanted)
+        self.start = start
+
+    def _emit(self, indices: Iterable[int], reason: str, kind: str) -> None:
+        if self.on_error is None:
+            return
+        for first, count in runs(indices):
+            self.on_error(FrameError(first, reason, kind, count))
+
+    def gap(self, lo: int, hi: int, reason: str) -> None:
+        """Frames ``lo..hi-1`` were skipped by the decoder."""
+        if hi <= lo:
+            return
+        if self.wanted is None:
+            lo = max(lo, self.start)
+            self._emit(range(lo, hi), reason, DECODE_ERROR)
+        else:
+            self._emit((i for i in range(lo, hi) if i in self.wanted), reason, DECODE_ERROR)
+
+    def tail(self, indices: Iterable[int], reason: str) -> None:
+        """Frames the stream never reached."""
+        self._emit(indices, reason, MISSING_AT_END)

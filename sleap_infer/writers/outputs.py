@@ -1,0 +1,276 @@
+"""Output file names, and turning a finished journal into the output file.
+
+Every format is written to a temporary sibling by a forked child
+(:mod:`sleap_infer.writers.isolate`: HDF5 segfaults the process that hits a full
+disk), fsync-ed and renamed, so the output path only ever holds a complete
+file: that is also how a rerun can trust (and skip) a file it finds. A
+failure is one :class:`OutputError` line naming the file; the journal stays,
+so ``--resume`` can build the output once the cause is fixed. Every format is
+built from the journal batch by batch: ``.slp`` straight into sleap-io's
+tables, CSV row by row, analysis HDF5 into chunked arrays; NWB gathers each
+track's arrays (not per-point objects) before pynwb writes them. Only ``.slp``
+has a place for segmentation masks, and only ``.slp`` and CSV for bounding
+boxes, and only ``.slp`` for an embedding model's re-ID vectors: any other
+format refuses a journal that holds some (one line) rather than writing a file
+without them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import h5py
+import sleap_io as sio
+
+from sleap_infer.core.errors import OutputError
+from sleap_infer.core.options import POLYGON_EPSILON
+from sleap_infer.core.polygons import check_mask_output
+from sleap_infer.journal import Journal, fsync_path
+from sleap_infer.writers.isolate import WriteFailure, reason, run_isolated
+from sleap_infer.writers.registry import FORMATS, OutputFormat
+from sleap_infer.writers.slots import Source, boxes_refused, embeddings_refused
+from sleap_infer.writers.slp_stream import StreamingSlpWriter
+
+# Uncompressed bytes per predicted point and instance, and a file's fixed part (measured
+# on empty outputs), per format: an upper bound for a full-disk message's "needs about".
+_POINT_BYTES = {"slp": 26, "analysis-h5": 24, "csv": 60, "nwb": 24}
+_INSTANCE_BYTES = {"slp": 93, "analysis-h5": 32, "csv": 50, "nwb": 8}
+_FIXED_BYTES = {"slp": 32_000, "analysis-h5": 16_000, "csv": 1_000, "nwb": 256_000}
+# .slp masks and polygons: each a set of 5 tables (about 22 KB with one row, measured),
+# a ``masks`` / ``rois`` row plus its three string entries, and the polygon's WKB before
+# simplification, at most 2 vertices (32 bytes) per RLE run (4 bytes), plus its header.
+_MASK_TABLES_BYTES = 24_000
+_MASK_ROW_BYTES = 74 + 48
+_ROI_ROW_BYTES = 46 + 48 + 64
+_WKB_PER_RLE_BYTE = 8
+# Boxes: .slp's 15 column datasets and a category catalog (about 40 KB with one box,
+# measured), then a row of each column, its two empty strings and a category link;
+# CSV a row of 6 numbers and a name.
+_BOX_TABLES_BYTES = {"slp": 48_000, "csv": 100}
+_BOX_ROW_BYTES = {"slp": 69 + 3 * 16 + 17, "csv": 130}
+# .slp re-ID vectors: the ``embeddings/`` group's 3 datasets (about 9 KB with one vector,
+# measured), then per vector its ``owner_type`` and ``owner_id`` (the float32 values
+# themselves are ``Journal.embedding_bytes``).
+_EMBEDDING_TABLES_BYTES = 12_000
+_EMBEDDING_ROW_BYTES = 1 + 8
+
+
+def default_output_path(video: Path, fmt: OutputFormat = FORMATS["slp"]) -> Path:
+    """``video.mp4`` -> ``video.mp4.predictions<suffix>`` (keeps the extension so that
+    ``a.mp4`` and ``a.avi`` do not collide)."""
+    return video.with_name(f"{video.name}.predictions{fmt.suffix}")
+
+
+def is_complete(path: Path, fmt: OutputFormat) -> bool:
+    """Whether ``path`` holds a finished output (outputs only appear by atomic rename,
+    so this mostly guards against foreign or damaged files)."""
+    try:
+        if not path.is_file() or path.stat().st_size == 0:
+            return False
+        if fmt.name == "csv":
+            return True
+        with h5py.File(path, "r") as f:
+            return fmt.name != "slp" or ("frames" in f and "metadata" in f)
+    except OSError:
+        return False
+
+
+def _tmp_path(path: Path) -> Path:
+    """A hidden sibling that keeps the real suffix (some exporters check it)."""
+    return path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+
+
+def _discard(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink(missing_ok=True)
+
+
+def _size(n: int) -> str:
+    if n >= 1e9:
+        return f"{n / 1e9:.1f} GB"
+    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.0f} KB"
+
+
+def _free_bytes(folder: Path) -> int | None:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return None
+
+
+def failure_message(path: Path, why: str, code: int | None, needs: int | None) -> str:
+    """One line naming ``path``; a full disk says how much room there is and was needed."""
+    free = _free_bytes(path.parent)
+    full = code in (errno.ENOSPC, errno.EDQUOT)
+    if not full and free is not None and needs is not None and free < needs:
+        full = True  # a writer that crashed, not one that said why: the disk is the suspect
+    if not full:
+        return f"{path}: cannot write predictions ({why})"
+    room = [] if needs is None else [f"needs up to about {_size(needs)}"]
+    room += [] if free is None else [f"{_size(free)} free"]
+    what = "no space left on device" if code != errno.EDQUOT else "disk quota exceeded"
+    return f"{path}: {what}" + (f" ({', '.join(room)})" if room else "")
+
+
+def atomic_write(
+    path: Path,
+    write: Callable[[Path], None],
+    needs: int | None = None,
+    kept: Path | None = None,
+) -> None:
+    """Run ``write(tmp)`` in a child process, fsync, rename onto ``path``; a failure
+    leaves ``path`` untouched and no temporary file, and is one :class:`OutputError`.
+
+    ``needs`` (an estimate in bytes) and ``kept`` (where the predictions are
+    safe, e.g. the journal) only go into the message.
+    """
+    tmp = _tmp_path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        run_isolated(lambda: write(tmp))
+        fsync_path(tmp)
+        os.replace(tmp, path)
+        with contextlib.suppress(OSError):
+            fsync_path(path.parent, directory=True)
+    except WriteFailure as exc:
+        _discard(tmp)
+        message = failure_message(path, exc.reason, exc.errno, needs)
+        raise OutputError(_with_hint(message, kept)) from exc
+    except OSError as exc:
+        _discard(tmp)
+        message = failure_message(path, reason(exc), exc.errno, needs)
+        raise OutputError(_with_hint(message, kept)) from exc
+    except BaseException:  # Ctrl-C mid-write: no stray temporary file either
+        _discard(tmp)
+        raise
+
+
+def _with_hint(message: str, kept: Path | None) -> str:
+    if kept is None:
+        return message
+    return f"{message}; the predictions are kept in {kept} (rerun with --resume once fixed)"
+
+
+def estimate_bytes(
+    journal: Journal, n_nodes: int, fmt: OutputFormat, mask_output: str = "mask"
+) -> int:
+    """An upper bound of the output's size (before compression) from the journal's counts."""
+    per_instance = _INSTANCE_BYTES[fmt.name] + n_nodes * _POINT_BYTES[fmt.name]
+    size = _FIXED_BYTES[fmt.name] + journal.n_instances * per_instance
+    if fmt.holds_boxes and journal.n_boxes:
+        size += _BOX_TABLES_BYTES[fmt.name] + journal.n_boxes * _BOX_ROW_BYTES[fmt.name]
+    if fmt.holds_embeddings and journal.n_embeddings:
+        size += _EMBEDDING_TABLES_BYTES + journal.embedding_bytes
+        size += journal.n_embeddings * _EMBEDDING_ROW_BYTES
+    if not fmt.holds_masks:
+        return size
+    masks, rois = check_mask_output(mask_output)
+    if masks and journal.n_masks:
+        size += _MASK_TABLES_BYTES + journal.n_masks * _MASK_ROW_BYTES + journal.mask_rle_bytes
+    if rois and journal.n_masks:
+        size += _MASK_TABLES_BYTES + journal.n_masks * _ROI_ROW_BYTES
+        size += journal.mask_rle_bytes * _WKB_PER_RLE_BYTE
+    return size
+
+
+def _write_slp(path: Path, source: Source) -> None:
+    tracks = [sio.Track(name=n) for n in source.class_names]
+    journal = source.journal
+    with StreamingSlpWriter(
+        path,
+        source.video,
+        source.skeleton,
+        tracks,
+        source.provenance,
+        expected_instances=journal.n_instances,
+        expected_frames=journal.frames_with_instances,
+        expected_masks=journal.n_masks,
+        expected_rle_bytes=journal.mask_rle_bytes,
+        mask_output=source.mask_output,
+        polygon_epsilon=source.polygon_epsilon,
+        box_categories=source.box_categories,
+        expected_boxes=journal.n_boxes,
+        expected_embeddings=journal.n_embeddings,
+    ) as writer:
+        for batch in journal.batches():
+            writer.add(batch)
+
+
+def _writer(fmt: OutputFormat) -> Callable[[Path, Source], None]:
+    """The format's writer, imported here in the parent so each forked child reuses
+    the import (pynwb takes seconds). sleap-io imports its own modules on first use,
+    and nothing before the first batch needs them: its writing half is imported here."""
+    import sleap_io.io.main
+    import sleap_io.io.slp  # noqa: F401
+
+    if fmt.name == "slp":
+        return _write_slp
+    if fmt.name == "analysis-h5":
+        from sleap_infer.writers.analysis_h5 import write_analysis_h5
+
+        return write_analysis_h5
+    if fmt.name == "csv":
+        from sleap_infer.writers.csv_out import write_csv
+
+        return write_csv
+    if fmt.name == "nwb":
+        from sleap_infer.writers.nwb_out import write_nwb
+
+        return write_nwb
+    raise ValueError(f"no writer for format {fmt.name!r}")
+
+
+def write_from_journal(
+    journal: Journal,
+    path: Path,
+    fmt: OutputFormat,
+    video: sio.Video,
+    skeleton: sio.Skeleton,
+    class_names: tuple[str, ...],
+    provenance: dict[str, Any],
+    *,
+    mask_output: str = "mask",
+    polygon_epsilon: float = POLYGON_EPSILON,
+    box_categories: tuple[str, ...] = (),
+    poses: bool = True,
+) -> None:
+    """Build the output file for a finished video from its journal, atomically.
+
+    Raises :class:`OutputError` (one line naming ``path``) if it cannot be
+    written, or if ``fmt`` cannot hold the masks the journal has (the
+    predictor refuses such a format before predicting; this is the backstop
+    that never drops masks silently), and likewise for boxes and re-ID vectors;
+    the journal is left as it is. ``mask_output`` (``mask``, ``polygon``, ``both``) and
+    ``polygon_epsilon`` only matter for ``.slp``; ``box_categories`` (the box
+    detector's class names, which ``BoxSet.category`` indexes) for ``.slp`` and CSV.
+    """
+    check_mask_output(mask_output)
+    if journal.n_masks and not fmt.holds_masks:
+        raise OutputError(
+            f"{path}: --format {fmt.name} has no place for segmentation masks "
+            f"({journal.n_masks} predicted, kept in {journal.path}); use --format slp"
+        )
+    if journal.n_boxes and not fmt.holds_boxes:
+        raise OutputError(boxes_refused(path, fmt.name, journal))
+    if journal.n_embeddings and not fmt.holds_embeddings:
+        raise OutputError(embeddings_refused(path, fmt.name, journal))
+    source = Source(
+        journal,
+        video,
+        skeleton,
+        class_names,
+        provenance,
+        mask_output,
+        polygon_epsilon,
+        tuple(box_categories),
+        poses,
+    )
+    write = _writer(fmt)
+    needs = estimate_bytes(journal, len(skeleton.nodes), fmt, mask_output)
+    atomic_write(path, lambda tmp: write(tmp, source), needs=needs, kept=journal.path)
