@@ -50,6 +50,7 @@ from sleap_infer.core.errors import OutputError, ResumeError, SleapInferError
 from sleap_infer.core.masks import MaskSet
 from sleap_infer.core.polygons import packaged
 from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.core.products import Counts, Product
 from sleap_infer.sources.video import FrameError
 
 MAGIC = b"SIJRNL1\n"
@@ -143,16 +144,7 @@ class Journal:
     sessions: list[dict[str, Any]] = field(default_factory=list)
     bad_frames: list[FrameError] = field(default_factory=list)
     predicted: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    n_instances: int = 0
-    frames_with_instances: int = 0  # with an instance, mask or box: "frames with detections"
-    score_sum: float = 0.0  # of the valid instances' scores (the run summary's mean score)
-    n_masks: int = 0  # masks with a set pixel (the ones an output holds)
-    mask_score_sum: float = 0.0
-    mask_rle_bytes: int = 0  # of those masks' run lengths as stored (uint32): sizes the output
-    n_boxes: int = 0
-    box_score_sum: float = 0.0
-    n_embeddings: int = 0  # re-ID vectors on valid instances (the ones an output holds)
-    embedding_bytes: int = 0  # of those vectors as float32: sizes the output
+    totals: Totals = field(default_factory=lambda: Totals())
     valid_bytes: int = 0
     torn_bytes: int = 0  # bytes after the last intact record (a crash mid-write)
     failed: str | None = None  # why the last run stopped, when it failed rather than being cut off
@@ -166,6 +158,11 @@ class Journal:
     @property
     def n_predicted(self) -> int:
         return int(self.predicted.size)
+
+    @property
+    def counts(self) -> Counts:
+        """What the journal's batches add up to (its predicted frames, its tracks)."""
+        return self.totals.counts(self.n_predicted, self.n_tracks)
 
     def changes(self, fingerprint: dict[str, Any]) -> list[str]:
         """What differs between the run that wrote this journal and ``fingerprint``.
@@ -242,44 +239,71 @@ def _boxes(arrays: dict[str, np.ndarray]) -> BoxSet | None:
 
 
 @dataclass
-class _Counts:
-    """Running totals of the batch records, for :class:`Journal`."""
+class Totals:
+    """Running totals of the batch records: the counts, and what sizes an output."""
 
-    n_instances: int = 0
-    frames_with_instances: int = 0
-    score_sum: float = 0.0
-    n_masks: int = 0
+    instances: int = 0
+    frames_with_instances: int = 0  # with an instance, mask or box: "frames with detections"
+    score_sum: float = 0.0  # of the valid instances' scores (the run summary's mean score)
+    masks: int = 0  # masks with a set pixel (the ones an output holds)
     mask_score_sum: float = 0.0
-    mask_rle_bytes: int = 0
-    n_boxes: int = 0
+    mask_rle_bytes: int = 0  # of those masks' run lengths as stored (uint32): sizes the output
+    boxes: int = 0
     box_score_sum: float = 0.0
-    n_embeddings: int = 0
-    embedding_bytes: int = 0
+    embeddings: int = 0  # re-ID vectors on valid instances (the ones an output holds)
+    embedding_bytes: int = 0  # of those vectors as float32: sizes the output
+
+    def of(self, product: Product) -> int:
+        return int(getattr(self, product.value))
+
+    def counts(self, frames: int, tracks: int = 0) -> Counts:
+        return Counts(
+            frames=frames,
+            instances=self.instances,
+            masks=self.masks,
+            boxes=self.boxes,
+            embeddings=self.embeddings,
+            tracks=tracks,
+            frames_with_instances=self.frames_with_instances,
+            mean_score=self.mean_score,
+        )
+
+    @property
+    def mean_score(self) -> float | None:
+        """Mean score of what the run is about: instances, else masks, else boxes."""
+        for n, total in (
+            (self.instances, self.score_sum),
+            (self.masks, self.mask_score_sum),
+            (self.boxes, self.box_score_sum),
+        ):
+            if n:
+                return total / n
+        return None
 
     def add(self, arrays: dict[str, np.ndarray]) -> None:
         found = arrays["valid"]
-        self.n_instances += int(found.sum())
+        self.instances += int(found.sum())
         self.score_sum += float(np.nansum(arrays["instance_scores"][found]))
         n_rows = len(arrays["frame_indices"])
         detected = found.any(axis=1) if found.ndim == 2 else np.zeros(n_rows, bool)
         masks = _masks(arrays)
         if masks is not None and len(masks):
             kept = packaged(masks)
-            self.n_masks += len(kept)
+            self.masks += len(kept)
             self.mask_score_sum += float(np.nansum(kept.score))
             self.mask_rle_bytes += 4 * int(kept.rle_len.sum())
             rows = kept.frame[(kept.frame >= 0) & (kept.frame < len(detected))]
             detected[rows] = True
         boxes = _boxes(arrays)
         if boxes is not None and len(boxes):
-            self.n_boxes += len(boxes)
+            self.boxes += len(boxes)
             self.box_score_sum += float(np.nansum(boxes.score))
             detected[boxes.frame[(boxes.frame >= 0) & (boxes.frame < len(detected))]] = True
         self.frames_with_instances += int(detected.sum())
         embeddings = arrays.get(EMBEDDINGS)
         if embeddings is not None:
             n = int(vector_slots(embeddings, found).sum())
-            self.n_embeddings += n
+            self.embeddings += n
             self.embedding_bytes += 4 * n * int(embeddings.shape[-1])
 
 
@@ -299,7 +323,7 @@ def read_journal(path: Path) -> Journal:
         sessions: list[dict[str, Any]] = []
         bad: list[FrameError] = []
         predicted: list[np.ndarray] = []
-        counts = _Counts()
+        totals = Totals()
         failed: str | None = None
         tracker: TrackerSnapshot | None = None
         valid = len(MAGIC)
@@ -316,7 +340,7 @@ def read_journal(path: Path) -> Journal:
                 failed = str(meta.get("reason", "unknown error"))
             elif kind == "batch":
                 predicted.append(arrays["frame_indices"].astype(np.int64))
-                counts.add(arrays)
+                totals.add(arrays)
                 if "tracker" in meta:
                     tracker = _tracker_snapshot(meta, arrays)
             if kind in ("batch", "bad_frames"):
@@ -333,16 +357,7 @@ def read_journal(path: Path) -> Journal:
         sessions=sessions,
         bad_frames=bad,
         predicted=done,
-        n_instances=counts.n_instances,
-        frames_with_instances=counts.frames_with_instances,
-        score_sum=counts.score_sum,
-        n_masks=counts.n_masks,
-        mask_score_sum=counts.mask_score_sum,
-        mask_rle_bytes=counts.mask_rle_bytes,
-        n_boxes=counts.n_boxes,
-        box_score_sum=counts.box_score_sum,
-        n_embeddings=counts.n_embeddings,
-        embedding_bytes=counts.embedding_bytes,
+        totals=totals,
         valid_bytes=valid,
         torn_bytes=size - valid,
         failed=failed,

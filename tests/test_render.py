@@ -24,7 +24,7 @@ from sleap_infer.cli.render import default_output, render
 from sleap_infer.core.errors import OutputError, UsageError, VideoError
 from sleap_infer.render import render_frame, render_video
 from sleap_infer.render.overlay import MASK_ALPHA, PALETTE
-from sleap_infer.sources.video import open_video
+from sleap_infer.sources.open import open_video
 
 from conftest import SHARED, write_video
 

@@ -16,7 +16,8 @@ from sleap_infer.batch.tasks import (
     interrupted_outcome,
 )
 from sleap_infer.core.errors import SleapInferError
-from sleap_infer.pipeline.predictor import Predictor, VideoResult
+from sleap_infer.pipeline.pipeline import Pipeline
+from sleap_infer.pipeline.video_job import VideoResult
 from sleap_infer.sources.video import MISSING_AT_END
 
 DEBUG_ENV = "SLEAP_INFER_DEBUG"  # set to print tracebacks of unexpected errors
@@ -44,6 +45,19 @@ class BatchEvents(Protocol):
     def video_finished(self, outcome: VideoOutcome) -> None: ...
 
 
+class QuietEvents:
+    """:class:`BatchEvents` that report nothing (a batch run from Python without a display)."""
+
+    def video_started(self, task: VideoTask, total_frames: int) -> None:
+        pass
+
+    def frames_done(self, task: VideoTask, n: int) -> None:
+        pass
+
+    def video_finished(self, outcome: VideoOutcome) -> None:
+        pass
+
+
 def outcome_from_result(task: VideoTask, result: VideoResult) -> VideoOutcome:
     warnings = list(result.warnings)
     missing = 0
@@ -60,14 +74,7 @@ def outcome_from_result(task: VideoTask, result: VideoResult) -> VideoOutcome:
     outcome = VideoOutcome(
         task=task,
         status=TRUNCATED if result.truncated else DONE,
-        frames=result.frames,
-        instances=result.instances,
-        masks=result.masks,
-        boxes=result.boxes,
-        embeddings=result.embeddings,
-        tracks=result.tracks,
-        frames_with_instances=result.frames_with_instances,
-        mean_score=result.mean_score,
+        counts=result.counts,
         fps=result.fps,
         bad_frames=result.n_bad_frames,
         resumed_frames=result.resumed_frames,
@@ -78,13 +85,13 @@ def outcome_from_result(task: VideoTask, result: VideoResult) -> VideoOutcome:
         reason = next(e.reason for e in result.bad_frames if e.kind == MISSING_AT_END)
         outcome.message = (
             f"{task.video}: truncated: {missing} frames from frame {first} on are unreadable "
-            f"({reason}); {result.frames} predicted frames saved to {task.output}"
+            f"({reason}); {result.counts.frames} predicted frames saved to {task.output}"
         )
     return outcome
 
 
 def run_task(
-    predictor: Predictor, task: VideoTask, settings: JobSettings, events: BatchEvents
+    pipeline: Pipeline, task: VideoTask, settings: JobSettings, events: BatchEvents
 ) -> VideoOutcome:
     """Predict ``task``; every failure becomes a ``failed`` outcome with a one-line message.
 
@@ -101,17 +108,17 @@ def run_task(
         events.video_started(task, total)
 
     try:
-        result = predictor.predict_video(
+        result = pipeline.predict_to_file(
             task.video,
-            output=task.output,
+            task.output,
             frames=settings.frames,
-            on_start=on_start,
-            on_progress=lambda n: events.frames_done(task, n),
-            extra_provenance=settings.extra_provenance,
-            output_format=settings.output_format,
+            format=settings.output_format,
             resume=settings.resume,
             overwrite=settings.overwrite,
             video_index=task.video_index,
+            on_start=on_start,
+            on_progress=lambda n: events.frames_done(task, n),
+            extra_provenance=settings.extra_provenance,
         )
         outcome = outcome_from_result(task, result)
     except SleapInferError as exc:
@@ -130,13 +137,13 @@ def run_task(
 
 
 def run_sequential(
-    predictor: Predictor, tasks: list[VideoTask], settings: JobSettings, events: BatchEvents
+    pipeline: Pipeline, tasks: list[VideoTask], settings: JobSettings, events: BatchEvents
 ) -> tuple[list[VideoOutcome], bool]:
     """Outcomes of ``tasks`` in order, and whether Ctrl-C stopped the run."""
     outcomes: list[VideoOutcome] = []
     for task in tasks:
         try:
-            outcomes.append(run_task(predictor, task, settings, events))
+            outcomes.append(run_task(pipeline, task, settings, events))
         except KeyboardInterrupt:
             outcome = interrupted_outcome(task)
             events.video_finished(outcome)

@@ -1,7 +1,7 @@
 """Spread a batch over several devices: one worker process per device.
 
 Workers are spawned (never forked: CUDA does not survive a fork), each builds
-its own :class:`Predictor` on its device, then asks the parent for one video
+its own :class:`~sleap_infer.pipeline.Pipeline` on its device, then asks the parent for one video
 at a time, so a fast device simply takes more videos. Progress and outcomes
 come back over the same per-worker pipe. A worker that dies (segfault, OOM
 kill) costs only the video it was on, which keeps its journal and can be
@@ -16,7 +16,6 @@ import os
 import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -31,81 +30,10 @@ from sleap_infer.batch.tasks import (
     kept_hint,
 )
 from sleap_infer.core.errors import SleapInferError
-from sleap_infer.core.filters import InstanceFilters
-from sleap_infer.core.options import BATCH_SIZE, PredictOptions
-from sleap_infer.core.overrides import ConfigOverrides
-from sleap_infer.core.tracking import TrackingOptions
-from sleap_infer.sources.project_frames import ProjectSelection
-from sleap_infer.writers.registry import OutputFormat
+from sleap_infer.pipeline.spec import PipelineSpec
 
 POLL_S = 0.2
 STOP_GRACE_S = 30.0
-
-
-@dataclass(frozen=True)
-class PredictorSpec:
-    """Everything a worker needs to build its own :class:`Predictor`."""
-
-    model_paths: tuple[str, ...]
-    backend: str = "torch"
-    batch_size: int = BATCH_SIZE
-    options: PredictOptions = field(default_factory=PredictOptions)
-    backend_options: dict[str, Any] = field(default_factory=dict)
-    tracking: TrackingOptions | None = None  # --tracking: tracked per video, in each worker
-    filters: InstanceFilters | None = None
-    overrides: ConfigOverrides | None = None
-    project: ProjectSelection | None = None  # which video and frames of .slp inputs
-    centroid_only: bool = False  # --centroid-only: a top-down pair's centroid model alone
-
-    def check(self, devices: Sequence[str], fmt: OutputFormat | None = None) -> list[str]:
-        """Before spawning workers: the models load and combine, and every device exists.
-
-        Returns warnings about the models (as :attr:`Predictor.warnings`).
-        """
-        from sleap_infer.layers import build_layer
-        from sleap_infer.model.loader import load_model
-        from sleap_infer.model.overrides import apply_overrides
-        from sleap_infer.pipeline.predictor import (
-            check_format,
-            check_overrides_backend,
-            only_centroid_models,
-            output_model,
-            resolve_tracking,
-            skeleton_warnings,
-        )
-        from sleap_infer.runtimes import backend_maker
-
-        models = [load_model(p) for p in self.model_paths]
-        if self.centroid_only:
-            models = only_centroid_models(models)
-        if self.overrides is not None and self.overrides.active:
-            check_overrides_backend(self.backend, self.overrides)
-            models = apply_overrides(models, self.overrides)
-        if fmt is not None:
-            check_format(models, fmt)
-        for device in devices:
-            backend_maker(self.backend, device, **self.backend_options)
-        layer = build_layer(models, backend_maker("torch", "cpu"), self.options)
-        if self.tracking is not None:
-            resolve_tracking(models, self.tracking, len(layer.config.node_names))
-        return skeleton_warnings(models, output_model(models, layer.config))
-
-    def build(self, device: str) -> Any:
-        from sleap_infer.pipeline.predictor import Predictor
-
-        return Predictor(
-            self.model_paths,
-            backend=self.backend,
-            device=device,
-            batch_size=self.batch_size,
-            options=self.options,
-            backend_options=self.backend_options,
-            tracking=self.tracking,
-            filters=self.filters,
-            overrides=self.overrides,
-            project=self.project,
-            centroid_only=self.centroid_only,
-        )
 
 
 class _PipeEvents:
@@ -128,25 +56,25 @@ class _PipeEvents:
 def _worker_main(
     rank: int,
     device: str,
-    spec: PredictorSpec,
+    spec: PipelineSpec,
     settings: JobSettings,
     conn: Connection,
     threads: int | None,
 ) -> None:
-    """Build a predictor, then ask for videos until told to stop (``None``)."""
+    """Build a pipeline, then ask for videos until told to stop (``None``)."""
     signal.signal(signal.SIGINT, _stop_once)
     signal.signal(signal.SIGTERM, _stop_once)  # preemption: stop like Ctrl-C
     try:
         if threads:
             configure_torch_threads(threads)
-        predictor = spec.build(device)
+        pipeline = spec.build(device)
         events = _PipeEvents(conn, rank)
         while True:
             conn.send(("ready", rank))
             task = conn.recv()
             if task is None:
                 break
-            run_task(predictor, task, settings, events)
+            run_task(pipeline, task, settings, events)
     except KeyboardInterrupt:
         _send_quietly(conn, ("interrupted", rank))
     except SleapInferError as exc:
@@ -186,7 +114,7 @@ class _Pool:
     def __init__(
         self,
         devices: Sequence[str],
-        spec: PredictorSpec,
+        spec: PipelineSpec,
         tasks: Sequence[VideoTask],
         settings: JobSettings,
         events: BatchEvents,
@@ -329,7 +257,7 @@ class _Pool:
 
 def run_on_devices(
     devices: Sequence[str],
-    spec: PredictorSpec,
+    spec: PipelineSpec,
     tasks: Sequence[VideoTask],
     settings: JobSettings,
     events: BatchEvents,

@@ -20,16 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sleap_infer.batch.execute import BatchEvents, JobSettings, run_sequential
-from sleap_infer.batch.pool import PredictorSpec, run_on_devices
+from sleap_infer.batch.execute import BatchEvents, JobSettings, QuietEvents, run_sequential
+from sleap_infer.batch.pool import run_on_devices
 from sleap_infer.batch.projects import ProjectStep, finish_projects
 from sleap_infer.batch.tasks import VideoOutcome, VideoTask, plan_tasks, settled_before_running
 from sleap_infer.core.errors import UsageError
+from sleap_infer.pipeline.spec import PipelineSpec
 from sleap_infer.sources.inputs import expand_inputs, take_shard
 from sleap_infer.writers.registry import OutputFormat, get_format
 
 if TYPE_CHECKING:
-    from sleap_infer.pipeline.predictor import Predictor
+    from sleap_infer.pipeline.pipeline import Pipeline
 
 
 @dataclass
@@ -87,10 +88,11 @@ class Batch:
     def __init__(
         self,
         tasks: Sequence[VideoTask],
-        spec: PredictorSpec,
+        spec: PipelineSpec,
         settings: JobSettings,
         devices: Sequence[str] = ("auto",),
     ) -> None:
+        self.tasks = list(tasks)
         self.spec = spec
         self.settings = settings
         self.devices = list(devices)
@@ -106,20 +108,20 @@ class Batch:
                 self.todo.append(task)
             else:
                 self.skipped.append(settled)
-        self.predictor: Predictor | None = None
+        self.pipeline: Pipeline | None = None
 
     def load(self) -> ModelSummary:
-        """Load the models now: one predictor, or (several devices) check they all work."""
+        """Load the models now: one pipeline, or (several devices) check they all work."""
         spec = self.spec
         if len(self.devices) == 1:
-            self.predictor = spec.build(self.devices[0])
-            self.predictor.check_format(self.fmt)
-            types = ", ".join(m.model_type for m in self.predictor.models)
+            pipeline = spec.build(self.devices[0])
+            pipeline.check_format(self.fmt)
+            self.pipeline = pipeline
             return ModelSummary(
-                f"{type(self.predictor.layer).__name__} ({types})",
-                f"{self.predictor.backend_name}/{self.predictor.device}",
+                pipeline.describe(),
+                f"{pipeline.backend_name}/{pipeline.device}",
                 spec.batch_size,
-                tuple(self.predictor.warnings),
+                tuple(pipeline.warnings),
             )
         warnings = spec.check(self.devices, self.fmt)
         return ModelSummary(
@@ -130,23 +132,26 @@ class Batch:
         )
 
     def run(
-        self, events: BatchEvents, on_worker_error: Callable[[str], None] | None = None
+        self,
+        events: BatchEvents | None = None,
+        on_worker_error: Callable[[str], None] | None = None,
     ) -> BatchResult:
         """Report the skipped videos, predict the rest; outcomes in task order.
 
         ``on_worker_error`` hears about device workers that fail or die (several devices).
         """
+        events = events if events is not None else QuietEvents()
         with sigterm_as_interrupt():
             for outcome in self.skipped:
                 events.video_finished(outcome)
             if not self.todo:
                 outcomes, interrupted = [], False
             elif len(self.devices) == 1:
-                if self.predictor is None:
+                if self.pipeline is None:
                     self.load()
-                assert self.predictor is not None
+                assert self.pipeline is not None
                 outcomes, interrupted = run_sequential(
-                    self.predictor, self.todo, self.settings, events
+                    self.pipeline, self.todo, self.settings, events
                 )
             else:
                 outcomes, interrupted = run_on_devices(
@@ -167,7 +172,7 @@ class Batch:
 
 def run_batch(
     tasks: Sequence[VideoTask],
-    spec: PredictorSpec,
+    spec: PipelineSpec,
     settings: JobSettings,
     events: BatchEvents,
     devices: Sequence[str] = ("auto",),

@@ -7,10 +7,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sleap_infer.core.errors import SleapInferError, UsageError
+from sleap_infer.core.errors import OutputExistsError, SleapInferError, UsageError
+from sleap_infer.core.products import Counts
 from sleap_infer.journal import journal_path, read_journal
 from sleap_infer.sources.inputs import VideoInput, is_labels_path, is_pattern
-from sleap_infer.writers.outputs import default_output_path, is_complete
+from sleap_infer.writers.outputs import (
+    COMPLETE,
+    default_output_path,
+    existing_output,
+    refuse_existing,
+)
 from sleap_infer.writers.projects import count_videos, part_path
 from sleap_infer.writers.registry import FORMATS, OutputFormat
 
@@ -66,14 +72,7 @@ class VideoTask:
 class VideoOutcome:
     task: VideoTask
     status: str
-    frames: int = 0
-    instances: int = 0
-    masks: int = 0  # segmentation models
-    boxes: int = 0  # box detectors
-    embeddings: int = 0  # re-ID vectors written
-    tracks: int = 0  # tracks made (--tracking)
-    frames_with_instances: int = 0  # frames with an instance or a mask
-    mean_score: float | None = None  # mean instance (or mask) score; None when nothing found
+    counts: Counts = field(default_factory=Counts)
     fps: float = 0.0
     bad_frames: int = 0
     resumed_frames: int = 0
@@ -178,29 +177,18 @@ def settled_before_running(
     task: VideoTask, fmt: OutputFormat, overwrite: bool
 ) -> VideoOutcome | None:
     """The outcome of a task that needs no model: an input that cannot be attempted, or
-    an output that is already there.
-
-    Finished outputs are protected by default, as DeepLabCut does: a rerun of
-    the same command (after a crash, or with more videos added to the folder)
-    skips them, and never replaces hours of predictions by accident, say with
-    a 10-frame ``--frames`` test. ``--overwrite`` replaces them. A file at the
-    output path that is not a complete output of this format (someone else's
-    file, a damaged copy) is refused, not replaced.
-    """
+    an output that is already there (the rule: :func:`~sleap_infer.writers.outputs.
+    refuse_existing`; a finished output is skipped, anything else there fails)."""
     if task.problem is not None:
         return VideoOutcome(task, FAILED, message=f"{task.video}: {task.problem}")
-    if overwrite or journal_path(task.output).exists() or not task.output.exists():
-        return None  # a journal is the predictor's to judge (resume, or ask for a flag)
-    if is_complete(task.output, fmt):
-        return VideoOutcome(
-            task, SKIPPED, message=f"{task.output} exists (--overwrite replaces it)"
-        )
-    return VideoOutcome(
-        task,
-        FAILED,
-        message=f"{task.output}: exists but is not a complete {fmt.name} output; "
-        "move it away or pass --overwrite to replace it",
-    )
+    if overwrite or journal_path(task.output).exists():
+        return None  # a journal is the pipeline's to judge (resume, or ask for a flag)
+    try:
+        refuse_existing(task.output, fmt, overwrite)
+    except OutputExistsError as exc:
+        found = existing_output(task.output, fmt)
+        return VideoOutcome(task, SKIPPED if found == COMPLETE else FAILED, message=str(exc))
+    return None
 
 
 def saved_frames(task: VideoTask) -> int:
@@ -224,6 +212,6 @@ def interrupted_outcome(task: VideoTask) -> VideoOutcome:
     return VideoOutcome(
         task,
         INTERRUPTED,
-        frames=saved_frames(task),
+        counts=Counts(frames=saved_frames(task)),
         message=f"{task.video}: interrupted; {kept_hint(task)}",
     )

@@ -287,17 +287,6 @@ PolygonEpsilon = Annotated[
 ]
 
 
-def parse_thresholds(text: str) -> tuple[float, ...]:
-    """``"0.85,0.6,0.4"`` -> ``(0.85, 0.6, 0.4)``."""
-    try:
-        values = tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise UsageError(f"--merge-thresholds {text!r}: expected comma-separated numbers") from None
-    if not values:
-        raise UsageError("--merge-thresholds: give at least one number")
-    return values
-
-
 # -------------------------------------------------------------- box detectors
 BboxNmsIou = Annotated[
     float | None,

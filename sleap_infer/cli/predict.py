@@ -54,7 +54,6 @@ from sleap_infer.cli.options import (
     PolygonEpsilon,
     ProgressMode,
     check_device,
-    parse_thresholds,
 )
 from sleap_infer.cli.progress import Reporter, make_reporter
 from sleap_infer.cli.summary import (
@@ -67,15 +66,12 @@ from sleap_infer.cli.summary import (
 from sleap_infer.core import options as defaults
 from sleap_infer.core import startup
 from sleap_infer.core.errors import SleapInferError, UsageError
-from sleap_infer.core.filters import InstanceFilters
-from sleap_infer.core.options import PredictOptions
-from sleap_infer.core.overrides import ConfigOverrides
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from sleap_infer.batch.run import Batch, BatchResult, ModelSummary
-    from sleap_infer.batch.tasks import VideoOutcome, VideoTask
+    from sleap_infer.batch.tasks import VideoOutcome
 
 EPILOG = exit_codes(
     ok="every video done or skipped",
@@ -101,6 +97,7 @@ PROGRESS_HELP = (
 
 
 def predict(
+    ctx: typer.Context,
     videos: Annotated[
         list[str],
         typer.Argument(
@@ -307,82 +304,19 @@ def predict(
 ) -> None:
     """Predict poses on videos and save them as SLEAP .slp (or NWB, analysis HDF5, CSV)."""
     startup.mark("command")
-    from sleap_infer.batch.execute import JobSettings
-    from sleap_infer.batch.pool import PredictorSpec
-    from sleap_infer.batch.run import Batch, device_list, plan_batch
-    from sleap_infer.sources.frames import check_frames
-    from sleap_infer.sources.inputs import parse_shard
-    from sleap_infer.sources.project_frames import ProjectSelection
-    from sleap_infer.writers.registry import get_format
+    from sleap_infer.api import plan_spec
+    from sleap_infer.batch.run import device_list
+    from sleap_infer.pipeline.spec import bind
 
     startup.mark("command_imported")
-    if resume and overwrite:
-        raise UsageError("--resume and --overwrite contradict each other: pick one")
     mode = _progress_mode(progress.value, quiet)
-    check_frames(frames)
-    fmt = get_format(output_format.value)
     worker_devices = device_list(devices, device)
     for name in worker_devices:
         check_device(name, "--devices" if devices else "--device")
-    options = PredictOptions(
-        peak_threshold=peak_threshold,
-        refine=not no_refine,
-        integral_patch_size=integral_patch_size,
-        max_instances=max_instances,
-        centroid_peak_threshold=centroid_peak_threshold,
-        max_edge_length_ratio=max_edge_length_ratio,
-        dist_penalty_weight=dist_penalty_weight,
-        n_points=n_points,
-        min_instance_peaks=min_instance_peaks,
-        min_line_scores=min_line_scores,
-        fg_threshold=fg_threshold,
-        center_nms_kernel=center_nms_kernel,
-        min_mask_area=min_mask_area,
-        mask_cleanup=mask_cleanup,
-        mask_cleanup_radius=mask_cleanup_radius,
-        distance_gate_alpha=distance_gate_alpha,
-        merge_fragments=merge_fragments,
-        merge_method=merge_method.value,
-        merge_thresholds=parse_thresholds(merge_thresholds),
-        merge_w_valley=merge_w_valley,
-        merge_w_offset=merge_w_offset,
-        merge_dilate=merge_dilate,
-        full_res_masks=full_res_masks,
-        mask_output=mask_output.value,
-        polygon_epsilon=polygon_epsilon,
-        bbox_nms_iou=bbox_nms_iou,
-    )
-    tracking_options = trk.tracking_options(tracking, locals())
-    filters = InstanceFilters(
-        overlapping=filter_overlapping,
-        overlapping_method=filter_overlapping_method,
-        overlapping_threshold=filter_overlapping_threshold,
-        min_visible_nodes=filter_min_visible_nodes,
-        min_visible_node_fraction=filter_min_visible_node_fraction,
-        min_mean_node_score=filter_min_mean_node_score,
-        min_instance_score=filter_min_instance_score,
-    )
-    overrides = ConfigOverrides(
-        max_height=max_height,
-        max_width=max_width,
-        input_scale=input_scale,
-        crop_size=crop_size,
-        anchor_part=anchor_part,
-        ensure_rgb=ensure_rgb,
-        ensure_grayscale=ensure_grayscale,
-    )
-    project = ProjectSelection(
-        video_index=video_index,
-        only_labeled=only_labeled_frames,
-        only_suggested=only_suggested_frames,
-        exclude_user_labeled=exclude_user_labeled,
-        only_predicted=only_predicted_frames,
-    )
-    tasks = plan_batch(videos, output, fmt, recursive, parse_shard(shard), video_index)
-    if merge_into_project:
-        check_merge(tasks, fmt.name)
-    if summary_json is not None:
-        check_summary_path(summary_json)
+    # Every flag that is not about this run's files and display is a pipeline option: bound
+    # to its record once, by the same names sleap_infer.load() takes.
+    options = {k: v for k, v in ctx.params.items() if k not in RUN_FLAGS}
+    spec = bind(model, backend.value, notify=print_export_notice, **options)
     cli_args = {
         "videos": list(videos),
         "model": [str(m) for m in model],
@@ -391,55 +325,61 @@ def predict(
         "devices": devices,
         "batch_size": batch_size,
         "frames": frames,
-        "format": fmt.name,
+        "format": output_format.value,
         "shard": shard,
-        "tracking": tracking_options is not None,
+        "tracking": spec.tracking is not None,
     }
-    report = RunReport(tasks, options=cli_args)
-    reporter = make_reporter(mode, len(tasks), progress_interval)
-    if not tasks:
-        console.print(f"nothing to predict: shard {shard} of these inputs is empty")  # n > inputs
-        _finish(report, reporter, summary_json, [], EXIT_OK)
-        return
-    spec = PredictorSpec(
-        model_paths=tuple(str(m) for m in model),
-        backend=backend.value,
-        batch_size=batch_size,
-        options=options,
-        # onnx/trt export on first use (a few seconds): print_export_notice says so.
-        backend_options={
-            "fp16": fp16,
-            "bf16": bf16,
-            "int8": int8,
-            "compile": compile,
-            "notify": print_export_notice,
-        },
-        tracking=tracking_options,
-        filters=filters if filters.active else None,
-        overrides=overrides if overrides.active else None,
-        project=project if project.active else None,
-        centroid_only=centroid_only,
-    )
-    settings = JobSettings(
+    batch = plan_spec(
+        videos,
+        spec,
+        output=output,
+        format=output_format.value,
         frames=frames,
-        output_format=fmt.name,
         resume=resume,
         overwrite=overwrite,
+        recursive=recursive,
+        shard=shard,
+        device=device,
+        devices=devices,
         merge_into_project=merge_into_project,
         extra_provenance={"cli_args": cli_args},
     )
-    batch = Batch(tasks, spec, settings, worker_devices)
+    if summary_json is not None:
+        check_summary_path(summary_json)
+    cli_args["format"] = batch.fmt.name
+    report = RunReport(batch.tasks, options=cli_args)
+    reporter = make_reporter(mode, len(batch.tasks), progress_interval)
+    if not batch.tasks:
+        console.print(f"nothing to predict: shard {shard} of these inputs is empty")  # n > inputs
+        _finish(report, reporter, summary_json, [], EXIT_OK)
+        return
     _run(batch, report, reporter, summary_json)
 
 
-def check_merge(tasks: Sequence[VideoTask], fmt: str) -> None:
-    """``--merge-into-project`` needs a project among the inputs and ``.slp`` predictions."""
-    if fmt != "slp":
-        raise UsageError(
-            f"--merge-into-project writes a SLEAP project: use --format slp, not {fmt}"
-        )
-    if tasks and all(t.project is None for t in tasks):
-        raise UsageError("--merge-into-project needs a SLEAP project (.slp) among the inputs")
+# Flags about this run's inputs, files and display; every other flag is a pipeline option
+# (sleap_infer.pipeline.spec.bind routes it to its record).
+RUN_FLAGS = frozenset(
+    {
+        "videos",
+        "model",
+        "backend",
+        "device",
+        "devices",
+        "frames",
+        "output",
+        "output_format",
+        "recursive",
+        "skip_existing",
+        "resume",
+        "overwrite",
+        "shard",
+        "progress",
+        "progress_interval",
+        "quiet",
+        "summary_json",
+        "merge_into_project",
+    }
+)
 
 
 def _progress_mode(mode: str, quiet: bool) -> str:

@@ -56,7 +56,7 @@ def outcome_line(outcome: VideoOutcome) -> str:
     if outcome.status == DONE:
         resumed = f" (resumed after {outcome.resumed_frames})" if outcome.resumed_frames else ""
         return (
-            f"[green]✓[/] {video}: {outcome.frames} frames{resumed}, {_found(outcome)}, "
+            f"[green]✓[/] {video}: {outcome.counts.frames} frames{resumed}, {_found(outcome)}, "
             f"{outcome.fps:.1f} FPS -> {escape(str(outcome.task.output))}"
         )
     if outcome.status == SKIPPED:
@@ -67,19 +67,9 @@ def outcome_line(outcome: VideoOutcome) -> str:
 def _found(outcome: VideoOutcome) -> str:
     """``12 instances``, or ``98 masks`` / ``48 boxes`` for models that find no instances;
     `` in 3 tracks`` after it in a tracked run."""
-    tracks = f" in {outcome.tracks} tracks" if outcome.tracks else ""
-    return _what(outcome) + tracks
-
-
-def _what(outcome: VideoOutcome) -> str:
-    if not outcome.instances:
-        if outcome.masks:
-            return f"{outcome.masks} masks"
-        if outcome.boxes:
-            return f"{outcome.boxes} boxes"
-        if outcome.embeddings:
-            return f"{outcome.embeddings} embeddings"
-    return f"{outcome.instances} instances"
+    counts = outcome.counts
+    tracks = f" in {counts.tracks} tracks" if counts.tracks else ""
+    return f"{counts.of(counts.headline)} {counts.headline.value}{tracks}"
 
 
 class Reporter:

@@ -37,6 +37,7 @@ from sleap_infer.batch.tasks import (
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_INTERRUPTED, EXIT_OK
 from sleap_infer.core.errors import OutputError
+from sleap_infer.core.products import Counts, Product
 from sleap_infer.journal import journal_path
 
 SCHEMA = "sleap_infer.run_summary/1"
@@ -65,14 +66,8 @@ def video_record(outcome: VideoOutcome) -> dict[str, Any]:
         **({"video_index": task.video_index} if task.video_index is not None else {}),
         "output": str(task.output),
         "status": outcome.status,
-        "frames": outcome.frames,
-        "instances": outcome.instances,
-        "masks": outcome.masks,
-        "boxes": outcome.boxes,
-        "embeddings": outcome.embeddings,
-        "tracks": outcome.tracks,
-        "frames_with_instances": outcome.frames_with_instances,
-        "mean_score": _number(outcome.mean_score, 6),
+        **outcome.counts.to_json(),
+        "mean_score": _number(outcome.counts.mean_score, 6),
         "fps": _number(outcome.fps, 2) if outcome.fps else None,
         "bad_frames": outcome.bad_frames,
         "resumed_frames": outcome.resumed_frames,
@@ -122,11 +117,8 @@ class RunReport:
         totals.update({status: 0 for status in STATUSES})
         for v in videos:
             totals[v["status"]] = totals.get(v["status"], 0) + 1
-        totals["frames"] = sum(v["frames"] for v in videos)
-        totals["instances"] = sum(v["instances"] for v in videos)
-        totals["masks"] = sum(v.get("masks", 0) for v in videos)
-        totals["boxes"] = sum(v.get("boxes", 0) for v in videos)
-        totals["embeddings"] = sum(v.get("embeddings", 0) for v in videos)
+        for key in ("frames", *(p.value for p in Product)):
+            totals[key] = sum(v[key] for v in videos)
         out_root = common_folder([t.output for t in self.tasks])
         return {
             "schema": SCHEMA,
@@ -210,7 +202,8 @@ def _status_text(outcome: VideoOutcome) -> Text:
     if outcome.status == TRUNCATED:
         return Text(f"truncated ({outcome.bad_frames} frames unread)", style="yellow")
     if outcome.status == INTERRUPTED:
-        kept = f"{outcome.frames} frames saved" if outcome.frames else "nothing saved"
+        saved = outcome.counts.frames
+        kept = f"{saved} frames saved" if saved else "nothing saved"
         return Text(f"interrupted ({kept})", style="yellow")
     if outcome.status == NOT_STARTED:
         return Text("not started", style="dim")
@@ -220,21 +213,15 @@ def _status_text(outcome: VideoOutcome) -> Text:
 def _found_column(rows: Sequence[VideoOutcome]) -> str:
     """What the count column counts: instances, or masks / boxes for models that find
     no keypoint instances (segmentation models, box detectors)."""
-    if any(o.instances for o in rows):
-        return "instances"
-    if any(o.masks for o in rows):
-        return "masks"
-    if any(o.boxes for o in rows):
-        return "boxes"
-    return "embeddings" if any(o.embeddings for o in rows) else "instances"
+    return Counts.total(o.counts for o in rows).headline.value
 
 
 def _cells(o: VideoOutcome, column: str) -> tuple[str, ...]:
     """Frames, instances (or masks, or boxes) and FPS; an interrupted row shows the frames
     its journal holds."""
     finished = o.status in (DONE, TRUNCATED)
-    frames = str(o.frames) if finished or o.frames else "-"
-    found = int(getattr(o, column))
+    frames = str(o.counts.frames) if finished or o.counts.frames else "-"
+    found = o.counts.of(Product(column))
     instances = str(found) if finished or found else "-"
     fps = f"{o.fps:.1f}" if finished and o.fps else "-"
     return frames, instances, fps

@@ -14,7 +14,6 @@ from typing import Annotated, Any
 import typer
 
 from sleap_infer.core import tracking as t
-from sleap_infer.core.errors import UsageError
 from sleap_infer.core.tracking import TrackingOptions
 
 
@@ -139,18 +138,8 @@ FIELDS = tuple(f.name for f in fields(TrackingOptions))
 
 
 def tracking_options(enabled: bool, params: dict[str, Any]) -> TrackingOptions | None:
-    """The options from a command's parameters (named as ``TrackingOptions``' fields, so
-    ``predict`` and ``track`` pass their ``locals()``), or None when tracking is off: a
-    tracking knob given without ``--tracking`` is a mistake worth one line, not ignored."""
-    values = {k: params[k] for k in FIELDS if k in params}
-    if values.get("tracker") is not None:
-        enabled = True
-    else:
-        values["tracker"] = DEFAULTS.tracker
-    if not enabled:
-        changed = [k for k, v in values.items() if v != getattr(DEFAULTS, k)]
-        if changed:
-            flags = ", ".join("--" + k.replace("_", "-") for k in changed)
-            raise UsageError(f"{flags} only matter with --tracking (-t)")
-        return None
-    return TrackingOptions(**values)
+    """The options from a command's parameters (named as ``TrackingOptions``' fields), or
+    None when tracking is off (the rule: :func:`sleap_infer.pipeline.spec.tracking_options`)."""
+    from sleap_infer.pipeline.spec import tracking_options as bind_tracking
+
+    return bind_tracking(enabled, {k: params[k] for k in FIELDS if k in params})

@@ -35,6 +35,11 @@ class OutputError(SleapInferError):
     """A prediction file cannot be written (permissions, full disk...)."""
 
 
+class OutputExistsError(OutputError):
+    """The output path holds a finished output (or someone else's file): never replaced
+    without ``overwrite``."""
+
+
 class ResumeError(OutputError):
     """A partial-predictions journal exists but cannot (or may not) be continued."""
 

@@ -171,3 +171,14 @@ class DecodeSettings:
             raise UsageError("max peaks must be >= 1")
         if self.n_points < 2:
             raise UsageError("PAF line points (--n-points) must be >= 2")
+
+
+def parse_thresholds(text: str) -> tuple[float, ...]:
+    """``"0.85,0.6,0.4"`` -> ``(0.85, 0.6, 0.4)``."""
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise UsageError(f"--merge-thresholds {text!r}: expected comma-separated numbers") from None
+    if not values:
+        raise UsageError("--merge-thresholds: give at least one number")
+    return values

@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 import sleap_io as sio
 
-from sleap_infer.core.errors import UsageError, VideoError
+from sleap_infer.core.errors import UsageError
 from sleap_infer.evaluation.matching import Match, match_frame
 from sleap_infer.evaluation.metrics import all_metrics
 from sleap_infer.evaluation.pairing import pair_frames
 from sleap_infer.evaluation.report import headline, metrics_json, to_json_safe
+from sleap_infer.sources.slp import FILE, read_slp
 
 __all__ = ["evaluate", "evaluate_files", "headline", "metrics_json", "to_json_safe"]
 
@@ -130,11 +131,7 @@ def _load(path: Path, side: str) -> sio.Labels:
         raise UsageError(f"{path}: no such file ({side})")
     if not path.is_file():
         raise UsageError(f"{path}: not a file ({side})")
-    try:
-        return sio.load_slp(str(path))
-    except Exception as exc:  # h5py, json and sleap-io all raise their own types
-        why = " ".join(str(exc).split()) or type(exc).__name__
-        raise VideoError(f"{path}: cannot read as a SLEAP .slp file ({why})") from exc
+    return read_slp(path, FILE)
 
 
 def evaluate_files(ground_truth: Path, predictions: Path, **options: Any) -> dict[str, Any]:

@@ -25,11 +25,10 @@ import sleap_io as sio
 
 from sleap_infer.core.errors import UsageError, VideoError
 from sleap_infer.core.masks import MaskSet
-from sleap_infer.core.options import PredictOptions
 from sleap_infer.core.provenance import now_iso, package_versions
-from sleap_infer.layers.build import layer_class
+from sleap_infer.layers.base import InferenceLayer
 from sleap_infer.model.loader import LoadedModel
-from sleap_infer.runtimes import get_runtime
+from sleap_infer.sources.slp import read_slp
 from sleap_infer.writers.outputs import atomic_write
 
 
@@ -67,20 +66,11 @@ def _mask_set(masks: list[Any]) -> MaskSet:
 
 
 class LabelsEmbedder:
-    """A lone embedding model, loaded once, embedding the detections of ``.slp`` files."""
+    """A lone embedding model's layer, embedding the detections of ``.slp`` files."""
 
-    def __init__(
-        self,
-        model: LoadedModel,
-        backend: str = "torch",
-        device: str = "auto",
-        options: PredictOptions | None = None,
-        backend_options: dict[str, Any] | None = None,
-    ) -> None:
-        runtime = get_runtime(backend)
-        maker = runtime.maker(device, **(backend_options or {}))
+    def __init__(self, model: LoadedModel, layer: InferenceLayer) -> None:
         self.model = model
-        self.layer = layer_class(model.model_type)(model.config, maker(model), options)
+        self.layer = layer  # the model's embedding layer, built by the pipeline
 
     def embed_file(
         self,
@@ -92,10 +82,7 @@ class LabelsEmbedder:
 
         ``before_save`` (e.g. re-tracking by the new vectors) sees the embedded labels
         before they are written; what it returns joins the provenance."""
-        try:
-            labels = sio.load_slp(str(source))
-        except Exception as exc:  # sleap-io raises many kinds for damaged files
-            raise VideoError(f"{source}: not a readable SLEAP project ({exc})") from exc
+        labels = read_slp(source)
         started = now_iso()
         t0 = time.perf_counter()
         settings = self.model.config.embedding

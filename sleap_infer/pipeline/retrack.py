@@ -27,6 +27,7 @@ import sleap_io as sio
 
 from sleap_infer.core.errors import UsageError, VideoError
 from sleap_infer.core.tracking import TrackingOptions
+from sleap_infer.sources.slp import FILE, read_slp
 from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, make_tracker, track_name
 from sleap_infer.tracking.resolve import resolve_options
 from sleap_infer.writers.outputs import atomic_write
@@ -215,10 +216,7 @@ def retrack_file(src: Path, dst: Path, options: TrackingOptions) -> RetrackStats
         raise UsageError(f"{src}: no such file")
     if src.suffix.lower() != ".slp":
         raise UsageError(f"{src}: not a .slp prediction file (re-tracking needs detections)")
-    try:
-        labels = sio.load_slp(str(src))
-    except Exception as exc:  # sleap-io raises many kinds for damaged files
-        raise VideoError(f"{src}: not a readable SLEAP file ({exc})") from exc
+    labels = read_slp(src, FILE)
     if dst.resolve() in _frame_sources(labels):
         raise UsageError(f"{dst}: holds the frames of {src}; write the tracks elsewhere")
     keep_vectors = _has_vectors(labels)

@@ -25,7 +25,9 @@ from sleap_infer.render.overlay import FrameOverlay
 from sleap_infer.sources.frames import parse_frames, select_frames
 from sleap_infer.sources.inputs import is_labels_path
 from sleap_infer.sources.labels_video import LabelsVideoReader
-from sleap_infer.sources.video import ErrorCallback, VideoReader, _reason, open_video, runs
+from sleap_infer.sources.open import open_video
+from sleap_infer.sources.slp import FILE, read_slp
+from sleap_infer.sources.video import ErrorCallback, VideoReader, runs
 
 MAX_SCALE = 8.0
 
@@ -45,10 +47,7 @@ def load_predictions(path: Path) -> sio.Labels:
         raise UsageError(f"{path}: no such file" + (" (a folder)" if path.is_dir() else ""))
     if not is_labels_path(path):
         raise UsageError(f"{path}: not a .slp prediction file")
-    try:
-        return sio.load_slp(str(path), open_videos=False)
-    except Exception as exc:  # h5py, json and sleap-io all raise their own types
-        raise VideoError(f"{path}: not a readable SLEAP file ({_reason(exc)})") from exc
+    return read_slp(path, FILE, open_videos=False)
 
 
 def scaled_size(height: int, width: int, scale: float) -> tuple[int, int]:

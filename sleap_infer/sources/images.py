@@ -24,8 +24,15 @@ import numpy as np
 
 from sleap_infer.core.errors import VideoError
 from sleap_infer.sources.inputs import sequence_images
-from sleap_infer.sources.labels_video import DEFAULT_FPS, _RunCollector
-from sleap_infer.sources.video import ABSENT, DECODE_ERROR, ErrorCallback, VideoInfo, _reason
+from sleap_infer.sources.slp import error_reason
+from sleap_infer.sources.video import (
+    ABSENT,
+    DECODE_ERROR,
+    DEFAULT_FPS,
+    ErrorCallback,
+    RunCollector,
+    VideoInfo,
+)
 
 
 class _BadImage(Exception):
@@ -100,7 +107,7 @@ class ImageSequenceReader:
             try:
                 return _read(path)
             except Exception as exc:  # Pillow, tifffile: whatever a damaged file raises
-                first_problem = first_problem or f"{path.name}: {_reason(exc)}"
+                first_problem = first_problem or f"{path.name}: {error_reason(exc)}"
         raise VideoError(
             f"{self.path}: none of its {len(self.files)} images decodes ({first_problem})"
         )
@@ -120,7 +127,7 @@ class ImageSequenceReader:
         ``start`` skips the frames before it when ``indices`` is None. An image
         that fails to decode or has another size is reported and skipped.
         """
-        errors = _RunCollector(on_error)
+        errors = RunCollector(on_error)
         n = len(self.files)
         wanted = range(max(start, 0), n) if indices is None else sorted(set(indices))
         size = (self.info.height, self.info.width)
@@ -132,7 +139,7 @@ class ImageSequenceReader:
             try:
                 frame = _read(path)
             except Exception as exc:  # one damaged image costs one frame
-                errors.add(index, f"{path.name}: decode error: {_reason(exc)}", DECODE_ERROR)
+                errors.add(index, f"{path.name}: decode error: {error_reason(exc)}", DECODE_ERROR)
                 continue
             if frame.shape[:2] != size:
                 got = f"{frame.shape[0]}x{frame.shape[1]}"

@@ -29,30 +29,24 @@ import numpy as np
 import sleap_io as sio
 
 from sleap_infer.core.errors import VideoError
+from sleap_infer.sources.slp import error_reason, read_slp_videos
 from sleap_infer.sources.video import (
     ABSENT,
     DECODE_ERROR,
+    DEFAULT_FPS,
     ErrorCallback,
-    FrameError,
+    RunCollector,
     VideoInfo,
     VideoReader,
-    _reason,
 )
 
-# sleap-io knows no rate for embedded frames or image folders; VideoReader assumes the same.
-DEFAULT_FPS = 30.0
 # Files sleap-io reads as HDF5 (a package, an array of frames): never handed to PyAV.
 HDF5_SUFFIXES = frozenset({".slp", ".h5", ".hdf5"})
 
 
 def _load_videos(path: Path) -> list[sio.Video]:
     """The project's videos, any failure (not HDF5, not SLEAP, damaged) as one line."""
-    from sleap_io.io.slp import read_videos  # sleap-io's readers: ~0.3 s, only for projects
-
-    try:
-        return read_videos(str(path))
-    except Exception as exc:  # h5py, json and sleap-io all raise their own types
-        raise VideoError(f"{path}: not a readable SLEAP project ({_reason(exc)})") from exc
+    return read_slp_videos(path)
 
 
 def _media_video() -> type:
@@ -66,27 +60,6 @@ def _close(video: sio.Video) -> None:
     close = getattr(video.backend, "close", None)
     if close is not None:
         close()
-
-
-class _RunCollector:
-    """Merges per-frame errors into runs of consecutive frames with the same cause."""
-
-    def __init__(self, on_error: ErrorCallback | None) -> None:
-        self.on_error = on_error
-        self.run: FrameError | None = None
-
-    def add(self, index: int, reason: str, kind: str) -> None:
-        run = self.run
-        if run is not None and (run.last + 1, run.reason, run.kind) == (index, reason, kind):
-            self.run = FrameError(run.index, reason, kind, run.count + 1)
-            return
-        self.flush()
-        self.run = FrameError(index, reason, kind)
-
-    def flush(self) -> None:
-        if self.run is not None and self.on_error is not None:
-            self.on_error(self.run)
-        self.run = None
 
 
 def _coerce(frame: np.ndarray, channels: int) -> np.ndarray:
@@ -183,7 +156,7 @@ class LabelsVideoReader:
             first = self.video[self._available[0]]
         except Exception as exc:  # whatever the image decoder or h5py raise
             raise VideoError(
-                f"{self._where()}: cannot read its first frame ({_reason(exc)})"
+                f"{self._where()}: cannot read its first frame ({error_reason(exc)})"
             ) from exc
         return VideoInfo(
             path=self.path.absolute(),
@@ -234,7 +207,7 @@ class LabelsVideoReader:
         on_error: ErrorCallback | None,
         start: int,
     ) -> Iterator[tuple[int, np.ndarray]]:
-        errors = _RunCollector(on_error)
+        errors = RunCollector(on_error)
         if indices is None:
             wanted = [i for i in self._available if i >= start]
         else:
@@ -249,7 +222,7 @@ class LabelsVideoReader:
                 try:
                     frame = self.video[index]
                 except Exception as exc:  # imageio/h5py: one damaged image costs one frame
-                    errors.add(index, f"decode error: {_reason(exc)}", DECODE_ERROR)
+                    errors.add(index, f"decode error: {error_reason(exc)}", DECODE_ERROR)
                     continue
                 if frame.shape[:2] != size:
                     got = f"{frame.shape[0]}x{frame.shape[1]}"

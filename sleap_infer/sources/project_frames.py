@@ -28,7 +28,7 @@ from pathlib import Path
 import sleap_io as sio
 
 from sleap_infer.core.errors import UsageError, VideoError
-from sleap_infer.sources.video import _reason
+from sleap_infer.sources.slp import read_slp
 
 
 @dataclass(frozen=True)
@@ -79,10 +79,7 @@ def _known_length(video: sio.Video, n_frames: int | None) -> int | None:
 
 def _load(path: Path) -> sio.Labels:
     """The project without its media, any failure as one line."""
-    try:
-        return sio.load_slp(str(path), open_videos=False)
-    except Exception as exc:  # h5py, json and sleap-io all raise their own types
-        raise VideoError(f"{path}: not a readable SLEAP project ({_reason(exc)})") from exc
+    return read_slp(path, open_videos=False)
 
 
 def _filter(

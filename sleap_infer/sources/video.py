@@ -17,20 +17,17 @@ from dataclasses import dataclass
 from enum import Enum
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import av
 import numpy as np
 
 from sleap_infer.core.errors import VideoError
-from sleap_infer.sources.inputs import is_labels_path, is_pattern
-
-if TYPE_CHECKING:
-    from sleap_infer.sources.images import ImageSequenceReader
-    from sleap_infer.sources.labels_video import LabelsVideoReader
+from sleap_infer.sources.slp import error_reason
 
 # Requested frames further ahead than this are reached by seeking instead of decoding.
 SEEK_GAP_FRAMES = 256
+# sleap-io knows no rate for embedded frames or image folders; VideoReader assumes the same.
+DEFAULT_FPS = 30.0
 
 
 @dataclass(frozen=True)
@@ -113,11 +110,6 @@ def _open(path: Path) -> av.container.InputContainer:
     return container
 
 
-def _reason(exc: BaseException) -> str:
-    text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-    return str(text).splitlines()[0]
-
-
 def _diagnose(path: Path, exc: BaseException) -> str:
     """A more useful reason than FFmpeg's "Invalid data" for the common broken files."""
     try:
@@ -125,12 +117,12 @@ def _diagnose(path: Path, exc: BaseException) -> str:
         with path.open("rb") as fh:
             head = fh.read(12)
     except OSError:
-        return _reason(exc)
+        return error_reason(exc)
     if size == 0:
         return "empty file"
     if head[4:8] == b"ftyp" and not _has_mp4_box(path, b"moov"):
         return "no 'moov' index atom: the file is truncated or its recording was never finalised"
-    return _reason(exc)
+    return error_reason(exc)
 
 
 def _has_mp4_box(path: Path, box: bytes) -> bool:
@@ -182,7 +174,7 @@ class VideoReader:
                     break
             except av.error.FFmpegError as exc:
                 raise VideoError(
-                    f"{self.path}: cannot decode first frame ({_reason(exc)})"
+                    f"{self.path}: cannot decode first frame ({error_reason(exc)})"
                 ) from exc
             if first is None:
                 raise VideoError(f"{self.path}: video has no decodable frames")
@@ -262,28 +254,6 @@ class VideoReader:
             container.close()
 
 
-def open_video(
-    path: str | Path, video_index: int = 0, threads: int = 0
-) -> VideoReader | LabelsVideoReader | ImageSequenceReader:
-    """A reader for a video file, for video ``video_index`` of a SLEAP project (``.slp``),
-    or for an image sequence (a folder, or a glob such as ``frames/*.png``).
-
-    ``video_index`` only picks among a project's videos; a plain video file ignores
-    it, so one setting serves a batch mixing both.
-    """
-    if Path(path).is_dir() or is_pattern(path):
-        # Imported here: images builds on this module (and on labels_video).
-        from sleap_infer.sources.images import ImageSequenceReader
-
-        return ImageSequenceReader(path)
-    if is_labels_path(path):
-        # Imported here: labels_video builds on this module (and pulls in sleap-io).
-        from sleap_infer.sources.labels_video import LabelsVideoReader
-
-        return LabelsVideoReader(path, video_index, threads)
-    return VideoReader(path, threads)
-
-
 def _pixels(frame: av.VideoFrame, channels: int) -> np.ndarray:
     """Convert only frames that are yielded: the RGB decode is the costly part."""
     rgb = frame.to_ndarray(format="rgb24")
@@ -343,7 +313,7 @@ class _DecodeCursor:
         try:
             container.seek(self.seek_target(self.seek_to), stream=stream, backward=True)
         except av.error.FFmpegError as exc:
-            self.ended_early = f"cannot seek to frame {self.seek_to} ({_reason(exc)})"
+            self.ended_early = f"cannot seek to frame {self.seek_to} ({error_reason(exc)})"
             return False
         # Frames decoded before a seek say nothing about gaps after it.
         self.sought = self.seek_to
@@ -365,12 +335,12 @@ class _DecodeCursor:
             except StopIteration:
                 return
             except av.error.FFmpegError as exc:
-                self.ended_early = f"stream ended early ({_reason(exc)})"
+                self.ended_early = f"stream ended early ({error_reason(exc)})"
                 return
             try:
                 decoded = packet.decode()
             except av.error.FFmpegError as exc:
-                self.pending = f"decode error: {_reason(exc)}"
+                self.pending = f"decode error: {error_reason(exc)}"
                 continue
             for frame in decoded:
                 index = self._record(frame)
@@ -452,3 +422,24 @@ class _LossReporter:
     def tail(self, indices: Iterable[int], reason: str) -> None:
         """Frames the stream never reached."""
         self._emit(indices, reason, MISSING_AT_END)
+
+
+class RunCollector:
+    """Merges per-frame errors into runs of consecutive frames with the same cause."""
+
+    def __init__(self, on_error: ErrorCallback | None) -> None:
+        self.on_error = on_error
+        self.run: FrameError | None = None
+
+    def add(self, index: int, reason: str, kind: str) -> None:
+        run = self.run
+        if run is not None and (run.last + 1, run.reason, run.kind) == (index, reason, kind):
+            self.run = FrameError(run.index, reason, kind, run.count + 1)
+            return
+        self.flush()
+        self.run = FrameError(index, reason, kind)
+
+    def flush(self) -> None:
+        if self.run is not None and self.on_error is not None:
+            self.on_error(self.run)
+        self.run = None

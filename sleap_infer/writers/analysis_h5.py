@@ -42,7 +42,6 @@ _DIMS = {
 
 def write_analysis_h5(path: Path, source: Source) -> None:
     """Two passes over the journal: size the track axis, then fill the arrays."""
-    source.refuse_boxes(path, "analysis-h5")
     axis = track_axis(source)
     n_frames = max(source.video_frames, axis.last_frame + 1)
     n_nodes = len(source.node_names)

@@ -46,8 +46,8 @@ def csv_columns(node_names: list[str]) -> list[str]:
 
 def csv_layout(source: Source) -> tuple[list[str], bool, bool]:
     """``(columns, poses, boxes)``: the header, and which kinds of rows it has room for."""
-    boxes = bool(source.box_categories) or source.journal.n_boxes > 0
-    poses = not boxes or source.poses or source.journal.n_instances > 0
+    boxes = bool(source.box_categories) or source.journal.totals.boxes > 0
+    poses = not boxes or source.poses or source.journal.totals.instances > 0
     columns = csv_columns(source.node_names) if poses else ["frame_idx"]
     return columns + (BOX_COLUMNS if boxes else []), poses, boxes
 

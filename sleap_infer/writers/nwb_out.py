@@ -49,7 +49,6 @@ class Trajectory:
 
 
 def write_nwb(path: Path, source: Source) -> None:
-    source.refuse_boxes(path, "nwb")  # per-track pose series: no place for boxes
     axis = track_axis(source)
     nwbfile = NWBFile(
         session_description=f"sleap_infer predictions for {Path(source.video.filename).name}",

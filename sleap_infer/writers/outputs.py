@@ -23,19 +23,21 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import h5py
-import sleap_io as sio
 
-from sleap_infer.core.errors import OutputError
+if TYPE_CHECKING:
+    import sleap_io as sio
+
+from sleap_infer.core.errors import OutputError, OutputExistsError
 from sleap_infer.core.options import POLYGON_EPSILON
 from sleap_infer.core.polygons import check_mask_output
+from sleap_infer.core.products import Product
 from sleap_infer.journal import Journal, fsync_path
 from sleap_infer.writers.isolate import WriteFailure, reason, run_isolated
-from sleap_infer.writers.registry import FORMATS, OutputFormat
-from sleap_infer.writers.slots import Source, boxes_refused, embeddings_refused
-from sleap_infer.writers.slp_stream import StreamingSlpWriter
+from sleap_infer.writers.registry import FORMATS, OutputFormat, Writer, missing_product, use_instead
+from sleap_infer.writers.slots import Source
 
 # Uncompressed bytes per predicted point and instance, and a file's fixed part (measured
 # on empty outputs), per format: an upper bound for a full-disk message's "needs about".
@@ -56,7 +58,7 @@ _BOX_TABLES_BYTES = {"slp": 48_000, "csv": 100}
 _BOX_ROW_BYTES = {"slp": 69 + 3 * 16 + 17, "csv": 130}
 # .slp re-ID vectors: the ``embeddings/`` group's 3 datasets (about 9 KB with one vector,
 # measured), then per vector its ``owner_type`` and ``owner_id`` (the float32 values
-# themselves are ``Journal.embedding_bytes``).
+# themselves are ``Totals.embedding_bytes``).
 _EMBEDDING_TABLES_BYTES = 12_000
 _EMBEDDING_ROW_BYTES = 1 + 8
 
@@ -79,6 +81,36 @@ def is_complete(path: Path, fmt: OutputFormat) -> bool:
             return fmt.name != "slp" or ("frames" in f and "metadata" in f)
     except OSError:
         return False
+
+
+COMPLETE = "complete"  # a finished output of the format: skipped, or replaced with overwrite
+FOREIGN = "foreign"  # something else (another tool's file, a damaged copy): refused
+
+
+def existing_output(path: Path, fmt: OutputFormat) -> str | None:
+    """What is at ``path`` already: :data:`COMPLETE`, :data:`FOREIGN`, or None (nothing)."""
+    if not path.exists():
+        return None
+    return COMPLETE if is_complete(path, fmt) else FOREIGN
+
+
+def refuse_existing(path: Path, fmt: OutputFormat, overwrite: bool) -> None:
+    """Never replace a file unasked: one :class:`OutputExistsError` line unless ``overwrite``.
+
+    Finished outputs are protected by default, as DeepLabCut does: a rerun of the
+    same command (after a crash, or with more videos added to the folder) skips
+    them, and never replaces hours of predictions by accident, say with a 10-frame
+    ``--frames`` test. A file at the output path that is not a complete output of
+    this format (someone else's file, a damaged copy) is refused, not replaced.
+    """
+    found = None if overwrite else existing_output(path, fmt)
+    if found == COMPLETE:
+        raise OutputExistsError(f"{path} exists (--overwrite replaces it)")
+    if found == FOREIGN:
+        raise OutputExistsError(
+            f"{path}: exists but is not a complete {fmt.name} output; "
+            "move it away or pass --overwrite to replace it"
+        )
 
 
 def _tmp_path(path: Path) -> Path:
@@ -162,68 +194,32 @@ def estimate_bytes(
 ) -> int:
     """An upper bound of the output's size (before compression) from the journal's counts."""
     per_instance = _INSTANCE_BYTES[fmt.name] + n_nodes * _POINT_BYTES[fmt.name]
-    size = _FIXED_BYTES[fmt.name] + journal.n_instances * per_instance
-    if fmt.holds_boxes and journal.n_boxes:
-        size += _BOX_TABLES_BYTES[fmt.name] + journal.n_boxes * _BOX_ROW_BYTES[fmt.name]
-    if fmt.holds_embeddings and journal.n_embeddings:
-        size += _EMBEDDING_TABLES_BYTES + journal.embedding_bytes
-        size += journal.n_embeddings * _EMBEDDING_ROW_BYTES
+    size = _FIXED_BYTES[fmt.name] + journal.totals.instances * per_instance
+    totals = journal.totals
+    if fmt.holds_boxes and totals.boxes:
+        size += _BOX_TABLES_BYTES[fmt.name] + totals.boxes * _BOX_ROW_BYTES[fmt.name]
+    if fmt.holds_embeddings and totals.embeddings:
+        size += _EMBEDDING_TABLES_BYTES + totals.embedding_bytes
+        size += totals.embeddings * _EMBEDDING_ROW_BYTES
     if not fmt.holds_masks:
         return size
     masks, rois = check_mask_output(mask_output)
-    if masks and journal.n_masks:
-        size += _MASK_TABLES_BYTES + journal.n_masks * _MASK_ROW_BYTES + journal.mask_rle_bytes
-    if rois and journal.n_masks:
-        size += _MASK_TABLES_BYTES + journal.n_masks * _ROI_ROW_BYTES
-        size += journal.mask_rle_bytes * _WKB_PER_RLE_BYTE
+    if masks and totals.masks:
+        size += _MASK_TABLES_BYTES + totals.masks * _MASK_ROW_BYTES + totals.mask_rle_bytes
+    if rois and totals.masks:
+        size += _MASK_TABLES_BYTES + totals.masks * _ROI_ROW_BYTES
+        size += totals.mask_rle_bytes * _WKB_PER_RLE_BYTE
     return size
 
 
-def _write_slp(path: Path, source: Source) -> None:
-    tracks = [sio.Track(name=n) for n in source.class_names]
-    journal = source.journal
-    with StreamingSlpWriter(
-        path,
-        source.video,
-        source.skeleton,
-        tracks,
-        source.provenance,
-        expected_instances=journal.n_instances,
-        expected_frames=journal.frames_with_instances,
-        expected_masks=journal.n_masks,
-        expected_rle_bytes=journal.mask_rle_bytes,
-        mask_output=source.mask_output,
-        polygon_epsilon=source.polygon_epsilon,
-        box_categories=source.box_categories,
-        expected_boxes=journal.n_boxes,
-        expected_embeddings=journal.n_embeddings,
-    ) as writer:
-        for batch in journal.batches():
-            writer.add(batch)
-
-
-def _writer(fmt: OutputFormat) -> Callable[[Path, Source], None]:
+def _writer(fmt: OutputFormat) -> Writer:
     """The format's writer, imported here in the parent so each forked child reuses
     the import (pynwb takes seconds). sleap-io imports its own modules on first use,
     and nothing before the first batch needs them: its writing half is imported here."""
     import sleap_io.io.main
     import sleap_io.io.slp  # noqa: F401
 
-    if fmt.name == "slp":
-        return _write_slp
-    if fmt.name == "analysis-h5":
-        from sleap_infer.writers.analysis_h5 import write_analysis_h5
-
-        return write_analysis_h5
-    if fmt.name == "csv":
-        from sleap_infer.writers.csv_out import write_csv
-
-        return write_csv
-    if fmt.name == "nwb":
-        from sleap_infer.writers.nwb_out import write_nwb
-
-        return write_nwb
-    raise ValueError(f"no writer for format {fmt.name!r}")
+    return fmt.load_writer()
 
 
 def write_from_journal(
@@ -251,15 +247,13 @@ def write_from_journal(
     detector's class names, which ``BoxSet.category`` indexes) for ``.slp`` and CSV.
     """
     check_mask_output(mask_output)
-    if journal.n_masks and not fmt.holds_masks:
+    product = missing_product(fmt, (p for p in Product if journal.totals.of(p)))
+    if product is not None:
         raise OutputError(
-            f"{path}: --format {fmt.name} has no place for segmentation masks "
-            f"({journal.n_masks} predicted, kept in {journal.path}); use --format slp"
+            f"{path}: --format {fmt.name} has no place for {product.noun} "
+            f"({journal.totals.of(product)} predicted, kept in {journal.path}); "
+            f"{use_instead(product)}"
         )
-    if journal.n_boxes and not fmt.holds_boxes:
-        raise OutputError(boxes_refused(path, fmt.name, journal))
-    if journal.n_embeddings and not fmt.holds_embeddings:
-        raise OutputError(embeddings_refused(path, fmt.name, journal))
     source = Source(
         journal,
         video,

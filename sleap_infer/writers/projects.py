@@ -29,8 +29,8 @@ from pathlib import Path
 
 import sleap_io as sio
 
-from sleap_infer.core.errors import OutputError, VideoError
-from sleap_infer.sources.video import _reason
+from sleap_infer.core.errors import OutputError
+from sleap_infer.sources.slp import read_slp, read_slp_videos
 from sleap_infer.writers.outputs import atomic_write
 
 PREDICTIONS_SUFFIX = ".predictions.slp"
@@ -39,12 +39,7 @@ MERGED_SUFFIX = ".merged.slp"
 
 def count_videos(project: Path) -> int:
     """How many videos a project holds: its video list only, no frames, no media opened."""
-    from sleap_io.io.slp import read_videos  # sleap-io's readers: ~0.3 s, only for projects
-
-    try:
-        return len(read_videos(str(project), open_backend=False))
-    except Exception as exc:  # h5py, json and sleap-io all raise their own types
-        raise VideoError(f"{project}: not a readable SLEAP project ({_reason(exc)})") from exc
+    return len(read_slp_videos(project, open_backend=False))
 
 
 def part_path(combined: Path, video_index: int) -> Path:
@@ -71,12 +66,7 @@ def merged_path(predictions: Path) -> Path:
 @contextlib.contextmanager
 def _project_videos(project: Path) -> Iterator[list[sio.Video]]:
     """The project's videos as sleap-io opens them; file handles closed afterwards."""
-    from sleap_io.io.slp import read_videos
-
-    try:
-        videos = read_videos(str(project))
-    except Exception as exc:
-        raise VideoError(f"{project}: not a readable SLEAP project ({_reason(exc)})") from exc
+    videos = read_slp_videos(project)
     try:
         yield videos
     finally:
@@ -86,10 +76,7 @@ def _project_videos(project: Path) -> Iterator[list[sio.Video]]:
 
 
 def _load_part(path: Path) -> sio.Labels:
-    try:
-        return sio.load_slp(str(path), open_videos=False)
-    except Exception as exc:
-        raise OutputError(f"{path}: cannot read these predictions ({_reason(exc)})") from exc
+    return read_slp(path, "prediction file", OutputError, open_videos=False)
 
 
 def _on_video(part: sio.Labels, video: sio.Video) -> sio.Labels:
@@ -187,10 +174,7 @@ def _align_skeleton(project: sio.Labels, part: sio.Labels) -> None:
 def merge_into_project(project: Path, parts: Mapping[int, Path], out: Path) -> MergeCounts:
     """Write a copy of ``project`` with ``parts``' predictions merged in (SLEAP's rule:
     user instances kept, a predicted frame's old predictions replaced)."""
-    try:
-        labels = sio.load_slp(str(project))
-    except Exception as exc:
-        raise VideoError(f"{project}: not a readable SLEAP project ({_reason(exc)})") from exc
+    labels = read_slp(project)
     try:
         user_before = _count_user(labels)
         counts = MergeCounts()

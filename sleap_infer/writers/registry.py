@@ -1,41 +1,74 @@
-"""The output formats ``infer predict --format`` offers, and what each needs installed.
+"""The output formats, as data: one entry a format, naming its writer and what it holds.
 
-Kept apart from the writers (:mod:`sleap_infer.writers.outputs`, which import
-h5py and sleap-io) so the command line can list the choices cheaply, and can
-refuse a format that cannot hold a segmentation model's masks before
-predicting (``holds_masks``: only ``.slp`` has a place for them; the others
-are per-track point tables), and one that cannot hold a box detector's boxes
-(``holds_boxes``: ``.slp`` and CSV, which gives each box a row), and one that
-cannot hold an embedding model's re-ID vectors (``holds_embeddings``: only
-``.slp``, which attaches them to their instances; the others would keep the
-poses and lose the vectors without a word).
+Like the model-type registry (:mod:`sleap_infer.model.registry`), adding a
+format is one entry here plus its writer module; nothing else branches on
+format names. An entry says which products it has a place for (``holds``):
+only ``.slp`` holds segmentation masks, ``.slp`` and CSV (a row per box) hold
+boxes, only ``.slp`` holds re-ID vectors (on their instances); the per-track
+formats would keep the poses and lose the rest without a word, so
+:func:`missing_product` refuses them before predicting, and again (the
+backstop) before writing. Writers are named as ``"module:function"`` and
+imported on first use, so the command line lists the choices without importing
+h5py, pandas or pynwb.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sleap_infer.core.errors import UsageError
+from sleap_infer.core.products import Product
+
+if TYPE_CHECKING:
+    from sleap_infer.writers.slots import Source
+
+Writer = Callable[[Path, "Source"], None]
 
 
 @dataclass(frozen=True)
 class OutputFormat:
     name: str
     suffix: str  # appended to ``<video name>.predictions``
+    writer: str  # "module:function" writing a finished journal to a path
+    holds: frozenset[Product] = frozenset({Product.POSES})
     needs: tuple[str, ...] = ()  # importable modules its writer requires
-    holds_masks: bool = False  # segmentation masks / polygons have a place in it
-    holds_boxes: bool = False  # predicted bounding boxes have a place in it
-    holds_embeddings: bool = False  # per-instance re-ID vectors have a place in it
+
+    def load_writer(self) -> Writer:
+        module, _, name = self.writer.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    @property
+    def holds_masks(self) -> bool:
+        return Product.MASKS in self.holds
+
+    @property
+    def holds_boxes(self) -> bool:
+        return Product.BOXES in self.holds
+
+    @property
+    def holds_embeddings(self) -> bool:
+        return Product.EMBEDDINGS in self.holds
 
 
+_W = "sleap_infer.writers"
 FORMATS: dict[str, OutputFormat] = {
     f.name: f
     for f in (
-        OutputFormat("slp", ".slp", holds_masks=True, holds_boxes=True, holds_embeddings=True),
-        OutputFormat("nwb", ".nwb", ("pynwb", "ndx_pose")),
-        OutputFormat("analysis-h5", ".analysis.h5"),
-        OutputFormat("csv", ".csv", ("pandas",), holds_boxes=True),
+        OutputFormat("slp", ".slp", f"{_W}.slp_stream:write_slp", frozenset(Product)),
+        OutputFormat("nwb", ".nwb", f"{_W}.nwb_out:write_nwb", needs=("pynwb", "ndx_pose")),
+        OutputFormat("analysis-h5", ".analysis.h5", f"{_W}.analysis_h5:write_analysis_h5"),
+        OutputFormat(
+            "csv",
+            ".csv",
+            f"{_W}.csv_out:write_csv",
+            frozenset({Product.POSES, Product.BOXES}),
+            ("pandas",),
+        ),
     )
 }
 
@@ -51,3 +84,25 @@ def get_format(name: str) -> OutputFormat:
         pkgs = " ".join(m.replace("_", "-") for m in missing)
         raise UsageError(f"--format {fmt.name} needs {pkgs} (pip install {pkgs})")
     return fmt
+
+
+def missing_product(fmt: OutputFormat, products: Iterable[Product]) -> Product | None:
+    """The first of ``products`` that ``fmt`` has no place for (None: it holds them all)."""
+    return next((p for p in products if p not in fmt.holds), None)
+
+
+def use_instead(product: Product) -> str:
+    """``use --format slp or csv``: the formats that do hold ``product``."""
+    names = [f.name for f in FORMATS.values() if product in f.holds]
+    return "use --format " + " or ".join(names)
+
+
+def refuse(fmt: OutputFormat, products: Iterable[Product], models: str) -> None:
+    """Before predicting: a one-line UsageError when ``fmt`` cannot hold what ``models``
+    (e.g. ``bbox_ssd``) predict."""
+    product = missing_product(fmt, products)
+    if product is not None:
+        raise UsageError(
+            f"--format {fmt.name} cannot hold {product.noun} ({models} model); "
+            f"{use_instead(product)}"
+        )

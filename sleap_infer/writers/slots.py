@@ -14,13 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import sleap_io as sio
 
-from sleap_infer.core.errors import OutputError
 from sleap_infer.core.options import POLYGON_EPSILON
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.journal import Journal
@@ -46,16 +44,6 @@ class Source:
     box_categories: tuple[str, ...] = ()  # a box detector's class names (slp and csv hold boxes)
     poses: bool = True  # the models predict keypoint instances (a lone box detector does not)
 
-    def refuse_boxes(self, path: Path, fmt: str) -> None:
-        """One-line refusal for a per-track format handed boxes: never drop them silently."""
-        if self.journal.n_boxes:
-            raise OutputError(boxes_refused(path, fmt, self.journal))
-
-    def refuse_embeddings(self, path: Path, fmt: str) -> None:
-        """One-line refusal for a format handed re-ID vectors it has no place for."""
-        if self.journal.n_embeddings:
-            raise OutputError(embeddings_refused(path, fmt, self.journal))
-
     @property
     def node_names(self) -> list[str]:
         return [node.name for node in self.skeleton.nodes]
@@ -67,20 +55,6 @@ class Source:
     @property
     def fps(self) -> float:
         return float(self.video.backend_metadata.get("fps") or 30.0)
-
-
-def boxes_refused(path: Path, fmt: str, journal: Journal) -> str:
-    return (
-        f"{path}: --format {fmt} has no place for bounding boxes "
-        f"({journal.n_boxes} predicted, kept in {journal.path}); use --format slp or csv"
-    )
-
-
-def embeddings_refused(path: Path, fmt: str, journal: Journal) -> str:
-    return (
-        f"{path}: --format {fmt} has no place for re-ID embedding vectors "
-        f"({journal.n_embeddings} predicted, kept in {journal.path}); use --format slp"
-    )
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,7 @@ from sleap_infer.core.options import POLYGON_EPSILON
 from sleap_infer.core.polygons import check_mask_output, mask_rois, packaged
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.journal import embeddings_of, vector_slots
+from sleap_infer.writers.slots import Source
 
 PREDICTED_INSTANCE = 1  # sleap-io InstanceType.PREDICTED
 SEGMENTATION_ANNOTATION = 2  # what sleap-io writes in masks.annotation_type
@@ -584,3 +585,29 @@ class StreamingSlpWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def write_slp(path: Path, source: Source) -> None:
+    """The ``slp`` format's writer (see :mod:`sleap_infer.writers.registry`): the finished
+    journal, batch by batch, into sleap-io's tables."""
+    tracks = [sio.Track(name=n) for n in source.class_names]
+    journal = source.journal
+    totals = journal.totals
+    with StreamingSlpWriter(
+        path,
+        source.video,
+        source.skeleton,
+        tracks,
+        source.provenance,
+        expected_instances=totals.instances,
+        expected_frames=totals.frames_with_instances,
+        expected_masks=totals.masks,
+        expected_rle_bytes=totals.mask_rle_bytes,
+        mask_output=source.mask_output,
+        polygon_epsilon=source.polygon_epsilon,
+        box_categories=source.box_categories,
+        expected_boxes=totals.boxes,
+        expected_embeddings=totals.embeddings,
+    ) as writer:
+        for batch in journal.batches():
+            writer.add(batch)

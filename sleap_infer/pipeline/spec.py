@@ -1,0 +1,200 @@
+"""One frozen record of how to build a pipeline, bound once from option names.
+
+``infer predict``'s flags and ``sleap_infer.load(...)``'s keyword arguments
+are the same names (``peak_threshold``, ``no_refine``, ``tracking``,
+``filter_min_instance_score``, ``only_labeled_frames``, ``fp16`` ...) with the
+same defaults, which live in the option records themselves
+(:class:`~sleap_infer.core.options.PredictOptions` and its siblings, from
+:mod:`sleap_infer.core.options`). :func:`bind` is the one place a name is
+routed to its record; the command line hands it its parsed parameters, the
+Python API its keyword arguments, so the two can never drift apart. A name
+that fits no record is refused with the closest known one.
+
+The spec is picklable: ``--devices`` workers each build their own pipeline
+from it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from sleap_infer.core.errors import UsageError
+from sleap_infer.core.filters import InstanceFilters
+from sleap_infer.core.options import BATCH_SIZE, PredictOptions, parse_thresholds
+from sleap_infer.core.overrides import ConfigOverrides
+from sleap_infer.core.tracking import TrackingOptions
+from sleap_infer.sources.project_frames import ProjectSelection
+
+if TYPE_CHECKING:
+    from sleap_infer.pipeline.pipeline import Pipeline
+    from sleap_infer.writers.registry import OutputFormat
+
+Notify = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """How the runtime runs the network (precision, compilation), not what it computes."""
+
+    fp16: bool = False
+    bf16: bool = False
+    int8: bool = False
+    compile: bool = False
+    notify: Notify | None = None  # told when an export is made (a few seconds, first use)
+
+    def maker_kwargs(self) -> dict[str, Any]:
+        """What :meth:`Runtime.maker` takes (each runtime refuses what it cannot do,
+        e.g. ``compile`` outside torch)."""
+        return {
+            "fp16": self.fp16,
+            "bf16": self.bf16,
+            "int8": self.int8,
+            "compile": self.compile,
+            "notify": self.notify,
+        }
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    """Everything a pipeline is built from, but the device."""
+
+    model_paths: tuple[str, ...]
+    backend: str = "torch"
+    batch_size: int = BATCH_SIZE
+    options: PredictOptions = field(default_factory=PredictOptions)
+    backend_options: BackendOptions = field(default_factory=BackendOptions)
+    tracking: TrackingOptions | None = None  # None: untracked
+    filters: InstanceFilters | None = None  # None: no post-filter
+    overrides: ConfigOverrides | None = None  # None: the training config as trained
+    project: ProjectSelection | None = None  # which video and frames of .slp inputs
+    centroid_only: bool = False  # a top-down pair's centroid model alone
+
+    def build(self, device: str = "auto") -> Pipeline:
+        from sleap_infer.pipeline.pipeline import Pipeline
+
+        return Pipeline(self, device)
+
+    def check(self, devices: list[str], fmt: OutputFormat | None = None) -> list[str]:
+        """Before spawning one worker per device: the models load and combine, every device
+        exists, and ``fmt`` holds what they make. Returns warnings about the models."""
+        from sleap_infer.pipeline.pipeline import check_spec
+
+        return check_spec(self, devices, fmt)
+
+
+# Names whose record field is called otherwise, or whose value is turned around.
+_RENAMED: dict[str, tuple[str, str, Callable[[Any], Any]]] = {
+    "no_refine": ("options", "refine", lambda v: not v),
+    "merge_thresholds": ("options", "merge_thresholds", lambda v: thresholds(v)),
+    "filter_overlapping": ("filters", "overlapping", bool),
+    "filter_overlapping_method": ("filters", "overlapping_method", str),
+    "filter_overlapping_threshold": ("filters", "overlapping_threshold", float),
+    "filter_min_visible_nodes": ("filters", "min_visible_nodes", lambda v: v),
+    "filter_min_visible_node_fraction": ("filters", "min_visible_node_fraction", lambda v: v),
+    "filter_min_mean_node_score": ("filters", "min_mean_node_score", lambda v: v),
+    "filter_min_instance_score": ("filters", "min_instance_score", lambda v: v),
+    "only_labeled_frames": ("project", "only_labeled", bool),
+    "only_suggested_frames": ("project", "only_suggested", bool),
+    "only_predicted_frames": ("project", "only_predicted", bool),
+    "exclude_user_labeled": ("project", "exclude_user_labeled", bool),
+    "video_index": ("project", "video_index", lambda v: v),
+}
+_RECORDS: dict[str, type] = {
+    "options": PredictOptions,
+    "tracking": TrackingOptions,
+    "overrides": ConfigOverrides,
+    "backend": BackendOptions,
+}
+_OWN = ("batch_size", "centroid_only")
+_NOT_OPTIONS = {"return_confmaps"}  # a debugging field, not an option
+
+
+def option_names() -> list[str]:
+    """Every name :func:`bind` accepts (``load``'s keyword arguments)."""
+    names = set(_RENAMED) | set(_OWN) | {"tracking"}
+    for group, record in _RECORDS.items():
+        names |= {f.name for f in fields(record)} - _NOT_OPTIONS
+        if group == "options":
+            names.discard("refine")
+    return sorted(names)
+
+
+def _route(name: str) -> tuple[str, str, Callable[[Any], Any]]:
+    if name in _RENAMED:
+        return _RENAMED[name]
+    for group, record in _RECORDS.items():
+        if name in {f.name for f in fields(record)} - _NOT_OPTIONS and name != "refine":
+            return group, name, lambda v: v
+    close = difflib.get_close_matches(name, option_names(), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise UsageError(f"unknown option {name!r}{hint}")
+
+
+def thresholds(value: str | Any) -> tuple[float, ...]:
+    """``"0.85,0.6,0.4"`` (the command line's form) or a sequence, as floats."""
+    if isinstance(value, str):
+        return parse_thresholds(value)
+    return tuple(float(x) for x in value)
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, Enum) else value
+
+
+def bind(
+    model_paths: tuple[str, ...] | list[str],
+    backend: str = "torch",
+    **params: Any,
+) -> PipelineSpec:
+    """The spec for ``model_paths`` from option names; unset names keep their defaults.
+
+    ``tracking=True`` (or any tracker knob with ``tracker=``) turns tracking on; a
+    tracker knob without it is refused, as on the command line.
+    """
+    groups: dict[str, dict[str, Any]] = {g: {} for g in (*_RECORDS, "filters", "project")}
+    own: dict[str, Any] = {}
+    tracking = bool(params.pop("tracking", False))
+    for name, value in params.items():
+        if name in _OWN:
+            own[name] = value
+            continue
+        group, key, convert = _route(name)
+        groups[group][key] = convert(_plain(value))
+    batch_size = int(own.get("batch_size", BATCH_SIZE))
+    if batch_size < 1:
+        raise UsageError(f"batch_size {batch_size}: must be at least 1")
+    filters = InstanceFilters(**groups["filters"])
+    overrides = ConfigOverrides(**groups["overrides"])
+    project = ProjectSelection(**groups["project"])
+    return PipelineSpec(
+        model_paths=tuple(str(p) for p in model_paths),
+        backend=str(_plain(backend)),
+        batch_size=batch_size,
+        options=PredictOptions(**groups["options"]),
+        backend_options=BackendOptions(**groups["backend"]),
+        tracking=tracking_options(tracking, groups["tracking"]),
+        filters=filters if filters.active else None,
+        overrides=overrides if overrides.active else None,
+        project=project if project.active else None,
+        centroid_only=bool(own.get("centroid_only", False)),
+    )
+
+
+def tracking_options(enabled: bool, values: Mapping[str, Any]) -> TrackingOptions | None:
+    """The tracker's options, or None when tracking is off: a tracking knob given without
+    ``--tracking`` is a mistake worth one line, not ignored."""
+    defaults = TrackingOptions()
+    given = {k: v for k, v in values.items() if v is not None or k != "tracker"}
+    if given.get("tracker") is not None:
+        enabled = True
+    if not enabled:
+        changed = [k for k, v in given.items() if v != getattr(defaults, k)]
+        if changed:
+            flags = ", ".join("--" + k.replace("_", "-") for k in changed)
+            raise UsageError(f"{flags} only matter with --tracking (-t)")
+        return None
+    return TrackingOptions(**given)

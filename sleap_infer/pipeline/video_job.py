@@ -1,0 +1,619 @@
+"""One video through a pipeline into one output file, resumably: what ``infer predict`` runs.
+
+Each video streams its predictions into a journal next to the output
+(:mod:`sleap_infer.journal`) batch by batch; the output file is built from
+the journal when the video is done, then the journal is removed. An
+interrupted video therefore leaves ``<output>.partial``, which a rerun with
+``resume=True`` continues from its last whole batch.
+
+Before anything runs, the output path is judged once, here, for the command
+line and the Python API alike: a finished output is never replaced unless
+``overwrite`` is given, and a file there that is not one of our outputs is
+refused either way, so a 4-frame test never replaces a night's predictions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import sleap_io as sio
+
+from sleap_infer.core.errors import OutputError, ResumeError
+from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.core.products import Counts, Product
+from sleap_infer.core.provenance import now_iso, package_versions, system_info
+from sleap_infer.core.startup import mark, span
+from sleap_infer.journal import (
+    EmptyJournalError,
+    Journal,
+    JournalWriter,
+    check_compatible,
+    in_use,
+    journal_path,
+    mark_failed,
+    read_journal,
+)
+from sleap_infer.runner import RunStats
+from sleap_infer.sources.frames import select_frames
+from sleap_infer.sources.inputs import is_labels_path
+from sleap_infer.sources.labels_video import LabelsVideoReader
+from sleap_infer.sources.open import open_video
+from sleap_infer.sources.project_frames import ProjectSelection, select_project_frames
+from sleap_infer.sources.video import (
+    MISSING_AT_END,
+    FrameError,
+    VideoInfo,
+    VideoReader,
+    runs,
+)
+from sleap_infer.tracking.online import OnlineTracker, track_names, tracking_provenance
+from sleap_infer.writers.isolate import describe
+from sleap_infer.writers.labels import make_skeleton, make_video
+from sleap_infer.writers.outputs import (
+    default_output_path,
+    refuse_existing,
+    write_from_journal,
+)
+from sleap_infer.writers.registry import OutputFormat
+
+if TYPE_CHECKING:
+    from sleap_infer.pipeline.pipeline import Pipeline
+
+OUTPUT_ONLY_OPTIONS = frozenset({"mask_output", "polygon_epsilon"})
+
+
+@dataclass
+class VideoResult:
+    """Outcome of predicting one video (counts cover every run that fed its journal)."""
+
+    video: Path
+    output: Path
+    counts: Counts = field(default_factory=Counts)
+    fps: float = 0.0  # this run's throughput
+    stats: RunStats | None = None
+    bad_frames: list[FrameError] = field(default_factory=list)
+    resumed_frames: int = 0  # frames already in the journal when this run started
+    metadata_frames: int = 0  # what the container claims
+    decoded_frames: int = 0  # one past the highest frame index that decoded
+    warnings: list[str] = field(default_factory=list)  # e.g. --frames clamped to the video
+
+    @property
+    def truncated(self) -> bool:
+        """The stream ended before the frames the container (or --frames) promised."""
+        return any(e.kind == MISSING_AT_END for e in self.bad_frames)
+
+    @property
+    def n_bad_frames(self) -> int:
+        return sum(e.count for e in self.bad_frames)
+
+
+class _BadFrameLog:
+    """Collects decode errors from the decode thread; the writer drains them per batch."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._new: list[FrameError] = []
+
+    def add(self, error: FrameError) -> None:
+        with self._lock:
+            self._new.append(error)
+
+    def drain(self) -> list[FrameError]:
+        with self._lock:
+            new, self._new = self._new, []
+        return new
+
+
+def project_video(reader: object) -> sio.Video | None:
+    """The sleap-io video a project input's frames come from (None for other inputs)."""
+    return reader.video if isinstance(reader, LabelsVideoReader) else None
+
+
+def selection_text(indices: Sequence[int] | None) -> str:
+    """``None`` -> ``"all"``; else compact inclusive ranges like ``0-9,40-59``."""
+    if indices is None:
+        return "all"
+    return ",".join(str(a) if n == 1 else f"{a}-{a + n - 1}" for a, n in runs(indices))
+
+
+def project_selection(
+    pipeline: Pipeline, video: str | Path, video_index: int | None = None
+) -> ProjectSelection | None:
+    """The project flags for ``video`` (None unless it is a project and one is set);
+    ``video_index`` (one video of a multi-video project) overrides ``--video-index``."""
+    if not is_labels_path(video):
+        return None
+    chosen = pipeline.project or ProjectSelection()
+    if video_index is not None:
+        chosen = replace(chosen, video_index=video_index)
+    return chosen if chosen.active else None
+
+
+def open_source(video: str | Path, chosen: ProjectSelection | None) -> VideoReader:
+    """A video file, an image folder or glob, or the frames of a SLEAP project's video."""
+    if chosen is not None:
+        return open_video(video, video_index=chosen.video_index or 0)
+    return open_video(video)
+
+
+def project_frames(
+    video: str | Path,
+    reader: VideoReader,
+    indices: list[int] | None,
+    chosen: ProjectSelection | None,
+) -> list[int] | None:
+    """A project's selected frames (e.g. its labeled ones), within ``--frames`` if given.
+
+    Without a frame flag there is nothing to select: the project's annotations are
+    not read again (the reader has already checked the video index).
+    """
+    if chosen is None or not chosen.filtered:
+        return indices
+    _, picked = select_project_frames(Path(video), chosen, reader.info.n_frames)
+    if picked is None:
+        return indices
+    if indices is None:
+        return picked
+    allowed = set(indices)
+    return [i for i in picked if i in allowed]
+
+
+def options_dict(pipeline: Pipeline) -> dict[str, Any]:
+    return {k: v for k, v in vars(pipeline.options).items() if v is not None}
+
+
+def fingerprint(
+    pipeline: Pipeline,
+    info: VideoInfo,
+    frames: Sequence[int] | None,
+    project: ProjectSelection | None = None,
+) -> dict[str, Any]:
+    """What the predictions depend on; a journal resumes only if all of it matches."""
+    overrides = pipeline.spec.overrides
+    return {
+        "video_name": info.path.name,
+        "video_bytes": info.path.stat().st_size,
+        "video_frames": info.n_frames,
+        "checkpoint_sha256": [m.checkpoint_sha256 for m in pipeline.models],
+        "model_types": [m.model_type for m in pipeline.models],
+        "layer": type(pipeline.layer).__name__,
+        # What goes into the output file only (not the journal) may change on resume.
+        "options": {
+            k: v for k, v in options_dict(pipeline).items() if k not in OUTPUT_ONLY_OPTIONS
+        },
+        "frames": selection_text(frames),
+        # Absent when unused, so journals of earlier runs still resume.
+        **({"tracking": pipeline.tracking.to_json()} if pipeline.tracking else {}),
+        **({"filters": pipeline.filters.to_json()} if pipeline.filters else {}),
+        **({"overrides": overrides.given} if overrides else {}),
+        **({"project": asdict(project)} if project else {}),
+    }
+
+
+def provenance(pipeline: Pipeline, source: str, frames: Sequence[int] | None) -> dict[str, Any]:
+    """What produced the predictions: models, runtime, options, versions, machine."""
+    overrides = pipeline.spec.overrides
+    return {
+        "sleap_infer": "predict",
+        "model_paths": [str(m.path.resolve()) for m in pipeline.models],
+        "model_types": [m.model_type for m in pipeline.models],
+        "checkpoint_sha256": [m.checkpoint_sha256 for m in pipeline.models],
+        "layer": type(pipeline.layer).__name__,
+        "backend": pipeline.backend_name,
+        "device": pipeline.device,
+        "batch_size": pipeline.batch_size,
+        "options": options_dict(pipeline),
+        **({"filters": pipeline.filters.to_json()} if pipeline.filters else {}),
+        **({"config_overrides": overrides.given} if overrides else {}),
+        "source_video": source,
+        "frame_selection": "all" if frames is None else f"{len(frames)} frames",
+        "versions": package_versions(),
+        **_export_provenance(pipeline.layer.backend.provenance()),
+        "system": system_info(),
+    }
+
+
+def predict_video(
+    pipeline: Pipeline,
+    video: str | Path,
+    output: str | Path | None,
+    fmt: OutputFormat,
+    *,
+    frames: str | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    video_index: int | None = None,
+    on_start: Callable[[VideoInfo, int], None] | None = None,
+    on_progress: Callable[[int], None] | None = None,
+    extra_provenance: dict[str, Any] | None = None,
+) -> VideoResult:
+    """Predict one video and write its output file; returns counts and timings.
+
+    ``video_index`` picks one video of a SLEAP project input (default: ``--video-index``'s).
+    ``on_start(info, n)`` gets the number of frames this run will predict (fewer than
+    the selection when resuming). With ``resume`` an existing journal for the same
+    video, model and options is continued; without it (or ``overwrite``) an existing
+    journal is an error, so that a forgotten flag never silently throws predictions away.
+    """
+    return VideoJob(pipeline, fmt, resume, overwrite).run(
+        video, output, frames, video_index, on_start, on_progress, extra_provenance
+    )
+
+
+class VideoJob:
+    """One video: judge the output path, open or continue the journal, predict, write."""
+
+    def __init__(
+        self, pipeline: Pipeline, fmt: OutputFormat, resume: bool, overwrite: bool
+    ) -> None:
+        self.pipeline = pipeline
+        self.fmt = fmt
+        self.resume = resume
+        self.overwrite = overwrite
+
+    def run(
+        self,
+        video: str | Path,
+        output: str | Path | None,
+        frames: str | None,
+        video_index: int | None,
+        on_start: Callable[[VideoInfo, int], None] | None,
+        on_progress: Callable[[int], None] | None,
+        extra_provenance: dict[str, Any] | None,
+    ) -> VideoResult:
+        pipeline = self.pipeline
+        mark("video_start")
+        chosen = project_selection(pipeline, video, video_index)
+        with span("video_open"):
+            reader = open_source(video, chosen)
+        info = reader.info
+        indices, clamped = select_frames(frames, info.n_frames, video)
+        indices = project_frames(video, reader, indices, chosen)
+        out_path = Path(output) if output is not None else default_output_path(info.path, self.fmt)
+        jpath = journal_path(out_path)
+        if not jpath.exists():
+            refuse_existing(out_path, self.fmt, self.overwrite)
+        prints = fingerprint(pipeline, info, indices, chosen)
+        warnings = [clamped] if clamped else []
+        journal = self._open_journal(jpath, prints, warnings)
+        result = VideoResult(
+            video=info.path,
+            output=out_path,
+            metadata_frames=info.n_frames,
+            resumed_frames=journal.n_predicted if journal else 0,
+            warnings=warnings,
+        )
+        bad = _BadFrameLog()
+        online = self._start_tracker(journal, reader)
+        stream, total = self._remaining(reader, indices, journal, bad.add)
+        if on_start is not None:
+            on_start(info, total)
+        t0 = time.perf_counter()
+        mark("run_start")
+        try:
+            with self._journal_writer(jpath, journal, prints, info, result) as writer:
+                result.stats = self._run_into(writer, stream, bad, on_progress, total, online)
+            finished = read_journal(jpath)
+            extra = dict(extra_provenance or {})
+            if pipeline.tracking is not None:
+                extra["tracking"] = tracking_provenance(pipeline.tracking, online)
+            self._write_output(finished, info, indices, out_path, time.perf_counter() - t0,
+                               extra, result, project_video(reader))  # fmt: skip
+        except Exception as exc:  # not KeyboardInterrupt: that leaves an "interrupted" journal
+            if jpath.exists():
+                mark_failed(jpath, describe(exc))
+            raise
+        with contextlib.suppress(FileNotFoundError):
+            jpath.unlink()  # only once the output is safely in place
+        return result
+
+    def _open_journal(
+        self, path: Path, prints: dict[str, Any], warnings: list[str]
+    ) -> Journal | None:
+        """The journal to continue, or None to start afresh (removing what may be removed).
+
+        Only a journal holding predictions of an *interrupted* run blocks a plain
+        run: one cut off before its first prediction has nothing to lose, and one
+        whose run failed on an error (see :func:`~sleap_infer.journal.mark_failed`)
+        is continued when its settings match, else replaced with a warning.
+        """
+        if not path.exists():
+            return None
+        if in_use(path):
+            raise ResumeError(f"{path}: another infer process is predicting this video right now")
+        if self.overwrite:
+            path.unlink()
+            return None
+        try:
+            journal = read_journal(path)
+        except EmptyJournalError:
+            path.unlink()
+            return None
+        if journal.n_predicted == 0 and not journal.bad_frames:
+            path.unlink()  # e.g. Ctrl-C while the model warmed up
+            return None
+        if journal.failed is not None and not self.resume:
+            return _after_failure(journal, prints, warnings)
+        if not self.resume:
+            raise ResumeError(
+                f"{path}: partial predictions of an interrupted run exist "
+                f"({journal.n_predicted} frames); pass --resume to continue them or "
+                "--overwrite to start over"
+            )
+        check_compatible(journal, prints)
+        return journal
+
+    def _start_tracker(self, journal: Journal | None, reader: VideoReader) -> OnlineTracker | None:
+        """This video's tracker: fresh, or where the resumed journal's last batch left it."""
+        return start_tracker(
+            self.pipeline,
+            journal.tracker if journal is not None else None,
+            reader.channels_for(self.pipeline.layer.input_channels),
+            reader,
+        )
+
+    def _journal_writer(
+        self,
+        path: Path,
+        journal: Journal | None,
+        prints: dict[str, Any],
+        info: VideoInfo,
+        result: VideoResult,
+    ) -> JournalWriter:
+        """A new journal (header: what the predictions depend on) or the resumed one,
+        with a record of this run's session appended."""
+        started = now_iso()
+        if journal is None:
+            header = {"fingerprint": prints, "video": str(info.path), "created": started}
+            writer = JournalWriter(path, header=header)
+        else:
+            writer = JournalWriter(path, existing=journal)
+        try:
+            writer.write_session(
+                {
+                    "started": started,
+                    "host": platform.node(),
+                    "pid": os.getpid(),
+                    "backend": self.pipeline.backend_name,
+                    "device": self.pipeline.device,
+                    "resumed_from_frames": result.resumed_frames,
+                }
+            )
+        except BaseException:
+            writer.close()
+            raise
+        return writer
+
+    def _run_into(
+        self,
+        writer: JournalWriter,
+        stream: Iterator[tuple[int, np.ndarray]],
+        bad: _BadFrameLog,
+        on_progress: Callable[[int], None] | None,
+        total: int,
+        online: OnlineTracker | None = None,
+    ) -> RunStats:
+        """Predict ``stream``, appending each batch (and new bad frames, and the tracker's
+        state after it) to the journal; tracking runs here, in frame order."""
+        pipeline = self.pipeline
+
+        def journaled(preds: BatchPredictions, snapshot: Any) -> None:
+            writer.write_batch(preds, bad.drain(), snapshot)
+
+        batch_size = pipeline.run_batch_size(total)
+        try:
+            return pipeline.runner.run(
+                stream,
+                sink=pipeline.sink(journaled, online),
+                progress=on_progress,
+                batch_size=batch_size,
+                keep_images=online is not None and online.needs_images,
+                # One batch in all: warming up first would only run the network twice.
+                warmup=total > (batch_size or pipeline.batch_size),
+            )
+        finally:
+            with contextlib.suppress(OutputError):  # keep the original error, if any
+                writer.write_bad_frames(bad.drain())
+
+    def _write_output(
+        self,
+        journal: Journal,
+        info: VideoInfo,
+        indices: list[int] | None,
+        out_path: Path,
+        runtime_s: float,
+        extra_provenance: dict[str, Any] | None,
+        result: VideoResult,
+        source_video: sio.Video | None = None,
+    ) -> None:
+        """Build the output from the finished journal; fill in ``result``'s totals.
+
+        ``source_video``: a project's own video object, so the output refers to the media
+        (or the package's frames) as the project does, not to the ``.slp`` file.
+        """
+        pipeline = self.pipeline
+        highest = int(journal.predicted.max(initial=-1))
+        result.bad_frames = journal.bad_frames
+        result.decoded_frames = highest + 1
+        result.counts = journal.counts
+        result.fps = result.stats.fps if result.stats else 0.0
+        record = provenance(pipeline, str(info.path.resolve()), indices)
+        record.update(
+            {
+                "inference_start_timestamp": journal.header.get("created"),
+                "inference_end_timestamp": now_iso(),
+                "inference_runtime_seconds": round(runtime_s, 3),
+                "timing_seconds": _timing(result.stats),
+                "frames_processed": journal.n_predicted,
+                "frames_in_metadata": info.n_frames,
+                "bad_frames": [
+                    {"frame_idx": e.index, "count": e.count, "kind": e.kind, "reason": e.reason}
+                    for e in journal.bad_frames
+                ],
+                "sessions": [
+                    {k: v for k, v in sess.items() if k != "type"} for sess in journal.sessions
+                ],
+            }
+        )
+        record.update(extra_provenance or {})
+        config = pipeline.layer.config
+        write_from_journal(
+            journal,
+            out_path,
+            self.fmt,
+            source_video or make_video(info, n_frames=max(info.n_frames, highest + 1)),
+            make_skeleton(config),
+            track_names(journal.n_tracks) if pipeline.tracking else config.class_names,
+            record,
+            mask_output=pipeline.options.mask_output,
+            polygon_epsilon=pipeline.options.polygon_epsilon,
+            box_categories=pipeline.box_categories,
+            poses=Product.POSES in pipeline.products,
+        )
+
+    def _remaining(
+        self,
+        reader: VideoReader,
+        indices: list[int] | None,
+        journal: Journal | None,
+        on_error: Callable[[FrameError], None],
+    ) -> tuple[Iterator[tuple[int, np.ndarray]], int]:
+        """The frames still to predict (all of the selection unless resuming) and their count."""
+        channels = reader.channels_for(self.pipeline.layer.input_channels)
+        n = reader.info.n_frames
+        if journal is None or (journal.n_predicted == 0 and not journal.bad_frames):
+            total = n if indices is None else len(indices)
+            return reader.iter_frames(indices, channels, on_error), total
+        size = max(
+            n,
+            int(journal.predicted.max(initial=-1)) + 1,
+            max((e.last + 1 for e in journal.bad_frames), default=0),
+        )
+        done = journal.done_mask(size)
+        if indices is not None:
+            wanted = [i for i in indices if i >= size or not done[i]]
+            return reader.iter_frames(wanted, channels, on_error), len(wanted)
+        start = int(np.argmin(done)) if not done.all() else size
+
+        def not_done() -> Iterator[tuple[int, np.ndarray]]:
+            for i, frame in reader.iter_frames(None, channels, on_error, start=start):
+                if i >= size or not done[i]:
+                    yield i, frame
+
+        return not_done(), max(0, n - int(done[:n].sum()))
+
+
+def start_tracker(
+    pipeline: Pipeline,
+    snapshot: Any,
+    channels: int,
+    reader: VideoReader | None,
+) -> OnlineTracker | None:
+    """A tracker for one video (None when untracked): fresh, or from a journal's snapshot.
+    ``reader`` re-decodes the frames an optical-flow snapshot left out."""
+    if pipeline.tracking is None:
+        return None
+    read_frames = None
+    if reader is not None:
+
+        def read_frames(indices: list[int]) -> list[np.ndarray]:
+            found = dict(reader.iter_frames(sorted(set(indices)), channels))
+            return [found[i] for i in indices]
+
+    return OnlineTracker.start(
+        pipeline.tracking,
+        _carrier(pipeline),
+        len(pipeline.node_names),
+        Product.EMBEDDINGS in pipeline.products,
+        snapshot=snapshot,
+        read_frames=read_frames,
+    )
+
+
+def _carrier(pipeline: Pipeline) -> str:
+    from sleap_infer.pipeline.models import tracking_carrier
+
+    return tracking_carrier(pipeline.models)
+
+
+def _after_failure(journal: Journal, prints: dict[str, Any], warnings: list[str]) -> Journal | None:
+    changes = journal.changes(prints)
+    if not changes:
+        warnings.append(
+            f"{journal.path}: continuing the {journal.n_predicted} frames of a run that "
+            f"failed ({journal.failed})"
+        )
+        return journal
+    journal.path.unlink()
+    warnings.append(
+        f"{journal.path}: discarded {journal.n_predicted} frames of a run that failed "
+        f"({journal.failed}) with other settings ({'; '.join(changes)})"
+    )
+    return None
+
+
+def embed_labels(
+    pipeline: Pipeline,
+    path: Path,
+    output: str | Path | None,
+    fmt: OutputFormat,
+    overwrite: bool = False,
+) -> VideoResult:
+    """The lone-embedding route: vectors for the detections a ``.slp`` holds (re-tracked by
+    them with tracking on, as sleap-nn's ``embedding --tracking``)."""
+    from sleap_infer.pipeline.labels_embedding import LabelsEmbedder, require_labels_input
+    from sleap_infer.pipeline.retrack import retrack_labels
+
+    require_labels_input(path)
+    out_path = Path(output) if output is not None else default_output_path(path, fmt)
+    refuse_existing(out_path, fmt, overwrite)
+    asked = pipeline.spec.tracking
+    retrack = None
+    tracks = [0]
+    if asked is not None:
+
+        def retrack(labels: sio.Labels) -> dict[str, Any]:
+            stats = retrack_labels(labels, asked)
+            tracks[0] = stats.tracks
+            return {"tracking": {"options": stats.options.to_json(), "tracks": stats.tracks}}
+
+    run = LabelsEmbedder(pipeline.models[0], pipeline.layer).embed_file(
+        path, out_path, before_save=retrack
+    )
+    counts = Counts(
+        frames=run.frames,
+        embeddings=run.vectors,
+        tracks=tracks[0],
+        frames_with_instances=run.frames,
+    )
+    return VideoResult(
+        video=path,
+        output=out_path,
+        counts=counts,
+        fps=run.frames / run.seconds if run.seconds > 0 else 0.0,
+        metadata_frames=run.frames,
+        decoded_frames=run.frames,
+    )
+
+
+def _export_provenance(described: dict[str, Any]) -> dict[str, Any]:
+    """Which export directories an onnx/trt run used (absent for torch, which has none)."""
+    return {"export": described} if described else {}
+
+
+def _timing(stats: RunStats | None) -> dict[str, float]:
+    """This run's time split (decode wait, warmup, layer stages, writer), rounded for JSON."""
+    if stats is None:
+        return {}
+    split = {"warmup": stats.warmup_s, "decode_wait": stats.wait_s, **stats.stages}
+    split["writer"] = stats.sink_s
+    return {k: round(v, 4) for k, v in split.items()}

@@ -1,0 +1,29 @@
+"""One call that opens any input as numbered frames: a video file, an image folder or glob,
+or a SLEAP project's video. The readers build on :mod:`sleap_infer.sources.video`;
+this module sits above all three, so none of them imports another's sibling.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sleap_infer.sources.images import ImageSequenceReader
+from sleap_infer.sources.inputs import is_labels_path, is_pattern
+from sleap_infer.sources.labels_video import LabelsVideoReader
+from sleap_infer.sources.video import VideoReader
+
+
+def open_video(
+    path: str | Path, video_index: int = 0, threads: int = 0
+) -> VideoReader | LabelsVideoReader | ImageSequenceReader:
+    """A reader for a video file, for video ``video_index`` of a SLEAP project (``.slp``),
+    or for an image sequence (a folder, or a glob such as ``frames/*.png``).
+
+    ``video_index`` only picks among a project's videos; a plain video file ignores
+    it, so one setting serves a batch mixing both.
+    """
+    if Path(path).is_dir() or is_pattern(path):
+        return ImageSequenceReader(path)
+    if is_labels_path(path):
+        return LabelsVideoReader(path, video_index, threads)
+    return VideoReader(path, threads)
