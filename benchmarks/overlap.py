@@ -24,7 +24,7 @@ from pathlib import Path
 
 from vs_sleap_nn import CASES  # the same models and videos per case
 
-from sleap_infer.pipeline.predictor import Predictor
+import sleap_infer
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(os.environ.get("SLEAP_INFER_FIXTURES", ROOT.parent / "shared" / "fixtures"))
@@ -32,12 +32,12 @@ FIXTURES = Path(os.environ.get("SLEAP_INFER_FIXTURES", ROOT.parent / "shared" / 
 
 def profile(case: str, backend: str, frames: str, overlap: bool, out: Path) -> dict[str, float]:
     models, video = CASES[case]
-    predictor = Predictor(
+    pipe = sleap_infer.load(
         [FIXTURES / "models" / m for m in models], backend=backend, device="cpu", batch_size=4
     )
-    predictor.runner.overlap = overlap
-    result = predictor.predict_video(
-        FIXTURES / "videos" / video, output=out / f"{case}-{overlap}.slp", frames=frames
+    pipe.runner.overlap = overlap
+    result = pipe.predict_to_file(
+        FIXTURES / "videos" / video, out / f"{case}-{overlap}.slp", frames=frames
     )
     stats = result.stats
     assert stats is not None

@@ -49,7 +49,7 @@ CASES: dict[str, tuple[list[str], str, list[str]]] = {
     "multiclass_topdown": (
         ["minimal_instance_centroid", "minimal_instance_multiclass_centered_instance"],
         "centered_pair_small.mp4",
-        ["--frames", "0-39", "--peak-threshold", "0"],
+        ["--frames", "0-39"],
     ),
     "segmentation": (["synthetic_bottomup_segmentation"], "synthetic_multi.pkg.slp", []),
     "semantic": (["synthetic_semantic_segmentation"], "synthetic_multi.pkg.slp", []),
@@ -80,7 +80,7 @@ EXTRA: dict[str, tuple[list[str], str, list[str]]] = {
     "topdown_h5": (
         CASES["topdown"][0],
         "centered_pair_small.mp4",
-        ["--frames", "0-19", "--format", "h5"],
+        ["--frames", "0-19", "--format", "analysis-h5"],
     ),
     "topdown_csv": (
         CASES["topdown"][0],
@@ -120,7 +120,7 @@ EXTRA: dict[str, tuple[list[str], str, list[str]]] = {
     ),
     "embedding_lone_tracked": (["synthetic_embedding"], "synthetic_multi.pkg.slp", ["-t"]),
 }
-SUFFIX = {"h5": ".h5", "csv": ".csv", "nwb": ".nwb"}
+SUFFIX = {"analysis-h5": ".h5", "csv": ".csv", "nwb": ".nwb"}
 # Records of when and how long, not of what was predicted.
 VOLATILE = ("timestamp", "identifier", "session_start_time", "file_create_date", "date")
 
@@ -130,10 +130,11 @@ def output_name(case: str, backend: str, flags: list[str]) -> str:
     return f"{case}.{backend}{SUFFIX.get(fmt, '.slp')}"
 
 
-def run(infer: str, out: Path) -> int:
+def run(infer: str, out: Path, only: set[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     jobs = [(c, b, *CASES[c]) for c in CASES for b in BACKENDS]
     jobs += [(c, "torch", *EXTRA[c]) for c in EXTRA]
+    jobs = [j for j in jobs if only is None or j[0] in only]
     failed = 0
     for case, backend, models, video, flags in jobs:
         target = out / output_name(case, backend, flags)
@@ -250,6 +251,7 @@ def main() -> int:
     r = sub.add_parser("run")
     r.add_argument("--infer", default="infer")
     r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--only", help="comma-separated case names (default: all)")
     c = sub.add_parser("compare")
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
@@ -258,7 +260,8 @@ def main() -> int:
         print(f"needs {FIXTURES}", file=sys.stderr)
         return 2
     if args.cmd == "run":
-        return run(args.infer, args.out)
+        only = set(args.only.split(",")) if args.only else None
+        return run(args.infer, args.out, only)
     return compare(args.a, args.b)
 
 

@@ -23,13 +23,17 @@ from typing import Any
 import numpy as np
 import sleap_io as sio
 
-from sleap_infer.core.errors import UsageError, VideoError
+from sleap_infer.core.errors import VideoError
 from sleap_infer.core.masks import MaskSet
 from sleap_infer.core.provenance import now_iso, package_versions
 from sleap_infer.layers.base import InferenceLayer
 from sleap_infer.model.loader import LoadedModel
-from sleap_infer.sources.slp import read_slp
-from sleap_infer.writers.outputs import atomic_write
+from sleap_infer.pipeline.labels_job import (
+    check_destination,
+    load_labels,
+    require_slp,
+    save_labels,
+)
 
 
 @dataclass
@@ -82,7 +86,8 @@ class LabelsEmbedder:
 
         ``before_save`` (e.g. re-tracking by the new vectors) sees the embedded labels
         before they are written; what it returns joins the provenance."""
-        labels = read_slp(source)
+        labels = load_labels(source)
+        check_destination(source, output, labels)
         started = now_iso()
         t0 = time.perf_counter()
         settings = self.model.config.embedding
@@ -110,16 +115,7 @@ class LabelsEmbedder:
         }
         if before_save is not None:
             labels.provenance.update(before_save(labels))
-        atomic_write(
-            output,
-            lambda tmp: sio.save_slp(
-                labels,
-                str(tmp),
-                embed=False,
-                restore_original_videos=False,
-                save_embedding_vectors=True,
-            ),
-        )
+        save_labels(labels, output, vectors=True)
         return run
 
     @staticmethod
@@ -147,8 +143,8 @@ class LabelsEmbedder:
 
 
 def require_labels_input(path: Path) -> None:
-    if not path.name.lower().endswith(".slp"):
-        raise UsageError(
-            f"{path}: an embedding model alone embeds the detections of a SLEAP project "
-            "(.slp); for a video, add a centroid or box detector model (--model DIR)"
-        )
+    require_slp(
+        path,
+        "an embedding model alone embeds the detections of a SLEAP project (.slp); for a "
+        "video, add a centroid or box detector model (--model DIR)",
+    )

@@ -27,10 +27,16 @@ import sleap_io as sio
 
 from sleap_infer.core.errors import UsageError, VideoError
 from sleap_infer.core.tracking import TrackingOptions
-from sleap_infer.sources.slp import FILE, read_slp
+from sleap_infer.pipeline.labels_job import (
+    check_destination,
+    has_vectors,
+    load_labels,
+    require_slp,
+    save_labels,
+)
+from sleap_infer.sources.slp import FILE
 from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, make_tracker, track_name
 from sleap_infer.tracking.resolve import resolve_options
-from sleap_infer.writers.outputs import atomic_write
 
 
 @dataclass
@@ -192,45 +198,18 @@ def retrack_labels(labels: sio.Labels, options: TrackingOptions) -> RetrackStats
     return stats
 
 
-def _has_vectors(labels: sio.Labels) -> bool:
-    return any(
-        getattr(d, "identity_embedding", None) is not None
-        for lf in labels.labeled_frames
-        for d in (*lf.instances, *lf.masks)
-    )
-
-
-def _frame_sources(labels: sio.Labels) -> set[Path]:
-    out = set()
-    for video in labels.videos:
-        names = video.filename if isinstance(video.filename, list) else [video.filename]
-        out.update(Path(str(n)).resolve() for n in names)
-    return out
-
-
 def retrack_file(src: Path, dst: Path, options: TrackingOptions) -> RetrackStats:
     """Re-track ``src`` into ``dst`` (written atomically); ``seconds`` covers load to save."""
     t0 = time.perf_counter()
     src, dst = Path(src), Path(dst)
     if not src.is_file():
         raise UsageError(f"{src}: no such file")
-    if src.suffix.lower() != ".slp":
-        raise UsageError(f"{src}: not a .slp prediction file (re-tracking needs detections)")
-    labels = read_slp(src, FILE)
-    if dst.resolve() in _frame_sources(labels):
-        raise UsageError(f"{dst}: holds the frames of {src}; write the tracks elsewhere")
-    keep_vectors = _has_vectors(labels)
+    require_slp(src, "not a .slp prediction file (re-tracking needs detections)")
+    labels = load_labels(src, FILE)
+    check_destination(src, dst, labels)
+    keep_vectors = has_vectors(labels)
     stats = retrack_labels(labels, options)
     labels.provenance = {**dict(labels.provenance or {}), "tracking": stats.options.to_json()}
-    atomic_write(
-        dst,
-        lambda tmp: sio.save_slp(
-            labels,
-            str(tmp),
-            embed=False,
-            restore_original_videos=False,
-            save_embedding_vectors=keep_vectors,
-        ),
-    )
+    save_labels(labels, dst, keep_vectors)
     stats.seconds = time.perf_counter() - t0
     return stats
