@@ -121,3 +121,12 @@ def interrupt_after_batches(monkeypatch: pytest.MonkeyPatch, n_batches: int) -> 
             raise KeyboardInterrupt
 
     monkeypatch.setattr(JournalWriter, "write_batch", write_then_maybe_stop)
+
+
+def pipeline(model_paths: list[Path] | list[str], device: str = "cpu", **fields: object):
+    """A pipeline built from :class:`PipelineSpec` fields (option records passed as they are),
+    for tests that set records directly; users call ``sleap_infer.load`` with option names."""
+    from sleap_infer.pipeline.spec import PipelineSpec
+
+    spec = PipelineSpec(model_paths=tuple(str(p) for p in model_paths), **fields)  # type: ignore[arg-type]
+    return spec.build(device)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import torch
 
-from sleap_infer.batch.pool import PredictorSpec
 from sleap_infer.core.errors import BackendError
 from sleap_infer.core.options import DecodeSettings
+from sleap_infer.pipeline.spec import PipelineSpec
 
 
 class FakeBackend:
@@ -54,11 +54,12 @@ def gaussian_maps(
     return out
 
 
-class CrashingPredictor:
-    """Predictor stand-in for pool tests: videos named ``crash*`` kill the worker process."""
+class CrashingPipeline:
+    """Pipeline stand-in for pool tests: videos named ``crash*`` kill the worker process."""
 
-    def predict_video(self, video, output=None, on_start=None, on_progress=None, **kwargs):
-        from sleap_infer.pipeline.predictor import VideoResult
+    def predict_to_file(self, video, output=None, on_start=None, on_progress=None, **kwargs):
+        from sleap_infer.core.products import Counts
+        from sleap_infer.pipeline.video_job import VideoResult
 
         if Path(video).name.startswith("crash"):
             os.kill(os.getpid(), signal.SIGKILL)
@@ -68,8 +69,7 @@ class CrashingPredictor:
         return VideoResult(
             video=Path(video),
             output=Path(output),
-            frames=3,
-            instances=3,
+            counts=Counts(frames=3, instances=3),
             fps=1.0,
             metadata_frames=3,
             decoded_frames=3,
@@ -77,10 +77,10 @@ class CrashingPredictor:
 
 
 @dataclass(frozen=True)
-class CrashingSpec(PredictorSpec):
-    """Builds :class:`CrashingPredictor`; the device ``broken`` fails like a missing GPU."""
+class CrashingSpec(PipelineSpec):
+    """Builds :class:`CrashingPipeline`; the device ``broken`` fails like a missing GPU."""
 
-    def build(self, device: str) -> CrashingPredictor:
+    def build(self, device: str) -> CrashingPipeline:
         if device == "broken":
             raise BackendError("device 'broken' requested but it is not available here")
-        return CrashingPredictor()
+        return CrashingPipeline()

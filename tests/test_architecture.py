@@ -18,7 +18,6 @@ import typer.main
 from typer.testing import CliRunner
 
 from sleap_infer.batch.execute import JobSettings
-from sleap_infer.batch.pool import PredictorSpec, _cpu_threads
 from sleap_infer.batch.run import plan_batch, run_batch
 from sleap_infer.batch.tasks import DONE, FAILED, SKIPPED, VideoOutcome, VideoTask
 from sleap_infer.cli import app
@@ -30,6 +29,7 @@ from sleap_infer.model import registry
 from sleap_infer.model.config import parse_config
 from sleap_infer.model.loader import LoadedModel, load_model
 from sleap_infer.model.registry import MODEL_TYPES, HeadSpec, ModelType, load_class
+from sleap_infer.pipeline.spec import PipelineSpec, _cpu_threads
 from sleap_infer.runtimes import RUNTIMES, backend_maker, get_runtime
 from sleap_infer.writers.registry import get_format
 
@@ -238,7 +238,7 @@ def test_run_batch_is_callable_without_the_command_line(tmp_path: Path) -> None:
     scene.write_video(tmp_path / "a.mp4", n_frames=6)
     fmt = get_format("slp")
     tasks = plan_batch([tmp_path / "a.mp4", tmp_path / "missing.mp4"], tmp_path / "out", fmt)
-    spec = PredictorSpec(model_paths=(str(SYNTHETIC_MODEL),))
+    spec = PipelineSpec(model_paths=(str(SYNTHETIC_MODEL),))
     events = _Events()
     result = run_batch(tasks, spec, JobSettings(), events, devices=["cpu"])
     assert [o.status for o in result.outcomes] == [DONE, FAILED] and result.failed

@@ -152,8 +152,10 @@ def test_journal_keeps_boxes_and_counts_them(tmp_path: Path) -> None:
     batches = _mix(1)
     journal = read_journal(write_journal(tmp_path / "j.partial", batches))
     all_boxes = [b.boxes for b in batches if b.boxes is not None]
-    assert journal.n_boxes == sum(len(b) for b in all_boxes) > 0
-    assert journal.box_score_sum == pytest.approx(sum(float(b.score.sum()) for b in all_boxes))
+    assert journal.totals.boxes == sum(len(b) for b in all_boxes) > 0
+    assert journal.totals.box_score_sum == pytest.approx(
+        sum(float(b.score.sum()) for b in all_boxes)
+    )
     with_any = 0
     for b in batches:
         found = b.valid.any(axis=1)
@@ -162,7 +164,7 @@ def test_journal_keeps_boxes_and_counts_them(tmp_path: Path) -> None:
         if b.boxes is not None:
             found[b.boxes.frame] = True
         with_any += int(found.sum())
-    assert journal.frames_with_instances == with_any
+    assert journal.totals.frames_with_instances == with_any
     assert journal.n_predicted == 20
     for want, got in zip(batches, journal.batches(), strict=True):
         _same_boxes(want.boxes, got.boxes)
@@ -173,7 +175,7 @@ def test_a_journal_without_boxes_reads_boxes_as_none(tmp_path: Path) -> None:
     rng = np.random.default_rng(2)
     batches = [_batch(rng, 0, boxes=False, poses=True)]
     journal = read_journal(write_journal(tmp_path / "j.partial", batches))
-    assert journal.n_boxes == 0 and journal.box_score_sum == 0.0
+    assert journal.totals.boxes == 0 and journal.totals.box_score_sum == 0.0
     assert [b.boxes for b in journal.batches()] == [None]
 
 
@@ -189,14 +191,14 @@ def test_boxes_survive_a_torn_tail_and_the_resumed_run(tmp_path: Path) -> None:
         fh.truncate(whole + (path.stat().st_size - whole) // 2)
     torn = read_journal(path)
     assert torn.torn_bytes > 0 and torn.valid_bytes == whole
-    assert torn.n_boxes == sum(b.n_boxes for b in batches[:3])
+    assert torn.totals.boxes == sum(b.n_boxes for b in batches[:3])
     with JournalWriter(path, existing=torn) as w:  # resume: redo the lost batch and go on
         for b in batches[3:]:
             w.write_batch(b)
     done = read_journal(path)
     assert done.torn_bytes == 0
-    assert done.n_boxes == sum(b.n_boxes for b in batches)
-    assert done.box_score_sum == pytest.approx(
+    assert done.totals.boxes == sum(b.n_boxes for b in batches)
+    assert done.totals.box_score_sum == pytest.approx(
         sum(float(np.sum(b.boxes.score)) for b in batches if b.boxes)
     )
     for want, got in zip(batches, done.batches(), strict=True):
@@ -406,12 +408,12 @@ def test_size_estimate_counts_boxes(tmp_path: Path) -> None:
         write_journal(tmp_path / "j.partial", [_batch(rng, 4 * k) for k in range(5)])
     )
     none = read_journal(write_journal(tmp_path / "e.partial", [_batch(rng, 0, boxes=False)]))
-    assert boxes.n_boxes > 0 and boxes.n_instances == none.n_instances == 0
+    assert boxes.totals.boxes > 0 and boxes.totals.instances == none.totals.instances == 0
     for fmt in ("slp", "csv"):
         extra = estimate_bytes(boxes, N_NODES, FORMATS[fmt]) - estimate_bytes(
             none, N_NODES, FORMATS[fmt]
         )
-        assert extra >= boxes.n_boxes * 100
+        assert extra >= boxes.totals.boxes * 100
     out = _from_journal(tmp_path, [_batch(rng, 4 * k) for k in range(5)], "slp")
     assert out.stat().st_size <= estimate_bytes(
         read_journal(tmp_path / "j.partial"), N_NODES, FORMATS["slp"]
@@ -443,7 +445,7 @@ def measure_memory(folder: Path, n_frames: int = 20000) -> dict[str, float]:
     skeleton = _skeleton(nodes=False)
 
     def stream(path: Path, batches, journal=None, sample=None) -> None:
-        hints = {} if journal is None else {"expected_boxes": journal.n_boxes}
+        hints = {} if journal is None else {"expected_boxes": journal.totals.boxes}
         with StreamingSlpWriter(
             path, video, skeleton, [], {}, box_categories=CLASSES, **hints
         ) as w:
@@ -477,14 +479,14 @@ def measure_memory(folder: Path, n_frames: int = 20000) -> dict[str, float]:
     samples.append(rss_mb())
     seconds = time.perf_counter() - start
     with h5py.File(folder / "run.slp", "r") as f:
-        assert len(f["bboxes/x1"]) == journal.n_boxes == 5 * n_batches * per_batch
+        assert len(f["bboxes/x1"]) == journal.totals.boxes == 5 * n_batches * per_batch
         assert f["bboxes/frame_idx"][-1] == n_batches * per_batch - 1
     with (folder / "run.csv").open() as fh:
-        assert sum(1 for _ in fh) == journal.n_boxes + 1
+        assert sum(1 for _ in fh) == journal.totals.boxes + 1
     return {
         **memory_numbers(folder, base, samples, journal_peak, seconds),
         "frames": n_batches * per_batch,
-        "boxes": journal.n_boxes,
+        "boxes": journal.totals.boxes,
         "csv_mb": (folder / "run.csv").stat().st_size / 2**20,
         "slp_peak_rss_mb": slp_peak,
     }

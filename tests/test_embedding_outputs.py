@@ -141,9 +141,9 @@ def test_journal_keeps_vectors_and_counts_them(tmp_path: Path) -> None:
     batches = _mix()
     journal = read_journal(write_journal(tmp_path / "j.partial", batches))
     kept = [v for v in _expected(batches).values() if v is not None]
-    assert journal.n_embeddings == len(kept) > 0
-    assert journal.embedding_bytes == 4 * DIM * len(kept)
-    assert journal.n_instances == sum(b.n_instances for b in batches)
+    assert journal.totals.embeddings == len(kept) > 0
+    assert journal.totals.embedding_bytes == 4 * DIM * len(kept)
+    assert journal.totals.instances == sum(b.n_instances for b in batches)
     back = list(journal.batches())
     assert len(back) == len(batches)
     for want, got in zip(batches, back):
@@ -185,8 +185,8 @@ def test_vectors_survive_a_torn_tail_and_the_resumed_run(tmp_path: Path) -> None
     journal = read_journal(path)
     assert journal.torn_bytes > 0 and journal.valid_bytes == intact
     assert (
-        journal.n_embeddings
-        == read_journal(write_journal(tmp_path / "x.partial", batches[:3])).n_embeddings
+        journal.totals.embeddings
+        == read_journal(write_journal(tmp_path / "x.partial", batches[:3])).totals.embeddings
     )
     with JournalWriter(path, existing=journal) as w:
         for b in batches[3:]:
@@ -194,8 +194,8 @@ def test_vectors_survive_a_torn_tail_and_the_resumed_run(tmp_path: Path) -> None
     resumed = read_journal(path)
     assert resumed.torn_bytes == 0
     full = read_journal(write_journal(tmp_path / "y.partial", batches))
-    assert resumed.n_embeddings == full.n_embeddings
-    assert resumed.embedding_bytes == full.embedding_bytes
+    assert resumed.totals.embeddings == full.totals.embeddings
+    assert resumed.totals.embedding_bytes == full.totals.embedding_bytes
     for want, got in zip(batches, resumed.batches()):
         emb = getattr(want, "embeddings", None)
         got_emb = getattr(got, "embeddings", None)
@@ -336,12 +336,12 @@ def test_size_estimate_counts_vectors(tmp_path: Path) -> None:
     for b in batches:
         b.embeddings = None
     without = read_journal(write_journal(tmp_path / "e.partial", batches))
-    assert with_vectors.n_instances == without.n_instances
+    assert with_vectors.totals.instances == without.totals.instances
     extra = estimate_bytes(with_vectors, N_NODES, FORMATS["slp"]) - estimate_bytes(
         without, N_NODES, FORMATS["slp"]
     )
-    assert extra >= with_vectors.embedding_bytes + 9 * with_vectors.n_embeddings
-    assert with_vectors.embedding_bytes == 4 * 64 * with_vectors.n_embeddings
+    assert extra >= with_vectors.totals.embedding_bytes + 9 * with_vectors.totals.embeddings
+    assert with_vectors.totals.embedding_bytes == 4 * 64 * with_vectors.totals.embeddings
     out = tmp_path / "out.slp"
     write_from_journal(with_vectors, out, FORMATS["slp"], _video(), _skeleton(), (), {})
     assert out.stat().st_size <= estimate_bytes(with_vectors, N_NODES, FORMATS["slp"])
@@ -374,9 +374,9 @@ def measure_memory(folder: Path, n_frames: int = 20000) -> dict[str, float]:
             {}
             if journal is None
             else {
-                "expected_instances": journal.n_instances,
-                "expected_frames": journal.frames_with_instances,
-                "expected_embeddings": journal.n_embeddings,
+                "expected_instances": journal.totals.instances,
+                "expected_frames": journal.totals.frames_with_instances,
+                "expected_embeddings": journal.totals.embeddings,
             }
         )
         with StreamingSlpWriter(path, video, _skeleton(), [], {}, **hints) as w:
@@ -400,14 +400,14 @@ def measure_memory(folder: Path, n_frames: int = 20000) -> dict[str, float]:
     stream(folder / "run.slp", journal.batches(), journal, samples)
     seconds = time.perf_counter() - start
     with h5py.File(folder / "run.slp", "r") as f:
-        assert f["embeddings/vectors"].shape == (journal.n_embeddings, dim)
-        assert f["embeddings/owner_id"][-1] == journal.n_instances - 1
+        assert f["embeddings/vectors"].shape == (journal.totals.embeddings, dim)
+        assert f["embeddings/owner_id"][-1] == journal.totals.instances - 1
         last = pool[(n_batches - 1) % len(pool)].embeddings[-1, -1]
         assert np.array_equal(f["embeddings/vectors"][-1], last)
     return {
         **memory_numbers(folder, base, samples, journal_peak, seconds),
         "frames": n_batches * per_batch,
-        "vectors": journal.n_embeddings,
+        "vectors": journal.totals.embeddings,
         "dim": dim,
     }
 

@@ -11,14 +11,14 @@ import sleap_io as sio
 
 from sleap_infer.batch.tasks import plan_tasks
 from sleap_infer.core.errors import VideoError
-from sleap_infer.pipeline.predictor import Predictor
 from sleap_infer.sources.images import ImageSequenceReader
 from sleap_infer.sources.inputs import expand_inputs
-from sleap_infer.sources.video import DECODE_ERROR, FrameError, open_video
+from sleap_infer.sources.open import open_video
+from sleap_infer.sources.video import DECODE_ERROR, FrameError
 from sleap_infer.writers.registry import FORMATS
 
 import scene
-from conftest import SYNTHETIC_MODEL, counter_frames
+from conftest import SYNTHETIC_MODEL, counter_frames, pipeline
 
 
 def _write_images(folder: Path, frames: np.ndarray, names: list[str]) -> list[Path]:
@@ -142,11 +142,11 @@ def test_predicting_a_folder_writes_an_slp_referencing_its_images(tmp_path: Path
     names = [f"frame{i}.png" for i in range(6)]
     paths = _write_images(tmp_path / "frames", frames, names)
 
-    result = Predictor([SYNTHETIC_MODEL], device="cpu", batch_size=4).predict_video(
+    result = pipeline([SYNTHETIC_MODEL], device="cpu", batch_size=4).predict_to_file(
         tmp_path / "frames"
     )
     out = tmp_path / "frames.predictions.slp"
-    assert result.output == out and result.frames == 6
+    assert result.output == out and result.counts.frames == 6
     labels = sio.load_slp(str(out))
     video = labels.video
     assert video.filename == [str(p.absolute()) for p in paths]

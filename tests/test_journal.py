@@ -55,7 +55,7 @@ def test_roundtrip_keeps_every_array_and_bad_frame(tmp_path: Path) -> None:
     assert journal.header["fingerprint"] == {"k": 1}
     assert journal.sessions == [{"type": "session", "started": "now"}]
     assert journal.predicted.tolist() == list(range(10))
-    assert journal.n_instances == sum(int(b.valid.sum()) for b in batches)
+    assert journal.totals.instances == sum(int(b.valid.sum()) for b in batches)
     assert journal.bad_frames == [
         FrameError(101, "decode error: bad"),
         FrameError(50, "stream ended", MISSING_AT_END, 10),

@@ -12,7 +12,8 @@ import sleap_io as sio
 
 from sleap_infer.core.errors import VideoError
 from sleap_infer.sources.labels_video import LabelsVideoReader
-from sleap_infer.sources.video import ABSENT, DECODE_ERROR, FrameError, VideoReader, open_video
+from sleap_infer.sources.open import open_video
+from sleap_infer.sources.video import ABSENT, DECODE_ERROR, FrameError, VideoReader
 
 from conftest import counter_frames, write_video
 

@@ -167,16 +167,16 @@ def _journal(path: Path, batches: list[BatchPredictions]) -> Path:
 def test_journal_keeps_masks_and_counts_frames_with_masks(tmp_path: Path) -> None:
     batches, expected = _batches(4, seed=1, poses=True)
     journal = read_journal(_journal(tmp_path / "j.partial", batches))
-    assert journal.n_masks == len(expected)  # the empty masks are not counted
+    assert journal.totals.masks == len(expected)  # the empty masks are not counted
     kept = [packaged(b.masks) for b in batches]
-    assert journal.mask_score_sum == pytest.approx(sum(float(m.score.sum()) for m in kept))
-    assert journal.mask_rle_bytes == sum(4 * int(m.rle_len.sum()) for m in kept)
+    assert journal.totals.mask_score_sum == pytest.approx(sum(float(m.score.sum()) for m in kept))
+    assert journal.totals.mask_rle_bytes == sum(4 * int(m.rle_len.sum()) for m in kept)
     detected = sum(
         int((b.valid.any(axis=1) | np.isin(np.arange(4), m.frame)).sum())
         for b, m in zip(batches, kept)
     )
-    assert journal.frames_with_instances == detected
-    assert journal.n_instances == sum(int(b.valid.sum()) for b in batches)
+    assert journal.totals.frames_with_instances == detected
+    assert journal.totals.instances == sum(int(b.valid.sum()) for b in batches)
     for a, b in zip(batches, journal.batches()):
         assert b.masks is not None
         for name, array in a.masks.arrays().items():
@@ -189,8 +189,9 @@ def test_a_journal_without_masks_reads_as_before(tmp_path: Path) -> None:
     for b in batches:
         b.masks = None
     journal = read_journal(_journal(tmp_path / "j.partial", batches))
-    assert (journal.n_masks, journal.mask_score_sum, journal.mask_rle_bytes) == (0, 0.0, 0)
-    assert journal.frames_with_instances == sum(int(b.valid.any(axis=1).sum()) for b in batches)
+    totals = journal.totals
+    assert (totals.masks, totals.mask_score_sum, totals.mask_rle_bytes) == (0, 0.0, 0)
+    assert totals.frames_with_instances == sum(int(b.valid.any(axis=1).sum()) for b in batches)
     assert all(b.masks is None for b in journal.batches())
 
 
@@ -208,7 +209,10 @@ def test_masks_survive_an_interrupted_run_and_its_resume(tmp_path: Path) -> None
         for b in batches[3:]:
             w.write_batch(b)
     resumed, whole = read_journal(torn), read_journal(clean)
-    assert (resumed.n_masks, resumed.mask_rle_bytes) == (whole.n_masks, whole.mask_rle_bytes)
+    assert (resumed.totals.masks, resumed.totals.mask_rle_bytes) == (
+        whole.totals.masks,
+        whole.totals.mask_rle_bytes,
+    )
     for name, journal in (("clean", whole), ("resumed", resumed)):
         write_from_journal(
             journal, tmp_path / f"{name}.slp", FORMATS["slp"], _video(), _skeleton(), (), {}
@@ -367,7 +371,7 @@ def test_size_estimate_counts_masks_and_polygons(tmp_path: Path) -> None:
     slp = FORMATS["slp"]
     plain = estimate_bytes(journal, N_NODES, slp)
     assert plain > estimate_bytes(read_journal(_journal(tmp_path / "e.partial", [])), 2, slp)
-    assert plain >= 32_000 + journal.mask_rle_bytes
+    assert plain >= 32_000 + journal.totals.mask_rle_bytes
     assert estimate_bytes(journal, N_NODES, slp, "both") > plain
     _stream(tmp_path / "s.slp", batches, "both")
     assert (tmp_path / "s.slp").stat().st_size < estimate_bytes(journal, N_NODES, slp, "both")
@@ -441,26 +445,23 @@ def test_a_segmentation_run_resumes_to_the_clean_result(
 ) -> None:
     from sleap_infer.core.options import PredictOptions
     from sleap_infer.journal import journal_path
-    from sleap_infer.pipeline.predictor import Predictor
 
-    from conftest import interrupt_after_batches
+    from conftest import interrupt_after_batches, pipeline
 
     model = shared / "models" / "synthetic_bottomup_segmentation"
     video = shared / "videos" / "synthetic_multi.mp4"
-    predictor = Predictor(
-        [model], device="cpu", batch_size=4, options=PredictOptions(mask_output="both")
-    )
-    predictor.predict_video(video, output=tmp_path / "clean.slp")
+    pipe = pipeline([model], device="cpu", batch_size=4, options=PredictOptions(mask_output="both"))
+    pipe.predict_to_file(video, output=tmp_path / "clean.slp")
     out = tmp_path / "resumed.slp"
     with monkeypatch.context() as m:
         interrupt_after_batches(m, 2)
         with pytest.raises(KeyboardInterrupt):
-            predictor.predict_video(video, output=out)
+            pipe.predict_to_file(video, output=out)
     partial = read_journal(journal_path(out))
-    assert partial.n_predicted == 8 and partial.n_masks > 0
-    resumed = predictor.predict_video(video, output=out, resume=True)
+    assert partial.n_predicted == 8 and partial.totals.masks > 0
+    resumed = pipe.predict_to_file(video, output=out, resume=True)
     assert (resumed.frames, resumed.resumed_frames) == (24, 8)
-    assert resumed.frames_with_instances == 24
+    assert resumed.counts.frames_with_instances == 24
     tables = ["frames", "instances", "masks", "mask_rle", "rois", "roi_wkb"]
     _assert_same_tables(tmp_path / "clean.slp", out, tables)
     assert _format_id(out) == 2.1
@@ -533,9 +534,9 @@ def measure_memory(folder: Path, n_frames: int = 5000, size: int = 1024) -> dict
         _skeleton(),
         [],
         {},
-        expected_frames=journal.frames_with_instances,
-        expected_masks=journal.n_masks,
-        expected_rle_bytes=journal.mask_rle_bytes,
+        expected_frames=journal.totals.frames_with_instances,
+        expected_masks=journal.totals.masks,
+        expected_rle_bytes=journal.totals.mask_rle_bytes,
     ) as w:
         for preds in journal.batches():
             w.add(preds)
@@ -543,13 +544,13 @@ def measure_memory(folder: Path, n_frames: int = 5000, size: int = 1024) -> dict
     samples.append(rss_mb())
     seconds = time.perf_counter() - start
     with h5py.File(folder / "run.slp", "r") as f:
-        assert len(f["masks"]) == journal.n_masks == 2 * n_batches * per_batch
+        assert len(f["masks"]) == journal.totals.masks == 2 * n_batches * per_batch
     return {
         **memory_numbers(folder, base, samples, journal_peak, seconds),
         "frames": n_batches * per_batch,
-        "masks": journal.n_masks,
-        "rle_mb": journal.mask_rle_bytes / 2**20,
-        "bitmaps_mb": journal.n_masks * size * size / 2**20,
+        "masks": journal.totals.masks,
+        "rle_mb": journal.totals.mask_rle_bytes / 2**20,
+        "bitmaps_mb": journal.totals.masks * size * size / 2**20,
     }
 
 

@@ -326,20 +326,20 @@ def real_outputs(shared: Path, tmp_path_factory: pytest.TempPathFactory) -> dict
     """Each real model's predictions on 12 frames as ``.slp`` (and, for bottom-up, the NWB
     that failed in the report) through ``predict_video``; the other formats are built from
     a journal of the same predictions."""
-    from sleap_infer.pipeline.predictor import Predictor
+    from conftest import pipeline
 
     video = shared / "videos" / "centered_pair_small.mp4"
     out = tmp_path_factory.mktemp("real")
     paths = {}
     for case, types in REAL.items():
-        predictor = Predictor([fixture_model(shared, t) for t in types], device="cpu")
+        pipe = pipeline([fixture_model(shared, t) for t in types], device="cpu")
         wanted = ["slp", "nwb"] if case == "bottomup" and HAS_NWB else ["slp"]
         for name in wanted:
             path = out / f"{case}{FORMATS[name].suffix}"
-            predictor.predict_video(video, output=path, frames="0-11", output_format=name)
+            pipe.predict_to_file(video, output=path, frames="0-11", format=name)
             paths[f"{case}/{name}"] = path
         labels = sio.load_slp(str(paths[f"{case}/slp"]))
-        class_names = predictor.primary.config.class_names
+        class_names = pipe.primary.config.class_names
         journal = read_journal(journal_from_labels(labels, out / f"{case}.partial", class_names))
         for fmt in FORMATS.values():
             if f"{case}/{fmt.name}" in paths or (fmt.name == "nwb" and not HAS_NWB):
@@ -378,10 +378,11 @@ def test_real_models_every_format_matches_the_slp(real_outputs: dict[str, Path],
 
 def test_real_model_with_nothing_found_writes_every_format(shared: Path, tmp_path: Path) -> None:
     from sleap_infer.core.options import PredictOptions
-    from sleap_infer.pipeline.predictor import Predictor
+
+    from conftest import pipeline
 
     video = shared / "videos" / "centered_pair_small.mp4"
-    predictor = Predictor(
+    pipe = pipeline(
         [fixture_model(shared, "bottomup")],
         device="cpu",
         options=PredictOptions(peak_threshold=1.5),
@@ -390,8 +391,8 @@ def test_real_model_with_nothing_found_writes_every_format(shared: Path, tmp_pat
         if fmt.name == "nwb" and not HAS_NWB:
             continue
         out = tmp_path / f"empty{fmt.suffix}"
-        result = predictor.predict_video(video, output=out, frames="0-3", output_format=fmt)
-        assert result.instances == 0 and is_complete(out, fmt)
+        result = pipe.predict_to_file(video, output=out, frames="0-3", format=fmt)
+        assert result.counts.instances == 0 and is_complete(out, fmt)
     assert (tmp_path / "empty.csv").read_text().splitlines()[0].startswith("track,frame_idx,")
     assert len((tmp_path / "empty.csv").read_text().splitlines()) == 1
     assert len(sio.load_analysis_h5(str(tmp_path / "empty.analysis.h5"))) == 0

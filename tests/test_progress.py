@@ -28,6 +28,7 @@ from sleap_infer.cli.summary import (
     write_summary,
 )
 from sleap_infer.core.errors import OutputError
+from sleap_infer.core.products import Counts
 from sleap_infer.journal import journal_path
 
 # 2025-01-02 12:03:01 local time: the plain lines' timestamps are local.
@@ -53,10 +54,9 @@ def _done(task: VideoTask, frames: int = 1100, instances: int = 2322) -> VideoOu
     return VideoOutcome(
         task,
         DONE,
-        frames=frames,
-        instances=instances,
-        frames_with_instances=1050,
-        mean_score=0.8125,
+        counts=Counts(
+            frames=frames, instances=instances, frames_with_instances=1050, mean_score=0.8125
+        ),
         fps=31.25,
     )
 
@@ -175,7 +175,9 @@ def test_summary_lists_unstarted_videos_and_the_journal_an_interruption_kept(
     a, b, c = (_task(i, n, tmp_path) for i, n in enumerate(("a.mp4", "b.mp4", "c.mp4")))
     journal_path(b.output).parent.mkdir(parents=True)
     journal_path(b.output).write_bytes(b"x")
-    stopped = VideoOutcome(b, INTERRUPTED, frames=480, message=f"{b.video}: interrupted")
+    stopped = VideoOutcome(
+        b, INTERRUPTED, counts=Counts(frames=480), message=f"{b.video}: interrupted"
+    )
     summary = RunReport([a, b, c], started=WALL0).build(
         [_done(a), stopped], 130, finished=WALL0 + 5
     )
@@ -200,7 +202,7 @@ def test_summary_table_names_the_output_folder_and_shows_frames_saved(tmp_path: 
     a, b, c, d = (_task(i, f"{n}.mp4", tmp_path) for i, n in enumerate("abcd"))
     outcomes = [
         _done(a),
-        VideoOutcome(b, INTERRUPTED, frames=480, message="interrupted"),
+        VideoOutcome(b, INTERRUPTED, counts=Counts(frames=480), message="interrupted"),
         VideoOutcome(c, SKIPPED, message="exists"),
     ]
     out, videos = (tmp_path / "out").resolve(), (tmp_path / "videos").resolve()

@@ -9,14 +9,14 @@ import pytest
 import sleap_io as sio
 
 from sleap_infer.batch.execute import JobSettings
-from sleap_infer.batch.pool import PredictorSpec
 from sleap_infer.batch.run import Batch, plan_batch, run_batch
 from sleap_infer.batch.tasks import DONE, FAILED, INTERRUPTED, SKIPPED, VideoOutcome, VideoTask
 from sleap_infer.core.errors import OutputError, ResumeError, UsageError, VideoError
 from sleap_infer.core.options import DecodeSettings, PredictOptions
 from sleap_infer.journal import journal_path, read_journal
-from sleap_infer.pipeline import predictor as predictor_module
-from sleap_infer.pipeline.predictor import Predictor
+from sleap_infer.pipeline import video_job
+from sleap_infer.pipeline.pipeline import Pipeline
+from sleap_infer.pipeline.spec import PipelineSpec
 from sleap_infer.sources.video import VideoReader
 from sleap_infer.writers.registry import get_format
 
@@ -25,14 +25,15 @@ from conftest import (
     SYNTHETIC_MODEL,
     assert_same_predictions,
     interrupt_after_batches,
+    pipeline,
     predicted_poses,
 )
 from model_factory import config_dict, write_model_dir
 
 
 @pytest.fixture(scope="module")
-def predictor() -> Predictor:
-    return Predictor([SYNTHETIC_MODEL], device="cpu", batch_size=4)
+def pipe() -> Pipeline:
+    return pipeline([SYNTHETIC_MODEL], device="cpu", batch_size=4)
 
 
 @pytest.fixture(scope="module")
@@ -60,27 +61,27 @@ class _Events:
 
 
 def test_a_selection_past_the_end_is_an_error_and_keeps_the_earlier_output(
-    predictor: Predictor, video: Path, tmp_path: Path
+    pipe: Pipeline, video: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "p.slp"
-    predictor.predict_video(video, output=out)
+    pipe.predict_to_file(video, output=out)
     before = out.read_bytes()
     with pytest.raises(
         VideoError, match=r"--frames 1000-2000 selects no frame: .* 20 frames \(0-19\)"
     ):
-        predictor.predict_video(video, output=out, frames="1000-2000")
+        pipe.predict_to_file(video, output=out, frames="1000-2000")
     assert out.read_bytes() == before and not journal_path(out).exists()
 
 
 def test_a_clamped_selection_says_how_many_frames_it_dropped(
-    predictor: Predictor, video: Path, tmp_path: Path
+    pipe: Pipeline, video: Path, tmp_path: Path
 ) -> None:
-    result = predictor.predict_video(video, output=tmp_path / "p.slp", frames="15-29,40")
-    assert result.frames == 5
+    result = pipe.predict_to_file(video, output=tmp_path / "p.slp", frames="15-29,40")
+    assert result.counts.frames == 5
     assert len(result.warnings) == 1
     assert "11 selected frames past the end" in result.warnings[0]
     assert "predicting the 5 that exist" in result.warnings[0]
-    quiet = predictor.predict_video(video, output=tmp_path / "q.slp", frames="15-")
+    quiet = pipe.predict_to_file(video, output=tmp_path / "q.slp", frames="15-")
     assert quiet.frames == 5 and quiet.warnings == []  # an open range means "to the end"
 
 
@@ -106,7 +107,7 @@ def test_valid_patch_sizes_are_accepted() -> None:
 def test_a_batch_larger_than_the_video_runs_only_real_frames(
     video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    big = Predictor([SYNTHETIC_MODEL], device="cpu", batch_size=1000)
+    big = pipeline([SYNTHETIC_MODEL], device="cpu", batch_size=1000)
     shapes: list[int] = []
     # warmups call predict, the runner's batches start (postprocessing follows on a thread)
     for name in ("predict", "start"):
@@ -117,15 +118,15 @@ def test_a_batch_larger_than_the_video_runs_only_real_frames(
             return original(frames)
 
         monkeypatch.setattr(big.layer, name, spy)
-    big.predict_video(video, output=tmp_path / "big.slp")
+    big.predict_to_file(video, output=tmp_path / "big.slp")
     # the one batch (a run of one batch is not warmed up first: it would only run the
     # network twice): the 20 real frames, never 1000 zero-padded ones
     assert shapes == [20]
     shapes.clear()
-    big.predict_video(video, output=tmp_path / "few.slp", frames="0-2")
+    big.predict_to_file(video, output=tmp_path / "few.slp", frames="0-2")
     assert shapes == [3]  # again one batch, of a new shape
-    small = Predictor([SYNTHETIC_MODEL], device="cpu", batch_size=4)
-    small.predict_video(video, output=tmp_path / "ref.slp")
+    small = pipeline([SYNTHETIC_MODEL], device="cpu", batch_size=4)
+    small.predict_to_file(video, output=tmp_path / "ref.slp")
     assert_same_predictions(tmp_path / "ref.slp", tmp_path / "big.slp", rtol=1e-5)
 
 
@@ -135,12 +136,12 @@ def test_a_pair_trained_on_different_skeletons_is_warned_about(tmp_path: Path) -
     skeleton["nodes"].append({"name": "wing"})
     centroid = write_model_dir(tmp_path / "centroid", centroid_raw)
     instance = write_model_dir(tmp_path / "instance", config_dict("centered_instance"))
-    pair = Predictor([centroid, instance], device="cpu")
+    pair = pipeline([centroid, instance], device="cpu")
     assert len(pair.warnings) == 1
     assert "different skeletons (4 nodes head, thorax, tail, wing vs 3 nodes" in pair.warnings[0]
     assert pair.warnings[0].endswith("the output uses instance's")
     same = write_model_dir(tmp_path / "centroid2", config_dict("centroid"))
-    assert Predictor([same, instance], device="cpu").warnings == []
+    assert pipeline([same, instance], device="cpu").warnings == []
 
 
 # --- journals that must not block a plain rerun -----------------------------------------
@@ -150,48 +151,48 @@ def _fail_output_write(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise OutputError("/x/p.nwb: cannot write (simulated)")
 
-    monkeypatch.setattr(predictor_module, "write_from_journal", refuse)
+    monkeypatch.setattr(video_job, "write_from_journal", refuse)
 
 
 def test_a_run_that_failed_writing_its_output_is_continued_by_a_plain_rerun(
-    predictor: Predictor, video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    pipe: Pipeline, video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "p.slp"
     with monkeypatch.context() as m:
         _fail_output_write(m)
         with pytest.raises(OutputError):
-            predictor.predict_video(video, output=out)
+            pipe.predict_to_file(video, output=out)
     journal = read_journal(journal_path(out))
     assert (
         journal.n_predicted == 20
         and journal.failed == "OutputError: /x/p.nwb: cannot write (simulated)"
     )
-    again = predictor.predict_video(video, output=out)  # no --resume needed
+    again = pipe.predict_to_file(video, output=out)  # no --resume needed
     assert again.resumed_frames == 20 and again.frames == 20
     assert "continuing the 20 frames of a run that failed" in again.warnings[0]
-    predictor.predict_video(video, output=tmp_path / "clean.slp")
+    pipe.predict_to_file(video, output=tmp_path / "clean.slp")
     assert_same_predictions(tmp_path / "clean.slp", out)
 
 
 def test_a_failed_journal_with_other_settings_is_replaced_with_a_warning(
-    predictor: Predictor, video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    pipe: Pipeline, video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "p.slp"
     with monkeypatch.context() as m:
         _fail_output_write(m)
         with pytest.raises(OutputError):
-            predictor.predict_video(video, output=out, frames="0-9")
-    again = predictor.predict_video(video, output=out)
+            pipe.predict_to_file(video, output=out, frames="0-9")
+    again = pipe.predict_to_file(video, output=out)
     assert again.resumed_frames == 0 and again.frames == 20
     assert "discarded 10 frames" in again.warnings[0]
     assert 'frames: "0-9" then, "all" now' in again.warnings[0]
 
 
 def _fail_on_call(
-    monkeypatch: pytest.MonkeyPatch, predictor: Predictor, n: int, exc: BaseException
+    monkeypatch: pytest.MonkeyPatch, pipe: Pipeline, n: int, exc: BaseException
 ) -> None:
     """The layer raises ``exc`` on its ``n``-th batch (the earlier ones run normally)."""
-    original = predictor.layer.start
+    original = pipe.layer.start
     calls = {"n": 0}
 
     def start(frames: np.ndarray):  # type: ignore[no-untyped-def]
@@ -200,45 +201,45 @@ def _fail_on_call(
             raise exc
         return original(frames)
 
-    monkeypatch.setattr(predictor.layer, "start", start)
+    monkeypatch.setattr(pipe.layer, "start", start)
 
 
 def test_memory_error_mid_video_marks_the_journal_failed(
-    predictor: Predictor, video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    pipe: Pipeline, video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "p.slp"
     with monkeypatch.context() as m:
-        _fail_on_call(m, predictor, 3, MemoryError("cannot allocate 50 GiB"))
+        _fail_on_call(m, pipe, 3, MemoryError("cannot allocate 50 GiB"))
         with pytest.raises(MemoryError):
-            predictor.predict_video(video, output=out)
+            pipe.predict_to_file(video, output=out)
     journal = read_journal(journal_path(out))
     assert journal.n_predicted == 8 and journal.failed == "MemoryError: cannot allocate 50 GiB"
-    assert predictor.predict_video(video, output=out).resumed_frames == 8
+    assert pipe.predict_to_file(video, output=out).resumed_frames == 8
 
 
 def test_ctrl_c_before_the_first_frame_leaves_nothing_that_blocks(
-    predictor: Predictor, video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    pipe: Pipeline, video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "p.slp"
     with monkeypatch.context() as m:
-        _fail_on_call(m, predictor, 1, KeyboardInterrupt())
+        _fail_on_call(m, pipe, 1, KeyboardInterrupt())
         with pytest.raises(KeyboardInterrupt):
-            predictor.predict_video(video, output=out)
+            pipe.predict_to_file(video, output=out)
     assert read_journal(journal_path(out)).n_predicted == 0
-    result = predictor.predict_video(video, output=out)
-    assert result.frames == 20 and result.warnings == []
+    result = pipe.predict_to_file(video, output=out)
+    assert result.counts.frames == 20 and result.warnings == []
 
 
 def test_an_interrupted_journal_with_predictions_still_asks_for_a_flag(
-    predictor: Predictor, video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    pipe: Pipeline, video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "p.slp"
     with monkeypatch.context() as m:
-        _fail_on_call(m, predictor, 3, KeyboardInterrupt())
+        _fail_on_call(m, pipe, 3, KeyboardInterrupt())
         with pytest.raises(KeyboardInterrupt):
-            predictor.predict_video(video, output=out)
+            pipe.predict_to_file(video, output=out)
     with pytest.raises(ResumeError, match=r"interrupted run exist \(8 frames\); pass --resume"):
-        predictor.predict_video(video, output=out)
+        pipe.predict_to_file(video, output=out)
 
 
 # --- finished outputs, inputs checked before the model ----------------------------------
@@ -250,7 +251,7 @@ def test_finished_outputs_are_skipped_by_default_and_replaced_with_overwrite(
     fmt = get_format("slp")
     out = tmp_path / "p.slp"
     tasks = plan_batch([video], out, fmt)
-    spec = PredictorSpec(model_paths=(str(SYNTHETIC_MODEL),))
+    spec = PipelineSpec(model_paths=(str(SYNTHETIC_MODEL),))
     first = run_batch(tasks, spec, JobSettings(), _Events(), ["cpu"])
     assert [o.status for o in first.outcomes] == [DONE]
     rerun = run_batch(tasks, spec, JobSettings(frames="0-9"), _Events(), ["cpu"])
@@ -268,7 +269,7 @@ def test_a_foreign_file_at_the_output_path_is_refused_not_replaced(
     out = tmp_path / "notes.slp"
     out.write_text("my notes")
     tasks = plan_batch([video], out, get_format("slp"))
-    spec = PredictorSpec(model_paths=(str(SYNTHETIC_MODEL),))
+    spec = PipelineSpec(model_paths=(str(SYNTHETIC_MODEL),))
     result = run_batch(tasks, spec, JobSettings(), _Events(), ["cpu"])
     assert [o.status for o in result.outcomes] == [FAILED]
     assert "exists but is not a complete slp output" in result.outcomes[0].message
@@ -277,7 +278,7 @@ def test_a_foreign_file_at_the_output_path_is_refused_not_replaced(
 
 def test_missing_inputs_fail_before_the_model_is_loaded(tmp_path: Path) -> None:
     tasks = plan_batch([tmp_path / "typo.mp4"], None, get_format("slp"))
-    spec = PredictorSpec(model_paths=(str(tmp_path / "no_model"),))  # would fail to load
+    spec = PipelineSpec(model_paths=(str(tmp_path / "no_model"),))  # would fail to load
     batch = Batch(tasks, spec, JobSettings(), ["cpu"])
     assert batch.todo == []  # so the CLI never loads the model
     events = _Events()
@@ -292,16 +293,16 @@ def test_an_interrupted_outcome_counts_the_frames_saved(
 ) -> None:
     interrupt_after_batches(monkeypatch, 2)
     tasks = plan_batch([video], tmp_path / "p.slp", get_format("slp"))
-    spec = PredictorSpec(model_paths=(str(SYNTHETIC_MODEL),))
+    spec = PipelineSpec(model_paths=(str(SYNTHETIC_MODEL),))
     result = run_batch(tasks, spec, JobSettings(), _Events(), ["cpu"])
     assert result.interrupted
     assert [(o.status, o.frames) for o in result.outcomes] == [(INTERRUPTED, 8)]
 
 
 def test_relative_inputs_are_stored_with_absolute_paths(
-    video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, predictor: Predictor
+    video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pipe: Pipeline
 ) -> None:
     monkeypatch.chdir(video.parent)
     assert VideoReader(video.name).info.path == video
-    predictor.predict_video(video.name, output=tmp_path / "p.slp")
+    pipe.predict_to_file(video.name, output=tmp_path / "p.slp")
     assert sio.load_slp(str(tmp_path / "p.slp")).videos[0].filename == str(video)

@@ -27,9 +27,9 @@ from sleap_infer.ops.crops import (
     gather_crops,
     zero_beyond_extent,
 )
-from sleap_infer.pipeline.predictor import Predictor
 from sleap_infer.runtimes import backend_maker
 
+from conftest import pipeline
 from fakes import FakeBackend, gaussian_maps
 from model_factory import config_dict, write_model_dir
 
@@ -217,9 +217,9 @@ def test_predictor_takes_skeleton_and_classes_from_the_instance_model(
     model_dirs: dict[str, Path],
 ) -> None:
     for order in [("centroid", "multi_class_topdown"), ("multi_class_topdown", "centroid")]:
-        predictor = Predictor([model_dirs[k] for k in order], device="cpu")
-        assert predictor.primary.model_type == "multi_class_topdown"
-        assert predictor.primary.config.class_names == ("female", "male")
+        pipe = pipeline([model_dirs[k] for k in order], device="cpu")
+        assert pipe.primary.model_type == "multi_class_topdown"
+        assert pipe.primary.config.class_names == ("female", "male")
 
 
 def test_dispatcher_names_the_model_without_crop_size(

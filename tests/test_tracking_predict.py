@@ -13,10 +13,9 @@ import sleap_io as sio
 
 from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.journal import journal_path, read_journal
-from sleap_infer.pipeline.predictor import Predictor
 
 from cli_runs import error_lines, infer_stopping, run_cli
-from conftest import fixture_model
+from conftest import fixture_model, pipeline
 
 
 def tracked_poses(path: Path) -> list[tuple[int, list[str | None], np.ndarray, list[float]]]:
@@ -84,23 +83,23 @@ def test_killed_tracked_run_resumes_to_identical_tracks(
 
 def test_online_mask_tracking_matches_sleap_nn(shared: Path, tmp_path: Path) -> None:
     """The same tracks as ``sleap-nn predict --tracking`` wrote for the same model and frames."""
-    predictor = Predictor(
+    pipe = pipeline(
         [shared / "models" / "synthetic_bottomup_segmentation"],
         device="cpu",
         tracking=TrackingOptions(),
     )
-    assert predictor.tracking is not None
-    assert (predictor.tracking.features, predictor.tracking.scoring) == ("masks", "mask_iou")
+    assert pipe.tracking is not None
+    assert (pipe.tracking.features, pipe.tracking.scoring) == ("masks", "mask_iou")
     out = tmp_path / "tracked.slp"
-    result = predictor.predict_video(shared / "videos" / "synthetic_multi.pkg.slp", output=out)
+    result = pipe.predict_to_file(shared / "videos" / "synthetic_multi.pkg.slp", output=out)
     reference = shared / "reference" / "bottomup_segmentation_tracked.slp"
     ours, theirs = mask_tracks(out), mask_tracks(reference)
     assert ours == theirs
-    assert result.tracks == len(sio.load_slp(str(reference)).tracks)
+    assert result.counts.tracks == len(sio.load_slp(str(reference)).tracks)
 
 
 def test_tracks_reach_csv_and_analysis_h5(shared: Path, tmp_path: Path) -> None:
-    predictor = Predictor(
+    pipe = pipeline(
         [fixture_model(shared, "bottomup")],
         device="cpu",
         options=None,
@@ -108,16 +107,16 @@ def test_tracks_reach_csv_and_analysis_h5(shared: Path, tmp_path: Path) -> None:
     )
     video = shared / "videos" / "centered_pair_small.mp4"
     slp = tmp_path / "t.slp"
-    predictor.predict_video(video, output=slp, frames="0-19")
+    pipe.predict_to_file(video, output=slp, frames="0-19")
     by_frame = {f[0]: f[1] for f in tracked_poses(slp)}
-    predictor.predict_video(video, output=tmp_path / "t.csv", frames="0-19", output_format="csv")
+    pipe.predict_to_file(video, output=tmp_path / "t.csv", frames="0-19", format="csv")
     with (tmp_path / "t.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     assert rows and {r["track"] for r in rows} <= {"track_0", "track_1"}
     for r in rows:
         assert r["track"] in by_frame[int(r["frame_idx"])]
     h5 = tmp_path / "t.h5"
-    predictor.predict_video(video, output=h5, frames="0-19", output_format="analysis-h5")
+    pipe.predict_to_file(video, output=h5, frames="0-19", format="analysis-h5")
     with h5py.File(h5) as f:
         names = [n.decode() for n in f["track_names"][()]]
         occupancy = f["track_occupancy"][()]  # (frame, track)
@@ -171,14 +170,14 @@ def detection_tracks(path: Path) -> dict[tuple[int, str, bytes], str | None]:
 def test_embedding_model_tracks_by_its_vectors_as_sleap_nn(shared: Path, tmp_path: Path) -> None:
     """A lone re-ID model with --tracking embeds the project's detections, then tracks them
     by cosine similarity: sleap-nn's ``embedding_tracked.slp``, track for track."""
-    predictor = Predictor(
+    pipe = pipeline(
         [shared / "models" / "synthetic_embedding"], device="cpu", tracking=TrackingOptions()
     )
     out = tmp_path / "embedded.slp"
-    result = predictor.predict_video(shared / "videos" / "synthetic_multi.pkg.slp", output=out)
+    result = pipe.predict_to_file(shared / "videos" / "synthetic_multi.pkg.slp", output=out)
     ours = detection_tracks(out)
     theirs = detection_tracks(shared / "reference" / "embedding_tracked.slp")
     assert ours == theirs
-    assert result.tracks == 2
+    assert result.counts.tracks == 2
     tracking = sio.load_slp(str(out)).provenance["tracking"]
     assert tracking["options"]["features"] == "embeddings"
