@@ -6,7 +6,8 @@ projects, a lone re-ID model) with one ``infer`` executable into a folder;
 predictions. HDF5 files (``.slp``, analysis ``.h5``, ``.nwb``) are compared
 dataset by dataset, bit for bit (NaN equals NaN); what records *when* and
 *how long* (provenance, NWB timestamps and identifiers) is left out, because it
-differs between any two runs. CSV files are compared as text.
+differs between any two runs (the provenance's keys are compared: the same
+record is written). CSV files are compared as text.
 
     python benchmarks/same_outputs.py run --infer OLD/.venv/bin/infer --out /tmp/before
     python benchmarks/same_outputs.py run --infer .venv/bin/infer --out /tmp/after
@@ -122,7 +123,17 @@ EXTRA: dict[str, tuple[list[str], str, list[str]]] = {
 }
 SUFFIX = {"analysis-h5": ".h5", "csv": ".csv", "nwb": ".nwb"}
 # Records of when and how long, not of what was predicted.
-VOLATILE = ("timestamp", "identifier", "session_start_time", "file_create_date", "date")
+# The provenance record says how and when a run went (timings, pids, host, dates);
+# NWB gives every object a random UUID. Neither is a prediction.
+VOLATILE = (
+    "provenance",
+    "timestamp",
+    "identifier",
+    "session_start_time",
+    "file_create_date",
+    "date",
+    "object_id",
+)
 
 
 def output_name(case: str, backend: str, flags: list[str]) -> str:
@@ -193,6 +204,19 @@ def _volatile(name: str) -> bool:
     return any(w in name.lower() for w in VOLATILE)
 
 
+def _record_keys(value: object) -> set[str]:
+    """The top-level keys of a JSON record stored as a string (or array of one)."""
+    if isinstance(value, np.ndarray):
+        value = value.ravel()[0] if value.size else "{}"
+    if isinstance(value, bytes):
+        value = value.decode()
+    try:
+        record = json.loads(str(value))
+    except ValueError:
+        return set()
+    return set(record) if isinstance(record, dict) else set()
+
+
 def compare_h5(a: Path, b: Path) -> list[str]:
     diffs: list[str] = []
     with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
@@ -203,6 +227,10 @@ def compare_h5(a: Path, b: Path) -> list[str]:
         if sorted(names_a) != sorted(names_b):
             diffs.append(f"objects differ: {sorted(set(names_a) ^ set(names_b))}")
         for name in sorted(set(names_a) & set(names_b)):
+            if "provenance" in name and isinstance(fa[name], h5py.Dataset):
+                keys_a, keys_b = _record_keys(fa[name][()]), _record_keys(fb[name][()])
+                if keys_a != keys_b:
+                    diffs.append(f"{name}: other keys ({sorted(keys_a ^ keys_b)})")
             if _volatile(name):
                 continue
             oa, ob = fa[name], fb[name]

@@ -63,46 +63,36 @@ def load(
     return Pipeline(spec, device)
 
 
-def plan(
-    videos: Paths,
-    models: Paths,
-    *,
-    output: str | Path | None = None,
-    format: str = "slp",
-    frames: str | None = None,
-    resume: bool = False,
-    overwrite: bool = False,
-    recursive: bool = False,
-    shard: str | None = None,
-    backend: str = "torch",
-    device: str = "auto",
-    devices: str | Sequence[str] | None = None,
-    merge_into_project: bool = False,
-    extra_provenance: dict[str, Any] | None = None,
-    **options: Any,
-) -> Batch:
+RUN_ARGS = frozenset(
+    {
+        "output",
+        "format",
+        "frames",
+        "resume",
+        "overwrite",
+        "recursive",
+        "shard",
+        "device",
+        "devices",
+        "merge_into_project",
+        "extra_provenance",
+    }
+)
+
+
+def plan(videos: Paths, models: Paths, *, backend: str = "torch", **kwargs: Any) -> Batch:
     """Everything :func:`predict` will do, checked and planned, nothing loaded yet.
 
-    Inputs are expanded and every output path planned (finished outputs will be
-    skipped, missing inputs fail) before any model loads; ``Batch.load()`` then
-    loads the models, ``Batch.run(events)`` predicts. The command line calls this.
+    ``kwargs``: :func:`plan_spec`'s arguments (``output``, ``format``, ``frames``,
+    ``resume``, ``overwrite``, ``recursive``, ``shard``, ``device``, ``devices``,
+    ``merge_into_project``) and every option of :func:`load`. Inputs are expanded
+    and every output path planned (finished outputs will be skipped, missing inputs
+    fail) before any model loads; ``Batch.load()`` then loads the models,
+    ``Batch.run(events)`` predicts.
     """
-    spec = bind(_model_paths(models), backend, **options)
-    return plan_spec(
-        videos,
-        spec,
-        output=output,
-        format=format,
-        frames=frames,
-        resume=resume,
-        overwrite=overwrite,
-        recursive=recursive,
-        shard=shard,
-        device=device,
-        devices=devices,
-        merge_into_project=merge_into_project,
-        extra_provenance=extra_provenance,
-    )
+    run = {k: kwargs.pop(k) for k in RUN_ARGS if k in kwargs}
+    spec = bind(_model_paths(models), backend, **kwargs)
+    return plan_spec(videos, spec, **run)
 
 
 def plan_spec(

@@ -18,6 +18,7 @@ import typer.main
 from typer.testing import CliRunner
 
 from sleap_infer.batch.execute import JobSettings
+from sleap_infer.batch.pool import _cpu_threads
 from sleap_infer.batch.run import plan_batch, run_batch
 from sleap_infer.batch.tasks import DONE, FAILED, SKIPPED, VideoOutcome, VideoTask
 from sleap_infer.cli import app
@@ -29,7 +30,7 @@ from sleap_infer.model import registry
 from sleap_infer.model.config import parse_config
 from sleap_infer.model.loader import LoadedModel, load_model
 from sleap_infer.model.registry import MODEL_TYPES, HeadSpec, ModelType, load_class
-from sleap_infer.pipeline.spec import PipelineSpec, _cpu_threads
+from sleap_infer.pipeline.spec import PipelineSpec
 from sleap_infer.runtimes import RUNTIMES, backend_maker, get_runtime
 from sleap_infer.writers.registry import get_format
 

@@ -28,7 +28,7 @@ FAILED = "failed"
 INTERRUPTED = "interrupted"
 NOT_OK = frozenset({TRUNCATED, FAILED, INTERRUPTED})
 
-_FILE_SUFFIXES = (*(f.suffix for f in FORMATS.values()), ".h5")
+_FILE_SUFFIXES = tuple(s for f in FORMATS.values() for s in f.suffixes)
 
 
 @dataclass(frozen=True)
@@ -151,8 +151,7 @@ def plan_tasks(
             raise UsageError(
                 f"-o/--output {output}: must be a folder when predicting {len(inputs)} videos"
             )
-        allowed = (fmt.suffix, ".h5") if fmt.name == "analysis-h5" else (fmt.suffix,)
-        if not output.name.endswith(allowed):
+        if not output.name.endswith(fmt.suffixes):
             raise UsageError(
                 f"-o/--output {output}: a --format {fmt.name} file should end in {fmt.suffix}"
             )

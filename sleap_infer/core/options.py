@@ -9,7 +9,9 @@ commands can never drift apart.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from sleap_infer.core.errors import UsageError
 
@@ -182,3 +184,27 @@ def parse_thresholds(text: str) -> tuple[float, ...]:
     if not values:
         raise UsageError("--merge-thresholds: give at least one number")
     return values
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """How the runtime runs the network (precision, compilation), not what it computes."""
+
+    fp16: bool = False
+    bf16: bool = False
+    int8: bool = False
+    compile: bool = False
+    notify: Callable[[str], None] | None = (
+        None  # told when an export is made (a few seconds, first use)
+    )
+
+    def maker_kwargs(self) -> dict[str, Any]:
+        """What :meth:`Runtime.maker` takes (each runtime refuses what it cannot do,
+        e.g. ``compile`` outside torch)."""
+        return {
+            "fp16": self.fp16,
+            "bf16": self.bf16,
+            "int8": self.int8,
+            "compile": self.compile,
+            "notify": self.notify,
+        }

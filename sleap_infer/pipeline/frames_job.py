@@ -14,7 +14,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import sleap_io as sio
@@ -22,6 +22,7 @@ import sleap_io as sio
 from sleap_infer.core.errors import UsageError
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.core.provenance import now_iso
+from sleap_infer.pipeline.loaded import Loaded
 from sleap_infer.pipeline.result import Prediction, stack
 from sleap_infer.pipeline.video_job import (
     open_source,
@@ -43,16 +44,13 @@ from sleap_infer.sources.video import FrameError, VideoInfo
 from sleap_infer.tracking.online import track_names
 from sleap_infer.writers.labels import make_skeleton, make_video
 
-if TYPE_CHECKING:
-    from sleap_infer.pipeline.pipeline import Pipeline
-
 IN_MEMORY = "<in-memory frames>"
 
 
 class _Frames:
     """One source, opened: its frames (numbered), how many, and what the output refers to."""
 
-    def __init__(self, pipeline: Pipeline, source: Any, frames: Any) -> None:
+    def __init__(self, pipeline: Loaded, source: Any, frames: Any) -> None:
         self.bad: list[FrameError] = []
         self.reader: Any = None
         self.video: sio.Video | None = None
@@ -77,7 +75,7 @@ class _Frames:
         self.n_frames = self.memory.n_frames
         self.indices = _indices(frames, self.n_frames, self.name)
 
-    def _open_path(self, pipeline: Pipeline, source: str | Path, frames: Any) -> None:
+    def _open_path(self, pipeline: Loaded, source: str | Path, frames: Any) -> None:
         chosen = project_selection(pipeline, source)
         self.reader = open_source(source, chosen)
         info: VideoInfo = self.reader.info
@@ -96,13 +94,13 @@ class _Frames:
     def total(self) -> int:
         return self.n_frames if self.indices is None else len(self.indices)
 
-    def stream(self, pipeline: Pipeline) -> Iterator[tuple[int, np.ndarray]]:
+    def stream(self, pipeline: Loaded) -> Iterator[tuple[int, np.ndarray]]:
         if self.reader is None:
             return self.memory.iter_frames(self.indices)
         channels = self.reader.channels_for(pipeline.layer.input_channels)
         return self.reader.iter_frames(self.indices, channels, self.bad.append)
 
-    def channels(self, pipeline: Pipeline) -> int:
+    def channels(self, pipeline: Loaded) -> int:
         if self.reader is None:
             return pipeline.layer.input_channels
         return self.reader.channels_for(pipeline.layer.input_channels)
@@ -140,12 +138,12 @@ def _indices(frames: Any, n_frames: int, where: str) -> list[int] | None:
 
 
 def predict_in_memory(
-    pipeline: Pipeline,
+    pipeline: Loaded,
     source: Any,
     frames: str | Sequence[int] | range | None,
     batch_size: int | None,
 ) -> Prediction:
-    """Predict ``source``'s frames; see :meth:`Pipeline.predict`."""
+    """Predict ``source``'s frames; see :meth:`~sleap_infer.pipeline.pipeline.Pipeline.predict`."""
     opened = _Frames(pipeline, source, frames)
     batches: list[BatchPredictions] = []
     first: list[np.ndarray] = []

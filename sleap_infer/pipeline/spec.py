@@ -17,45 +17,24 @@ from it.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sleap_infer.core.errors import UsageError
 from sleap_infer.core.filters import InstanceFilters
-from sleap_infer.core.options import BATCH_SIZE, PredictOptions, parse_thresholds
+from sleap_infer.core.options import BATCH_SIZE, BackendOptions, PredictOptions, parse_thresholds
 from sleap_infer.core.overrides import ConfigOverrides
 from sleap_infer.core.tracking import TrackingOptions
+from sleap_infer.layers import build_layer
+from sleap_infer.model.registry import load_class
+from sleap_infer.pipeline import models as model_set
+from sleap_infer.runtimes import backend_maker
 from sleap_infer.sources.project_frames import ProjectSelection
+from sleap_infer.writers.registry import OutputFormat
 
-if TYPE_CHECKING:
-    from sleap_infer.pipeline.pipeline import Pipeline
-    from sleap_infer.writers.registry import OutputFormat
-
-Notify = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class BackendOptions:
-    """How the runtime runs the network (precision, compilation), not what it computes."""
-
-    fp16: bool = False
-    bf16: bool = False
-    int8: bool = False
-    compile: bool = False
-    notify: Notify | None = None  # told when an export is made (a few seconds, first use)
-
-    def maker_kwargs(self) -> dict[str, Any]:
-        """What :meth:`Runtime.maker` takes (each runtime refuses what it cannot do,
-        e.g. ``compile`` outside torch)."""
-        return {
-            "fp16": self.fp16,
-            "bf16": self.bf16,
-            "int8": self.int8,
-            "compile": self.compile,
-            "notify": self.notify,
-        }
+PIPELINE = "sleap_infer.pipeline.pipeline:Pipeline"
 
 
 @dataclass(frozen=True)
@@ -72,18 +51,33 @@ class PipelineSpec:
     overrides: ConfigOverrides | None = None  # None: the training config as trained
     project: ProjectSelection | None = None  # which video and frames of .slp inputs
     centroid_only: bool = False  # a top-down pair's centroid model alone
+    # What :meth:`build` makes, as "module:Class" (imported on first use, as the registries
+    # name their classes): the Pipeline sits above this module, and a test's stand-in can
+    # travel to a ``--devices`` worker process by name.
+    factory: str = PIPELINE
 
-    def build(self, device: str = "auto") -> Pipeline:
-        from sleap_infer.pipeline.pipeline import Pipeline
+    def build(self, device: str = "auto") -> Any:
+        """The pipeline on ``device`` (a :class:`~sleap_infer.pipeline.pipeline.Pipeline`)."""
+        return load_class(self.factory)(self, device)
 
-        return Pipeline(self, device)
-
-    def check(self, devices: list[str], fmt: OutputFormat | None = None) -> list[str]:
+    def check(self, devices: Sequence[str], fmt: OutputFormat | None = None) -> list[str]:
         """Before spawning one worker per device: the models load and combine, every device
-        exists, and ``fmt`` holds what they make. Returns warnings about the models."""
-        from sleap_infer.pipeline.pipeline import check_spec
+        exists, and ``fmt`` holds what they make. Returns warnings about the models.
 
-        return check_spec(self, devices, fmt)
+        Builds the layer once on the CPU with torch (cheap: no export, no device), so a
+        model that cannot run is one error here rather than one per worker.
+        """
+        models = model_set.load_models(
+            self.model_paths, self.backend, self.centroid_only, self.overrides
+        )
+        if fmt is not None:
+            model_set.check_format(models, fmt)
+        for device in devices:
+            backend_maker(self.backend, device, **self.backend_options.maker_kwargs())
+        layer = build_layer(models, backend_maker("torch", "cpu"), self.options)
+        if self.tracking is not None:
+            model_set.resolve_tracking(models, self.tracking, len(layer.config.node_names))
+        return model_set.skeleton_warnings(models, model_set.output_model(models, layer.config))
 
 
 # Names whose record field is called otherwise, or whose value is turned around.

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import sleap_io as sio
@@ -42,6 +42,7 @@ from sleap_infer.journal import (
     mark_failed,
     read_journal,
 )
+from sleap_infer.pipeline.loaded import Loaded
 from sleap_infer.runner import RunStats
 from sleap_infer.sources.frames import select_frames
 from sleap_infer.sources.inputs import is_labels_path
@@ -64,9 +65,6 @@ from sleap_infer.writers.outputs import (
     write_from_journal,
 )
 from sleap_infer.writers.registry import OutputFormat
-
-if TYPE_CHECKING:
-    from sleap_infer.pipeline.pipeline import Pipeline
 
 OUTPUT_ONLY_OPTIONS = frozenset({"mask_output", "polygon_epsilon"})
 
@@ -126,7 +124,7 @@ def selection_text(indices: Sequence[int] | None) -> str:
 
 
 def project_selection(
-    pipeline: Pipeline, video: str | Path, video_index: int | None = None
+    pipeline: Loaded, video: str | Path, video_index: int | None = None
 ) -> ProjectSelection | None:
     """The project flags for ``video`` (None unless it is a project and one is set);
     ``video_index`` (one video of a multi-video project) overrides ``--video-index``."""
@@ -167,12 +165,12 @@ def project_frames(
     return [i for i in picked if i in allowed]
 
 
-def options_dict(pipeline: Pipeline) -> dict[str, Any]:
+def options_dict(pipeline: Loaded) -> dict[str, Any]:
     return {k: v for k, v in vars(pipeline.options).items() if v is not None}
 
 
 def fingerprint(
-    pipeline: Pipeline,
+    pipeline: Loaded,
     info: VideoInfo,
     frames: Sequence[int] | None,
     project: ProjectSelection | None = None,
@@ -199,7 +197,7 @@ def fingerprint(
     }
 
 
-def provenance(pipeline: Pipeline, source: str, frames: Sequence[int] | None) -> dict[str, Any]:
+def provenance(pipeline: Loaded, source: str, frames: Sequence[int] | None) -> dict[str, Any]:
     """What produced the predictions: models, runtime, options, versions, machine."""
     overrides = pipeline.spec.overrides
     return {
@@ -222,39 +220,15 @@ def provenance(pipeline: Pipeline, source: str, frames: Sequence[int] | None) ->
     }
 
 
-def predict_video(
-    pipeline: Pipeline,
-    video: str | Path,
-    output: str | Path | None,
-    fmt: OutputFormat,
-    *,
-    frames: str | None = None,
-    resume: bool = False,
-    overwrite: bool = False,
-    video_index: int | None = None,
-    on_start: Callable[[VideoInfo, int], None] | None = None,
-    on_progress: Callable[[int], None] | None = None,
-    extra_provenance: dict[str, Any] | None = None,
-) -> VideoResult:
-    """Predict one video and write its output file; returns counts and timings.
-
-    ``video_index`` picks one video of a SLEAP project input (default: ``--video-index``'s).
-    ``on_start(info, n)`` gets the number of frames this run will predict (fewer than
-    the selection when resuming). With ``resume`` an existing journal for the same
-    video, model and options is continued; without it (or ``overwrite``) an existing
-    journal is an error, so that a forgotten flag never silently throws predictions away.
-    """
-    return VideoJob(pipeline, fmt, resume, overwrite).run(
-        video, output, frames, video_index, on_start, on_progress, extra_provenance
-    )
-
-
 class VideoJob:
-    """One video: judge the output path, open or continue the journal, predict, write."""
+    """One video: judge the output path, open or continue the journal, predict, write.
 
-    def __init__(
-        self, pipeline: Pipeline, fmt: OutputFormat, resume: bool, overwrite: bool
-    ) -> None:
+    With ``resume`` an existing journal for the same video, model and options is
+    continued; without it (or ``overwrite``) an existing journal is an error, so that
+    a forgotten flag never silently throws predictions away.
+    """
+
+    def __init__(self, pipeline: Loaded, fmt: OutputFormat, resume: bool, overwrite: bool) -> None:
         self.pipeline = pipeline
         self.fmt = fmt
         self.resume = resume
@@ -513,7 +487,7 @@ class VideoJob:
 
 
 def start_tracker(
-    pipeline: Pipeline,
+    pipeline: Loaded,
     snapshot: Any,
     channels: int,
     reader: VideoReader | None,
@@ -539,7 +513,7 @@ def start_tracker(
     )
 
 
-def _carrier(pipeline: Pipeline) -> str:
+def _carrier(pipeline: Loaded) -> str:
     from sleap_infer.pipeline.models import tracking_carrier
 
     return tracking_carrier(pipeline.models)
@@ -562,7 +536,7 @@ def _after_failure(journal: Journal, prints: dict[str, Any], warnings: list[str]
 
 
 def embed_labels(
-    pipeline: Pipeline,
+    pipeline: Loaded,
     path: Path,
     output: str | Path | None,
     fmt: OutputFormat,

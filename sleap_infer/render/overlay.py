@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import sleap_io as sio
 
-from sleap_infer.render import draw
+import sleap_infer.render.draw as draw
 from sleap_infer.render.draw import Color
 
 # Tableau 10, then a few more: distinct on dark and bright backgrounds alike.

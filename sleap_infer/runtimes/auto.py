@@ -15,7 +15,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -27,10 +27,8 @@ from sleap_infer.export.settings import DEFAULT_OPSET
 from sleap_infer.export.wrappers import exports_raw_maps
 from sleap_infer.model.loader import LoadedModel
 from sleap_infer.runtimes.cache import ExportRequest, cache_root, ensure_export
+from sleap_infer.runtimes.contract import ExportTarget, Notify
 from sleap_infer.runtimes.int8 import CalibratingInt8Backend
-
-if TYPE_CHECKING:
-    from sleap_infer.runtimes.runtime import ExportedRuntime, Notify
 
 
 class AutoExportBackend:
@@ -43,7 +41,7 @@ class AutoExportBackend:
     def __init__(
         self,
         model: LoadedModel,
-        runtime: ExportedRuntime,
+        runtime: ExportTarget,
         device: torch.device,
         fp16: bool = False,
         int8: bool = False,

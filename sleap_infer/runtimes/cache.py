@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sleap_infer
 from sleap_infer.core.artifact import (
@@ -38,9 +38,7 @@ from sleap_infer.export.settings import DEFAULT_OPSET, ExportSettings, stable_ke
 from sleap_infer.export.wrappers import RawMapsWrapper, wrapper_for
 from sleap_infer.model.loader import LoadedModel
 from sleap_infer.model.registry import pipeline_names
-
-if TYPE_CHECKING:
-    from sleap_infer.runtimes.runtime import EngineTarget, ExportedRuntime
+from sleap_infer.runtimes.contract import EngineTarget, ExportTarget
 
 CACHE_ENV = "SLEAP_INFER_CACHE"
 
@@ -56,7 +54,7 @@ def cache_root() -> Path:
 class ExportRequest:
     """What a running layer needs from an export."""
 
-    runtime: ExportedRuntime
+    runtime: ExportTarget
     input_shape: tuple[int, int, int, int]  # the batch a backend is about to run
     decode: DecodeSettings
     fp16: bool = False

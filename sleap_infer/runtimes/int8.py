@@ -36,10 +36,10 @@ from sleap_infer.export.exporter import staged_directory
 from sleap_infer.export.quantize import calibration_digest, quantize_int8
 from sleap_infer.model.loader import file_sha256
 from sleap_infer.runtimes.cache import cache_root
+from sleap_infer.runtimes.contract import ExportTarget, Notify
 
 if TYPE_CHECKING:
     from sleap_infer.backends.base import ModelBackend
-    from sleap_infer.runtimes.runtime import ExportedRuntime, Notify
 
 CALIBRATION_SAMPLES = 32
 """Network inputs recorded before quantising (ONNX Runtime's min/max calibration settles
@@ -87,7 +87,7 @@ class CalibratingInt8Backend:
     def __init__(
         self,
         info: ExportInfo,
-        runtime: ExportedRuntime,
+        runtime: ExportTarget,
         device: torch.device,
         notify: Notify | None = None,
         samples: int = CALIBRATION_SAMPLES,

@@ -14,30 +14,20 @@ can list runtime names without paying for them.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sleap_infer.core.errors import ExportError, UsageError
+from sleap_infer.runtimes.contract import EngineTarget, Notify
 
 if TYPE_CHECKING:
     import torch
 
     from sleap_infer.backends.base import ModelBackend
-    from sleap_infer.backends.tensorrt_backend import GpuInfo
     from sleap_infer.core.artifact import ExportInfo
     from sleap_infer.layers.build import BackendMaker
     from sleap_infer.model.loader import LoadedModel
-
-Notify = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class EngineTarget:
-    """What a serialised engine is specific to: the TensorRT version and the GPU."""
-
-    trt_version: str
-    gpu: GpuInfo
 
 
 class Runtime(ABC):

@@ -53,9 +53,9 @@ from typing import Any
 
 import numpy as np
 
+import sleap_infer.tracking.kalman as kalman
 from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.ops.assignment import linear_sum_assignment
-from sleap_infer.tracking import kalman
 from sleap_infer.tracking.base import MASKS, Assignment, Detections, MaskBitmap, TrackerState
 
 BOX_PADDING = 0.1  # added to each side of a box, as a fraction of its longer side

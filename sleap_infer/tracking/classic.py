@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
+import sleap_infer.tracking.flow as flow
 from sleap_infer.core.tracking import TrackingOptions
-from sleap_infer.tracking import flow
 from sleap_infer.tracking.base import MASKS, Assignment, Detections, TrackerState
 from sleap_infer.tracking.candidates import Entry, FixedWindow, LocalQueues, Slot, Track
 from sleap_infer.tracking.classic_state import dump_state, restore_state

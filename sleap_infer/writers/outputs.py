@@ -39,23 +39,14 @@ from sleap_infer.writers.isolate import WriteFailure, reason, run_isolated
 from sleap_infer.writers.registry import FORMATS, OutputFormat, Writer, missing_product, use_instead
 from sleap_infer.writers.slots import Source
 
-# Uncompressed bytes per predicted point and instance, and a file's fixed part (measured
-# on empty outputs), per format: an upper bound for a full-disk message's "needs about".
-_POINT_BYTES = {"slp": 26, "analysis-h5": 24, "csv": 60, "nwb": 24}
-_INSTANCE_BYTES = {"slp": 93, "analysis-h5": 32, "csv": 50, "nwb": 8}
-_FIXED_BYTES = {"slp": 32_000, "analysis-h5": 16_000, "csv": 1_000, "nwb": 256_000}
-# .slp masks and polygons: each a set of 5 tables (about 22 KB with one row, measured),
-# a ``masks`` / ``rois`` row plus its three string entries, and the polygon's WKB before
+# Sizes per format are in the registry (``OutputFormat.sizes``); these are the products
+# only .slp holds. Masks and polygons: each a set of 5 tables (about 22 KB with one row,
+# measured), a ``masks`` / ``rois`` row plus its three string entries, and the polygon's WKB before
 # simplification, at most 2 vertices (32 bytes) per RLE run (4 bytes), plus its header.
 _MASK_TABLES_BYTES = 24_000
 _MASK_ROW_BYTES = 74 + 48
 _ROI_ROW_BYTES = 46 + 48 + 64
 _WKB_PER_RLE_BYTE = 8
-# Boxes: .slp's 15 column datasets and a category catalog (about 40 KB with one box,
-# measured), then a row of each column, its two empty strings and a category link;
-# CSV a row of 6 numbers and a name.
-_BOX_TABLES_BYTES = {"slp": 48_000, "csv": 100}
-_BOX_ROW_BYTES = {"slp": 69 + 3 * 16 + 17, "csv": 130}
 # .slp re-ID vectors: the ``embeddings/`` group's 3 datasets (about 9 KB with one vector,
 # measured), then per vector its ``owner_type`` and ``owner_id`` (the float32 values
 # themselves are ``Totals.embedding_bytes``).
@@ -75,10 +66,10 @@ def is_complete(path: Path, fmt: OutputFormat) -> bool:
     try:
         if not path.is_file() or path.stat().st_size == 0:
             return False
-        if fmt.name == "csv":
+        if fmt.hdf5_keys is None:
             return True
         with h5py.File(path, "r") as f:
-            return fmt.name != "slp" or ("frames" in f and "metadata" in f)
+            return all(key in f for key in fmt.hdf5_keys)
     except OSError:
         return False
 
@@ -193,11 +184,11 @@ def estimate_bytes(
     journal: Journal, n_nodes: int, fmt: OutputFormat, mask_output: str = "mask"
 ) -> int:
     """An upper bound of the output's size (before compression) from the journal's counts."""
-    per_instance = _INSTANCE_BYTES[fmt.name] + n_nodes * _POINT_BYTES[fmt.name]
-    size = _FIXED_BYTES[fmt.name] + journal.totals.instances * per_instance
+    sizes = fmt.sizes
     totals = journal.totals
+    size = sizes.fixed + totals.instances * (sizes.instance + n_nodes * sizes.point)
     if fmt.holds_boxes and totals.boxes:
-        size += _BOX_TABLES_BYTES[fmt.name] + totals.boxes * _BOX_ROW_BYTES[fmt.name]
+        size += sizes.box_tables + totals.boxes * sizes.box_row
     if fmt.holds_embeddings and totals.embeddings:
         size += _EMBEDDING_TABLES_BYTES + totals.embedding_bytes
         size += totals.embeddings * _EMBEDDING_ROW_BYTES

@@ -28,6 +28,19 @@ if TYPE_CHECKING:
     from sleap_infer.writers.slots import Source
 
 Writer = Callable[[Path, "Source"], None]
+NWB_PACKAGES = ("pynwb", "ndx_pose")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Uncompressed bytes a file of the format takes (measured on small outputs): an upper
+    bound of an output's size, for a full-disk message's "needs about"."""
+
+    fixed: int  # an empty file
+    instance: int  # per predicted instance ...
+    point: int  # ... plus per node of it
+    box_tables: int = 0  # the boxes' tables, once (formats that hold boxes)
+    box_row: int = 0  # per box
 
 
 @dataclass(frozen=True)
@@ -35,12 +48,22 @@ class OutputFormat:
     name: str
     suffix: str  # appended to ``<video name>.predictions``
     writer: str  # "module:function" writing a finished journal to a path
+    sizes: Sizes
     holds: frozenset[Product] = frozenset({Product.POSES})
     needs: tuple[str, ...] = ()  # importable modules its writer requires
+    also_suffixes: tuple[str, ...] = ()  # other endings a file named with -o may have
+    # HDF5 objects a finished file has (None: not HDF5, any non-empty file is finished:
+    # outputs only appear by atomic rename, so this guards against foreign files).
+    hdf5_keys: tuple[str, ...] | None = ()
 
     def load_writer(self) -> Writer:
         module, _, name = self.writer.partition(":")
         return getattr(importlib.import_module(module), name)
+
+    @property
+    def suffixes(self) -> tuple[str, ...]:
+        """Every ending an output file of this format may have."""
+        return (self.suffix, *self.also_suffixes)
 
     @property
     def holds_masks(self) -> bool:
@@ -59,15 +82,35 @@ _W = "sleap_infer.writers"
 FORMATS: dict[str, OutputFormat] = {
     f.name: f
     for f in (
-        OutputFormat("slp", ".slp", f"{_W}.slp_stream:write_slp", frozenset(Product)),
-        OutputFormat("nwb", ".nwb", f"{_W}.nwb_out:write_nwb", needs=("pynwb", "ndx_pose")),
-        OutputFormat("analysis-h5", ".analysis.h5", f"{_W}.analysis_h5:write_analysis_h5"),
+        # .slp boxes: 15 column datasets and a category catalog (about 40 KB with one box),
+        # then a row of each column, its two empty strings and a category link.
+        OutputFormat(
+            "slp",
+            ".slp",
+            f"{_W}.slp_stream:write_slp",
+            Sizes(32_000, 93, 26, box_tables=48_000, box_row=69 + 3 * 16 + 17),
+            frozenset(Product),
+            hdf5_keys=("frames", "metadata"),
+        ),
+        OutputFormat(
+            "nwb", ".nwb", f"{_W}.nwb_out:write_nwb", Sizes(256_000, 8, 24), needs=NWB_PACKAGES
+        ),
+        OutputFormat(
+            "analysis-h5",
+            ".analysis.h5",
+            f"{_W}.analysis_h5:write_analysis_h5",
+            Sizes(16_000, 32, 24),
+            also_suffixes=(".h5",),
+        ),
+        # CSV: a row of 6 numbers and a name per box.
         OutputFormat(
             "csv",
             ".csv",
             f"{_W}.csv_out:write_csv",
+            Sizes(1_000, 50, 60, box_tables=100, box_row=130),
             frozenset({Product.POSES, Product.BOXES}),
             ("pandas",),
+            hdf5_keys=None,
         ),
     )
 }
