@@ -355,7 +355,7 @@ echo "== pytest -m gpu ($(elapsed) s)"
 if [ "$NO_TORCH" = 1 ]; then
     rc=0
 else
-    # tests/test_gpu.py stops starting ONNX Runtime / TensorRT cases past its own budget,
+    # tests/runtimes/test_gpu.py stops starting ONNX Runtime / TensorRT cases past its own budget,
     # set inside this limit so pytest ends by itself and the junit file is written.
     export SLEAP_INFER_GPU_BUDGET_S=${SLEAP_INFER_GPU_BUDGET_S:-$((TESTS_S - 40))}
     limit "$TESTS_S" "$PY" -m pytest -m gpu -q -p no:cacheprovider \

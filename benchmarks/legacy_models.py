@@ -9,7 +9,7 @@
    ``best_model.h5``, ``training_config.json``, ``dummy_activations.h5``, and
    ``labels_pr.val.slp`` where there is one) from a bare git mirror of sleap-nn
    (``--mirror``, default ``$SLEAP_NN_MIRROR`` or /work/.mirror/talmolab+sleap-nn/repo)
-   into ``.legacy-models/`` (git-ignore it), where ``tests/test_legacy_models.py`` finds them.
+   into ``.legacy-models/`` (git-ignore it), where ``tests/model/test_legacy_models.py`` finds them.
 2. Activations: each network on the all-zero input TensorFlow was given
    (``get_dummy_activations.py``); the max |ours - TensorFlow| of every output. Target <= 1e-4.
 3. SLEAP 1.x itself: the legacy bottom-up model on ``minimal_instance.pkg.slp`` against

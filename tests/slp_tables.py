@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -70,13 +71,19 @@ def rss_mb() -> float:
 
 def run_memory_child(test_file: str, folder: Path, frames: int) -> dict[str, float]:
     """Run ``test_file``'s ``measure_memory`` in a fresh interpreter (its own RSS), and
-    return the numbers it printed as JSON on its last line."""
+    return the numbers it printed as JSON on its last line. The child gets the helpers
+    it imports (``tests/``, the test files sit in its subfolders) and the package from
+    this checkout, installed or not, as the parent does."""
+    here = Path(__file__).resolve().parent
+    paths = [str(here), str(here.parent), os.environ.get("PYTHONPATH")]
+    path = os.pathsep.join(p for p in paths if p)
     run = subprocess.run(
         [sys.executable, test_file, "memory", str(folder), str(frames)],
         capture_output=True,
         text=True,
         check=True,
         timeout=600,
+        env={**os.environ, "PYTHONPATH": path},
     )
     return json.loads(run.stdout.strip().splitlines()[-1])
 

@@ -8,7 +8,7 @@ Douglas-Peucker ``simplify`` with tolerance ``epsilon`` times the perimeter,
 ``preserve_topology=True``. A MultiPolygon (a fragmented mask) is simplified
 part by part, each with its own perimeter, and parts that vanish are left
 out; a simplification that comes out empty keeps the raw polygon; epsilon 0
-keeps the raw polygon. ``tests/test_mask_outputs.py`` compares the result
+keeps the raw polygon. ``tests/writers/test_mask_outputs.py`` compares the result
 with sleap-nn's own ``--mask_output both`` file, geometry for geometry.
 
 The polygon is as exact as the mask's scale: :class:`MaskSet` keeps it as

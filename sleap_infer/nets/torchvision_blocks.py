@@ -5,7 +5,7 @@ their checkpoints name parameters after torchvision's attributes
 (``block.0``, ``layer_scale``, ``attn.qkv``, ``attn.relative_position_index``,
 ``mlp.3``...). torchvision cannot be installed next to our pinned CPU torch,
 so these classes reproduce the same attribute names, tensor shapes and
-forward maths; ``tests/test_backbones.py`` compares them with torchvision
+forward maths; ``tests/nets/test_backbones.py`` compares them with torchvision
 when it is importable. Stochastic depth and dropout are inference no-ops and
 are left out (their slots are kept as ``Identity`` so indices match).
 """

@@ -7,7 +7,7 @@ everything except predictions (videos, skeleton, tracks, provenance, format
 id) from a frame-less ``Labels``; the three prediction tables it leaves empty
 (``frames``, ``instances``, ``pred_points``) are then recreated as resizable
 datasets with sleap-io's own dtypes and appended to from
-:class:`BatchPredictions` arrays. ``tests/test_slp_stream.py`` checks the
+:class:`BatchPredictions` arrays. ``tests/writers/test_slp_stream.py`` checks the
 tables against ``sio.save_slp`` field by field, so a sleap-io format change
 shows up as a test failure.
 

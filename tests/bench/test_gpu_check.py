@@ -24,9 +24,11 @@ import gpu_check
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest"
 errors="0" failures="1" skipped="1" tests="3" time="4.2">
-<testcase classname="tests.test_gpu" name="test_a" time="1"/>
-<testcase classname="tests.test_gpu" name="test_b" time="1"><failure message="x"/></testcase>
-<testcase classname="tests.test_gpu" name="test_c" time="0"><skipped message="y"/></testcase>
+<testcase classname="tests.runtimes.test_gpu" name="test_a" time="1"/>
+<testcase classname="tests.runtimes.test_gpu" name="test_b" time="1">
+<failure message="x"/></testcase>
+<testcase classname="tests.runtimes.test_gpu" name="test_c" time="0">
+<skipped message="y"/></testcase>
 </testsuite></testsuites>"""
 
 
@@ -92,7 +94,7 @@ def test_quick_cpu_run_says_why_every_other_cell_did_not_run(
     assert sum(results["counts"].values()) == len(results["cells"])
     assert results["vs_sleap_nn"] == {"status": "skipped", "reason": "--quick"}
     assert results["gpu_tests"]["tests"] == 3 and results["gpu_tests"]["failures"] == 1
-    assert results["gpu_tests"]["failed"] == ["tests.test_gpu::test_b"]
+    assert results["gpu_tests"]["failed"] == ["tests.runtimes.test_gpu::test_b"]
 
 
 def test_quick_cpu_summary_table(quick_run: tuple[dict, str]) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import sleap_io as sio
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tracking_synthetic.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tracking_synthetic.py"
 spec = importlib.util.spec_from_file_location("tracking_synthetic", EXAMPLE)
 example = importlib.util.module_from_spec(spec)
 sys.modules[spec.name] = example  # dataclasses look their module up by name

@@ -2,8 +2,9 @@
 ``.slp`` against ``sio.save_slp`` dataset by dataset, categories, CSV rows, formats
 that cannot hold boxes, and flat memory on a long run.
 
-Run as a script (``python tests/test_box_outputs.py memory FOLDER [FRAMES]``) it
-prints the memory measurement as JSON; the test runs it in a subprocess.
+Run as a script
+(``PYTHONPATH=tests python tests/writers/test_box_outputs.py memory FOLDER [FRAMES]``)
+it prints the memory measurement as JSON; the test runs it in a subprocess.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 ``.slp`` against ``sio.save_slp`` table by table, polygons against sleap-nn's own file,
 formats that cannot hold masks, and flat memory on a long full-resolution run.
 
-Run as a script (``python tests/test_mask_outputs.py memory FOLDER [FRAMES]``) it
-prints the memory measurement as JSON; the test runs it in a subprocess.
+Run as a script
+(``PYTHONPATH=tests python tests/writers/test_mask_outputs.py memory FOLDER [FRAMES]``)
+it prints the memory measurement as JSON; the test runs it in a subprocess.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@ streaming ``.slp`` against ``sio.save_slp(..., save_embedding_vectors=True)`` da
 by dataset, ``sio.load_slp`` putting each vector back on its instance, formats that
 cannot hold vectors, and flat memory on a long run.
 
-Run as a script (``python tests/test_embedding_outputs.py memory FOLDER [FRAMES]``) it
-prints the memory measurement as JSON; the test runs it in a subprocess.
+Run as a script
+(``PYTHONPATH=tests python tests/writers/test_embedding_outputs.py memory FOLDER [FRAMES]``)
+it prints the memory measurement as JSON; the test runs it in a subprocess.
 """
 
 from __future__ import annotations

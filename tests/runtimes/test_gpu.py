@@ -25,7 +25,7 @@ check what only a GPU exercises, in this order:
   TensorRT engines built on first use into the export cache, for every model type, against
   the same CPU runs: last, and on a time budget (``SLEAP_INFER_GPU_BUDGET_S``, see below).
 
-Rehearsal: ``SLEAP_INFER_GPU_REHEARSAL=cpu pytest tests/test_gpu.py -m gpu`` runs this file
+Rehearsal: ``SLEAP_INFER_GPU_REHEARSAL=cpu pytest tests/runtimes/test_gpu.py -m gpu`` runs this file
 on a machine without a GPU, with the CPU standing in for the GPU, so the test code itself
 (fixtures, inputs, comparisons) is exercised before a GPU is at hand. Its comparisons are
 then CPU against CPU: passing proves the plumbing, not the GPU. What cannot run on a CPU

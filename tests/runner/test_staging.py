@@ -6,7 +6,7 @@ is refilled only after its last upload, that postprocessing waits for its
 network and synchronises before its tensors go. And every model type's layer
 runs through the runner with staged input (on the CPU a tensor view, the form
 the GPU path hands layers) and must predict exactly what the numpy path does.
-The same on a real GPU: tests/test_gpu.py.
+The same on a real GPU: tests/runtimes/test_gpu.py.
 """
 
 from __future__ import annotations
