@@ -128,5 +128,6 @@ def pipeline(model_paths: list[Path] | list[str], device: str = "cpu", **fields:
     for tests that set records directly; users call ``sleap_infer.load`` with option names."""
     from sleap_infer.pipeline.spec import PipelineSpec
 
-    spec = PipelineSpec(model_paths=tuple(str(p) for p in model_paths), **fields)  # type: ignore[arg-type]
+    given = {k: v for k, v in fields.items() if v is not None}  # None: the default
+    spec = PipelineSpec(model_paths=tuple(str(p) for p in model_paths), **given)  # type: ignore[arg-type]
     return spec.build(device)

@@ -244,7 +244,7 @@ def test_run_batch_is_callable_without_the_command_line(tmp_path: Path) -> None:
     result = run_batch(tasks, spec, JobSettings(), events, devices=["cpu"])
     assert [o.status for o in result.outcomes] == [DONE, FAILED] and result.failed
     assert events.started == [("a.mp4", 6)]
-    assert result.outcomes[0].frames == 6
+    assert result.outcomes[0].counts.frames == 6
     assert "missing.mp4: video not found" in result.outcomes[1].message
     assert (tmp_path / "out" / "a.mp4.predictions.slp").is_file()
     again = run_batch(tasks[:1], spec, JobSettings(), _Events(), ["cpu"])

@@ -39,7 +39,7 @@ def test_the_predict_command_imports_no_other_command_nor_unused_layers() -> Non
         """
         import sys
         from sleap_infer.cli import build_app
-        import sleap_infer.batch.execute, sleap_infer.batch.run, sleap_infer.pipeline.predictor
+        import sleap_infer.api, sleap_infer.batch.execute, sleap_infer.pipeline.pipeline
         build_app(["predict"])
         from sleap_infer.layers import build_layer, layer_class
         layer_class("single_instance")

@@ -256,7 +256,7 @@ def test_missing_and_unreadable_files(tmp_path: Path) -> None:
         evaluate_files(tmp_path / "gt.slp", tmp_path / "pred.slp")
     junk = tmp_path / "junk.slp"
     junk.write_bytes(b"not an hdf5 file")
-    with pytest.raises(VideoError, match="cannot read") as info:
+    with pytest.raises(VideoError, match="not a readable SLEAP file") as info:
         evaluate_files(junk, junk)
     assert "\n" not in str(info.value)
 

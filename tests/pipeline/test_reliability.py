@@ -82,7 +82,7 @@ def test_a_clamped_selection_says_how_many_frames_it_dropped(
     assert "11 selected frames past the end" in result.warnings[0]
     assert "predicting the 5 that exist" in result.warnings[0]
     quiet = pipe.predict_to_file(video, output=tmp_path / "q.slp", frames="15-")
-    assert quiet.frames == 5 and quiet.warnings == []  # an open range means "to the end"
+    assert quiet.counts.frames == 5 and quiet.warnings == []  # an open range means "to the end"
 
 
 # --- validation -------------------------------------------------------------------------
@@ -168,7 +168,7 @@ def test_a_run_that_failed_writing_its_output_is_continued_by_a_plain_rerun(
         and journal.failed == "OutputError: /x/p.nwb: cannot write (simulated)"
     )
     again = pipe.predict_to_file(video, output=out)  # no --resume needed
-    assert again.resumed_frames == 20 and again.frames == 20
+    assert again.resumed_frames == 20 and again.counts.frames == 20
     assert "continuing the 20 frames of a run that failed" in again.warnings[0]
     pipe.predict_to_file(video, output=tmp_path / "clean.slp")
     assert_same_predictions(tmp_path / "clean.slp", out)
@@ -183,7 +183,7 @@ def test_a_failed_journal_with_other_settings_is_replaced_with_a_warning(
         with pytest.raises(OutputError):
             pipe.predict_to_file(video, output=out, frames="0-9")
     again = pipe.predict_to_file(video, output=out)
-    assert again.resumed_frames == 0 and again.frames == 20
+    assert again.resumed_frames == 0 and again.counts.frames == 20
     assert "discarded 10 frames" in again.warnings[0]
     assert 'frames: "0-9" then, "all" now' in again.warnings[0]
 
@@ -296,7 +296,7 @@ def test_an_interrupted_outcome_counts_the_frames_saved(
     spec = PipelineSpec(model_paths=(str(SYNTHETIC_MODEL),))
     result = run_batch(tasks, spec, JobSettings(), _Events(), ["cpu"])
     assert result.interrupted
-    assert [(o.status, o.frames) for o in result.outcomes] == [(INTERRUPTED, 8)]
+    assert [(o.status, o.counts.frames) for o in result.outcomes] == [(INTERRUPTED, 8)]
 
 
 def test_relative_inputs_are_stored_with_absolute_paths(

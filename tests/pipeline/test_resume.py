@@ -41,7 +41,7 @@ def test_interrupted_run_resumes_to_the_clean_result(
     pipe: Pipeline, video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clean = pipe.predict_to_file(video, output=tmp_path / "clean.slp")
-    assert clean.frames == 40 and not journal_path(tmp_path / "clean.slp").exists()
+    assert clean.counts.frames == 40 and not journal_path(tmp_path / "clean.slp").exists()
 
     out = tmp_path / "resumed.slp"
     with monkeypatch.context() as m:
@@ -55,7 +55,7 @@ def test_interrupted_run_resumes_to_the_clean_result(
     with pytest.raises(ResumeError, match=r"resumed\.slp\.partial: .* pass --resume"):
         pipe.predict_to_file(video, output=out)
     resumed = pipe.predict_to_file(video, output=out, resume=True)
-    assert (resumed.frames, resumed.resumed_frames) == (40, 12)
+    assert (resumed.counts.frames, resumed.resumed_frames) == (40, 12)
     assert_same_predictions(tmp_path / "clean.slp", out)
     assert not journal_path(out).exists()
     prov = sio.load_slp(str(out)).provenance

@@ -389,13 +389,16 @@ def test_formats_without_boxes_refuse_a_journal_with_boxes(tmp_path: Path, fmt: 
     assert not (tmp_path / f"out.{fmt}").exists()
 
 
-def test_the_per_track_writers_refuse_boxes_themselves(tmp_path: Path) -> None:
-    from sleap_infer.writers.analysis_h5 import write_analysis_h5
-
-    journal = read_journal(write_journal(tmp_path / "j.partial", _mix(13)))
-    source = Source(journal, _video(), _skeleton(), (), {})
-    with pytest.raises(OutputError, match="has no place for bounding boxes"):
-        write_analysis_h5(tmp_path / "x.h5", source)
+@pytest.mark.parametrize("fmt", ["analysis-h5", "nwb"])
+def test_the_per_track_formats_refuse_boxes_before_writing(tmp_path: Path, fmt: str) -> None:
+    """The backstop every format goes through (the registry's ``holds``), not one per writer."""
+    rng = np.random.default_rng(13)
+    batches = [_batch(rng, 0), _batch(rng, 4, poses=True)]  # boxes, and poses with boxes
+    journal = read_journal(write_journal(tmp_path / "j.partial", batches))
+    out = tmp_path / f"x{FORMATS[fmt].suffix}"
+    with pytest.raises(OutputError, match="has no place for bounding boxes .*slp or csv"):
+        write_from_journal(journal, out, FORMATS[fmt], _video(), _skeleton(), (), {})
+    assert not out.exists()
 
 
 def test_formats_hold_boxes() -> None:

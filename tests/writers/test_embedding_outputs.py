@@ -26,7 +26,6 @@ from sleap_infer.journal import JournalWriter, read_journal
 from sleap_infer.writers.labels import LabelsBuilder
 from sleap_infer.writers.outputs import estimate_bytes, write_from_journal
 from sleap_infer.writers.registry import FORMATS
-from sleap_infer.writers.slots import Source
 from sleap_infer.writers.slp_stream import FORMAT_IDENTITY, OWNER_INSTANCE, StreamingSlpWriter
 
 from slp_tables import (
@@ -315,15 +314,17 @@ def test_a_journal_whose_vectors_are_all_nan_writes_any_format(tmp_path: Path) -
     assert out.is_file()
 
 
-def test_source_refuses_vectors_itself(tmp_path: Path) -> None:
+def test_formats_without_vectors_refuse_them_before_writing(tmp_path: Path) -> None:
     journal = read_journal(write_journal(tmp_path / "j.partial", _mix(13)))
-    source = Source(journal, _video(), _skeleton(), (), {})
+    out = tmp_path / "x.csv"
     with pytest.raises(OutputError, match="has no place for re-ID embedding vectors"):
-        source.refuse_embeddings(tmp_path / "x.csv", "csv")
+        write_from_journal(journal, out, FORMATS["csv"], _video(), _skeleton(), (), {})
+    assert not out.exists()
     empty = read_journal(
         write_journal(tmp_path / "e.partial", [_batch(np.random.default_rng(0), 0, vectors=False)])
     )
-    Source(empty, _video(), _skeleton(), (), {}).refuse_embeddings(tmp_path / "x.csv", "csv")
+    write_from_journal(empty, out, FORMATS["csv"], _video(), _skeleton(), (), {})
+    assert out.exists()
 
 
 def test_formats_hold_embeddings() -> None:

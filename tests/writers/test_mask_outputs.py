@@ -461,7 +461,7 @@ def test_a_segmentation_run_resumes_to_the_clean_result(
     partial = read_journal(journal_path(out))
     assert partial.n_predicted == 8 and partial.totals.masks > 0
     resumed = pipe.predict_to_file(video, output=out, resume=True)
-    assert (resumed.frames, resumed.resumed_frames) == (24, 8)
+    assert (resumed.counts.frames, resumed.resumed_frames) == (24, 8)
     assert resumed.counts.frames_with_instances == 24
     tables = ["frames", "instances", "masks", "mask_rle", "rois", "roi_wkb"]
     _assert_same_tables(tmp_path / "clean.slp", out, tables)
