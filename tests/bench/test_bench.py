@@ -132,5 +132,9 @@ def test_box_and_mask_agreement_against_torch() -> None:
     moved = preds([[0, 0, 10, 10.5], [5, 5, 8, 9]], [a, a])
     assert box_delta(ref, moved) == pytest.approx(0.5)
     assert box_delta(ref, preds([[0, 0, 10, 10]], [a, b])) == float("inf")  # a box lost
+    swapped = preds([[5, 5, 8, 9], [0, 0, 10, 10.5]], [a, b])  # same boxes, reordered
+    assert box_delta(ref, swapped) == pytest.approx(5.0)  # in order: pairs the wrong ones
+    assert box_delta(ref, swapped, in_order=False) == pytest.approx(0.5)  # paired up
+    assert box_delta(ref, preds([[0, 0, 10, 10]], [a, b]), in_order=False) == float("inf")
     assert mask_agreement(ref, moved) == 0.5  # the second mask differs
     assert mask_agreement(ref, ref) == 1.0
