@@ -131,7 +131,7 @@ PeakThreshold = Annotated[
 NoRefine = Annotated[
     bool, typer.Option("--no-refine", help="Disable integral sub-pixel refinement.")
 ]
-# No min/max here: vocab.options.check_integral_patch_size says "odd, 1 to 15" in one line.
+# No min/max here: core.options.check_integral_patch_size says "odd, 1 to 15" in one line.
 IntegralPatchSize = Annotated[
     int,
     typer.Option(metavar="N", help="Patch side for integral refinement: an odd number, 1 to 15."),
