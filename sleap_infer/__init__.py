@@ -14,9 +14,9 @@ The names below are imported on first use, so ``import sleap_infer`` (and the
 
 from __future__ import annotations
 
-import importlib
 import os as _os
-from typing import Any
+
+from sleap_infer.core.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -51,18 +51,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'sleap_infer' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
-
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if _os.environ.get("SLEAP_INFER_STARTUP_TRACE"):  # see sleap_infer.core.startup
     from sleap_infer.core import startup as _startup

@@ -18,6 +18,7 @@ command line is a thin layer over :func:`plan` and :class:`Batch`.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -63,23 +64,6 @@ def load(
     return Pipeline(spec, device)
 
 
-RUN_ARGS = frozenset(
-    {
-        "output",
-        "format",
-        "frames",
-        "resume",
-        "overwrite",
-        "recursive",
-        "shard",
-        "device",
-        "devices",
-        "merge_into_project",
-        "extra_provenance",
-    }
-)
-
-
 def plan(videos: Paths, models: Paths, *, backend: str = "torch", **kwargs: Any) -> Batch:
     """Everything :func:`predict` will do, checked and planned, nothing loaded yet.
 
@@ -90,7 +74,7 @@ def plan(videos: Paths, models: Paths, *, backend: str = "torch", **kwargs: Any)
     fail) before any model loads; ``Batch.load()`` then loads the models,
     ``Batch.run(events)`` predicts.
     """
-    run = {k: kwargs.pop(k) for k in RUN_ARGS if k in kwargs}
+    run = {k: kwargs.pop(k) for k in _run_args() if k in kwargs}
     spec = bind(_model_paths(models), backend, **kwargs)
     return plan_spec(videos, spec, **run)
 
@@ -133,6 +117,11 @@ def plan_spec(
         extra_provenance=dict(extra_provenance or {}),
     )
     return Batch(tasks, spec, settings, worker_devices)
+
+
+def _run_args() -> frozenset[str]:
+    """:func:`plan_spec`'s keyword arguments: what :func:`plan` does not bind as options."""
+    return frozenset(inspect.signature(plan_spec).parameters) - {"videos", "spec"}
 
 
 def _video_index(spec: PipelineSpec) -> int | None:

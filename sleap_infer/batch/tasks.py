@@ -7,15 +7,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sleap_infer.core.errors import OutputExistsError, SleapInferError, UsageError
+from sleap_infer.core.errors import SleapInferError, UsageError
 from sleap_infer.core.products import Counts
 from sleap_infer.journal import journal_path, read_journal
 from sleap_infer.sources.inputs import VideoInput, is_labels_path, is_pattern
 from sleap_infer.writers.outputs import (
     COMPLETE,
     default_output_path,
+    existing_message,
     existing_output,
-    refuse_existing,
 )
 from sleap_infer.writers.projects import count_videos, part_path
 from sleap_infer.writers.registry import FORMATS, OutputFormat
@@ -182,12 +182,11 @@ def settled_before_running(
         return VideoOutcome(task, FAILED, message=f"{task.video}: {task.problem}")
     if overwrite or journal_path(task.output).exists():
         return None  # a journal is the pipeline's to judge (resume, or ask for a flag)
-    try:
-        refuse_existing(task.output, fmt, overwrite)
-    except OutputExistsError as exc:
-        found = existing_output(task.output, fmt)
-        return VideoOutcome(task, SKIPPED if found == COMPLETE else FAILED, message=str(exc))
-    return None
+    found = existing_output(task.output, fmt)
+    if found is None:
+        return None
+    status = SKIPPED if found == COMPLETE else FAILED
+    return VideoOutcome(task, status, message=existing_message(task.output, fmt, found))
 
 
 def saved_frames(task: VideoTask) -> int:

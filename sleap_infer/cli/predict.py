@@ -346,7 +346,6 @@ def predict(
     )
     if summary_json is not None:
         check_summary_path(summary_json)
-    cli_args["format"] = batch.fmt.name
     report = RunReport(batch.tasks, options=cli_args)
     reporter = make_reporter(mode, len(batch.tasks), progress_interval)
     if not batch.tasks:

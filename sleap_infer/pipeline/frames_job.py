@@ -81,13 +81,8 @@ class _Frames:
         info: VideoInfo = self.reader.info
         self.name = str(info.path)
         self.n_frames = info.n_frames
-        if frames is None or isinstance(frames, str):
-            self.indices, clamped = select_frames(frames, info.n_frames, source)
-            if clamped:
-                warnings.warn(clamped, stacklevel=4)
-        else:
-            self.indices = _indices(frames, info.n_frames, self.name)
-        self.indices = project_frames(source, self.reader, self.indices, chosen)
+        indices = _indices(frames, info.n_frames, source)
+        self.indices = project_frames(source, self.reader, indices, chosen)
         self.video = project_video(self.reader) or make_video(info)
 
     @property
@@ -97,24 +92,23 @@ class _Frames:
     def stream(self, pipeline: Loaded) -> Iterator[tuple[int, np.ndarray]]:
         if self.reader is None:
             return self.memory.iter_frames(self.indices)
-        channels = self.reader.channels_for(pipeline.layer.input_channels)
-        return self.reader.iter_frames(self.indices, channels, self.bad.append)
+        return self.reader.iter_frames(self.indices, self.channels(pipeline), self.bad.append)
 
     def channels(self, pipeline: Loaded) -> int:
         if self.reader is None:
             return pipeline.layer.input_channels
         return self.reader.channels_for(pipeline.layer.input_channels)
 
-    def sio_video(self, first: np.ndarray | None) -> sio.Video:
+    def sio_video(self) -> sio.Video:
         """What the labels refer to; frames in memory get a reference that opens nothing."""
         if self.video is not None:
             return self.video
-        height, width, channels = first.shape if first is not None else (0, 0, 1)
+        _, height, width, channels = self.memory.frames.shape
         meta = {"shape": [self.n_frames, height, width, channels], "grayscale": channels == 1}
         return sio.Video(filename=IN_MEMORY, backend_metadata=meta, open_backend=False)
 
 
-def _indices(frames: Any, n_frames: int, where: str) -> list[int] | None:
+def _indices(frames: Any, n_frames: int, where: object) -> list[int] | None:
     """``frames`` (a ranges string, a range or a list of indices) within ``0..n_frames-1``."""
     if frames is None:
         return None
@@ -146,19 +140,10 @@ def predict_in_memory(
     """Predict ``source``'s frames; see :meth:`~sleap_infer.pipeline.pipeline.Pipeline.predict`."""
     opened = _Frames(pipeline, source, frames)
     batches: list[BatchPredictions] = []
-    first: list[np.ndarray] = []
     online = start_tracker(pipeline, None, opened.channels(pipeline), opened.reader)
 
     def keep(preds: BatchPredictions, _snapshot: object) -> None:
         batches.append(preds)
-
-    stream = opened.stream(pipeline)
-
-    def noted() -> Iterator[tuple[int, np.ndarray]]:
-        for i, frame in stream:
-            if not first:
-                first.append(frame)
-            yield i, frame
 
     total = opened.total
     size = batch_size if batch_size is not None else pipeline.run_batch_size(total)
@@ -166,7 +151,7 @@ def predict_in_memory(
         raise UsageError(f"batch_size {size}: must be at least 1")
     started = now_iso()
     stats = pipeline.runner.run(
-        noted(),
+        opened.stream(pipeline),
         sink=pipeline.sink(keep, online),
         batch_size=size,
         keep_images=online is not None and online.needs_images,
@@ -193,7 +178,7 @@ def predict_in_memory(
         track_names=track_names(n_tracks) if pipeline.tracking else tuple(config.class_names),
         node_names=tuple(config.node_names),
         products=pipeline.products,
-        video=opened.sio_video(first[0] if first else None),
+        video=opened.sio_video(),
         provenance=record,
         skeleton=make_skeleton(config),
         box_categories=pipeline.box_categories,

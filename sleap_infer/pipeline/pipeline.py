@@ -27,26 +27,14 @@ from sleap_infer.core.errors import UsageError
 from sleap_infer.pipeline.frames_job import predict_in_memory
 from sleap_infer.pipeline.loaded import Loaded
 from sleap_infer.pipeline.result import Prediction
-from sleap_infer.pipeline.spec import bind
 from sleap_infer.pipeline.video_job import VideoJob, VideoResult, embed_labels
 from sleap_infer.sources.arrays import Source
 from sleap_infer.sources.video import VideoInfo
-from sleap_infer.writers.registry import FORMATS, OutputFormat
+from sleap_infer.writers.registry import OutputFormat
 
 
 class Pipeline(Loaded):
     """Models loaded and warmed once; ``predict`` in memory, ``predict_to_file`` to disk."""
-
-    @classmethod
-    def from_paths(
-        cls,
-        model_paths: Sequence[str | Path],
-        backend: str = "torch",
-        device: str = "auto",
-        **options: Any,
-    ) -> Pipeline:
-        """A pipeline for ``model_paths``; ``options`` are ``infer predict``'s option names."""
-        return cls(bind(tuple(str(p) for p in model_paths), backend, **options), device)
 
     def predict(
         self,
@@ -95,7 +83,7 @@ class Pipeline(Loaded):
         ``on_start(info, n)`` hears how many frames this run will predict (fewer than the
         selection when resuming), ``on_progress(n)`` each batch's frames.
         """
-        fmt = self.check_format(format if format is not None else FORMATS["slp"])
+        fmt = self.check_format(format)
         if self.embeds_labels:
             return embed_labels(self, Path(video), output, fmt, overwrite)
         job = VideoJob(self, fmt, resume, overwrite)

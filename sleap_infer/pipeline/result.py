@@ -22,6 +22,7 @@ from sleap_infer.core.options import POLYGON_EPSILON
 from sleap_infer.core.polygons import packaged
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.core.products import Counts, Product
+from sleap_infer.journal import vector_slots
 from sleap_infer.writers.labels import LabelsBuilder
 
 
@@ -59,20 +60,17 @@ class Prediction:
         found = self.valid.any(axis=1)
         masks = 0 if self.masks is None else len(self.masks)
         boxes = 0 if self.boxes is None else len(self.boxes)
-        if self.masks is not None and masks:
-            found[self.masks.frame] = True
-        if self.boxes is not None and boxes:
-            found[self.boxes.frame] = True
-        vectors = 0
-        if self.embeddings is not None:
-            vectors = int((self.valid & ~np.isnan(self.embeddings).all(axis=-1)).sum())
+        if masks:
+            found[self.masks.frame] = True  # type: ignore[union-attr]
+        if boxes:
+            found[self.boxes.frame] = True  # type: ignore[union-attr]
         tracked = self.tracks[self.valid]
         return Counts(
             frames=len(self),
             instances=int(self.valid.sum()),
             masks=masks,
             boxes=boxes,
-            embeddings=vectors,
+            embeddings=int(vector_slots(self.embeddings, self.valid).sum()),
             tracks=len(np.unique(tracked[tracked >= 0])),
             frames_with_instances=int(found.sum()),
             mean_score=_mean(self.instance_scores[self.valid]),

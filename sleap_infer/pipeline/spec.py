@@ -107,22 +107,26 @@ _OWN = ("batch_size", "centroid_only")
 _NOT_OPTIONS = {"return_confmaps"}  # a debugging field, not an option
 
 
+# Fields reached by their own name: every record field but the debugging ones and those
+# a renamed option sets (``refine`` is set through ``no_refine``).
+_FIELDS: dict[str, str] = {
+    f.name: group
+    for group, record in _RECORDS.items()
+    for f in fields(record)
+    if f.name not in _NOT_OPTIONS and (group, f.name) not in {r[:2] for r in _RENAMED.values()}
+}
+
+
 def option_names() -> list[str]:
     """Every name :func:`bind` accepts (``load``'s keyword arguments)."""
-    names = set(_RENAMED) | set(_OWN) | {"tracking"}
-    for group, record in _RECORDS.items():
-        names |= {f.name for f in fields(record)} - _NOT_OPTIONS
-        if group == "options":
-            names.discard("refine")
-    return sorted(names)
+    return sorted({*_RENAMED, *_OWN, *_FIELDS, "tracking"})
 
 
 def _route(name: str) -> tuple[str, str, Callable[[Any], Any]]:
     if name in _RENAMED:
         return _RENAMED[name]
-    for group, record in _RECORDS.items():
-        if name in {f.name for f in fields(record)} - _NOT_OPTIONS and name != "refine":
-            return group, name, lambda v: v
+    if name in _FIELDS:
+        return _FIELDS[name], name, lambda v: v
     close = difflib.get_close_matches(name, option_names(), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise UsageError(f"unknown option {name!r}{hint}")

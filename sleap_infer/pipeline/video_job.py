@@ -176,7 +176,7 @@ def fingerprint(
     project: ProjectSelection | None = None,
 ) -> dict[str, Any]:
     """What the predictions depend on; a journal resumes only if all of it matches."""
-    overrides = pipeline.spec.overrides
+    overrides = pipeline.overrides
     return {
         "video_name": info.path.name,
         "video_bytes": info.path.stat().st_size,
@@ -199,7 +199,7 @@ def fingerprint(
 
 def provenance(pipeline: Loaded, source: str, frames: Sequence[int] | None) -> dict[str, Any]:
     """What produced the predictions: models, runtime, options, versions, machine."""
-    overrides = pipeline.spec.overrides
+    overrides = pipeline.overrides
     return {
         "sleap_infer": "predict",
         "model_paths": [str(m.path.resolve()) for m in pipeline.models],

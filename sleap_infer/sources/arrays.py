@@ -137,7 +137,6 @@ class ArrayFrames:
     """Frames in memory, numbered 0..N-1, read like a video."""
 
     frames: np.ndarray  # (N, H, W, C) uint8
-    name: str = "frames"
 
     @property
     def n_frames(self) -> int:

@@ -95,13 +95,18 @@ def refuse_existing(path: Path, fmt: OutputFormat, overwrite: bool) -> None:
     this format (someone else's file, a damaged copy) is refused, not replaced.
     """
     found = None if overwrite else existing_output(path, fmt)
+    if found is not None:
+        raise OutputExistsError(existing_message(path, fmt, found))
+
+
+def existing_message(path: Path, fmt: OutputFormat, found: str) -> str:
+    """The one line for what :func:`existing_output` found at ``path``."""
     if found == COMPLETE:
-        raise OutputExistsError(f"{path} exists (--overwrite replaces it)")
-    if found == FOREIGN:
-        raise OutputExistsError(
-            f"{path}: exists but is not a complete {fmt.name} output; "
-            "move it away or pass --overwrite to replace it"
-        )
+        return f"{path} exists (--overwrite replaces it)"
+    return (
+        f"{path}: exists but is not a complete {fmt.name} output; "
+        "move it away or pass --overwrite to replace it"
+    )
 
 
 def _tmp_path(path: Path) -> Path:
