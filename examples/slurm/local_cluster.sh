@@ -114,7 +114,9 @@ node_idle() {
 start() {
     command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null ||
         die "slurmctld, slurmd and munged are needed (apt-get install slurm-wlm munge)"
-    [ ! -f "$DIR/run/slurmctld.pid" ] || die "a cluster already runs from $DIR (stop it first)"
+    if [ -f "$DIR/run/slurmctld.pid" ] && kill -0 "$(cat "$DIR/run/slurmctld.pid")" 2>/dev/null; then
+        die "a cluster already runs from $DIR (stop it first)"
+    fi
     mkdir -p "$DIR/state" "$DIR/spool" "$DIR/run" "$DIR/log"
     write_conf
     export SLURM_CONF=$CONF
