@@ -8,7 +8,7 @@
 # Needs Debian's `slurm-wlm` and `munge` packages (apt-get install slurm-wlm munge).
 # Everything (munge key and socket, slurm.conf, spool, state, logs, pid files) lives
 # under DIR, so nothing in /etc is touched and no systemd is needed: it works as root
-# in a container. The daemons run as the calling user, and jobs run as that user too.
+# in a container. It must run as root (slurmd starts each job as its user).
 # Processes are tracked by parent pid (proctrack/linuxproc), with no cgroups, no task
 # binding, no accounting database and no GRES: the one node offers this machine's
 # CPUs and memory (override with LOCAL_CLUSTER_CPUS, LOCAL_CLUSTER_MEMORY_MB). Ports
@@ -34,8 +34,7 @@ die() {
 }
 
 write_conf() {
-    local user host cpus memory
-    user=$(id -un)
+    local host cpus memory
     host=$(hostname -s)
     cpus=${LOCAL_CLUSTER_CPUS:-$(nproc)}
     memory=${LOCAL_CLUSTER_MEMORY_MB:-$(awk '/^MemTotal:/ {print int($2 / 1024 * 0.9)}' /proc/meminfo)}
@@ -45,8 +44,8 @@ ClusterName=local
 SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=${LOCAL_CLUSTER_CTLD_PORT:-6817}
 SlurmdPort=${LOCAL_CLUSTER_SLURMD_PORT:-6818}
-SlurmUser=$user
-SlurmdUser=$user
+SlurmUser=root
+SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$MUNGE_SOCKET
@@ -114,6 +113,7 @@ node_idle() {
 start() {
     command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null ||
         die "slurmctld, slurmd and munged are needed (apt-get install slurm-wlm munge)"
+    [ "$(id -u)" -eq 0 ] || die "run as root: slurmd starts each job as its user"
     if [ -f "$DIR/run/slurmctld.pid" ] && kill -0 "$(cat "$DIR/run/slurmctld.pid")" 2>/dev/null; then
         die "a cluster already runs from $DIR (stop it first)"
     fi
@@ -129,18 +129,21 @@ start() {
     echo "SLURM_CONF=$CONF"
 }
 
-kill_pidfile() {  # kill_pidfile FILE: TERM the daemon named there, wait for it to go
-    local pid
-    [ -f "$1" ] || return 0
-    pid=$(cat "$1")
-    if kill "$pid" 2>/dev/null; then
-        for _ in $(seq 50); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.2
+kill_pidfiles() {  # kill_pidfiles FILE...: TERM the daemons named there, wait for them to go
+    local file pid pids=() alive=()
+    for file in "$@"; do
+        [ -f "$file" ] && pid=$(cat "$file") && kill "$pid" 2>/dev/null && pids+=("$pid")
+        rm -f "$file"
+    done
+    for _ in $(seq 100); do
+        alive=()
+        for pid in "${pids[@]}"; do
+            ! kill -0 "$pid" 2>/dev/null || alive+=("$pid")
         done
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
-    rm -f "$1"
+        [ ${#alive[@]} -gt 0 ] || return 0
+        sleep 0.1
+    done
+    kill -KILL "${alive[@]}" 2>/dev/null || true
 }
 
 stop() {
@@ -153,9 +156,8 @@ stop() {
             sleep 0.2
         done
     fi
-    kill_pidfile "$DIR/run/slurmd.pid"
-    kill_pidfile "$DIR/run/slurmctld.pid"
-    kill_pidfile "$DIR/munge/munged.pid"
+    kill_pidfiles "$DIR/run/slurmd.pid" "$DIR/run/slurmctld.pid"
+    kill_pidfiles "$DIR/munge/munged.pid"
 }
 
 case $ACTION in

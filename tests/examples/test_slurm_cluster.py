@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -176,6 +177,26 @@ def _predicted(journal: Path) -> int | None:
         return None
 
 
+def _stopped(env: dict[str, str], job: str, task: int) -> bool | None:
+    """Whether every process of the array task is stopped (or gone): the signal has landed.
+
+    ``scancel --signal`` returns before slurmd delivers it, so this asks for the
+    task's pids (``scontrol listpids``, on this very node) and reads their state."""
+    ids = _run(env, "squeue", "--noheader", "--array", f"--jobs={job}", "--format=%K %A")
+    raw = dict(line.split() for line in ids.splitlines()).get(str(task))
+    if raw is None:
+        return True
+    listed = _run(env, "scontrol", "listpids", raw, check=False).splitlines()[1:]
+    for pid in (line.split()[0] for line in listed if line.strip()):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # gone
+        if state not in ("T", "t", "Z", "X"):
+            return None  # not yet
+    return True
+
+
 def _freeze_mid_video(
     env: dict[str, str], job: str, videos: list[Path], out: Path
 ) -> tuple[int, Path, int] | None:
@@ -188,6 +209,7 @@ def _freeze_mid_video(
             continue
         task = k % N_TASKS
         _run(env, "scancel", "--batch", "--signal=STOP", f"{job}_{task}", check=False)
+        _wait(f"SIGSTOP of task {task}", partial(_stopped, env, job, task), str)
         predicted = _predicted(journal)
         if predicted and predicted < N_FRAMES and not _output(out, video).exists():
             return task, video, predicted
@@ -234,6 +256,7 @@ def test_array_with_a_task_cancelled_mid_video_resumes_to_the_single_process_res
         "INFER_BATCH_SIZE": str(BATCH_SIZE),
     }
     single = tmp_path / "single"
+    clock = time.monotonic()
     _run(
         env,
         *env["INFER_CMD"].split(),
@@ -247,11 +270,13 @@ def test_array_with_a_task_cancelled_mid_video_resumes_to_the_single_process_res
         str(single),
         "--quiet",
     )
+    print(f"single process, {N_VIDEOS} videos: {time.monotonic() - clock:.1f} s")
     out = Path(env["INFER_OUTPUT"])
     work = tmp_path / "work"
     (work / "logs").mkdir(parents=True)
     explain = _explain(env, work)
 
+    clock = time.monotonic()
     first = _submit(env, work)
     frozen = _wait(
         "task part-way through a video", lambda: _freeze_mid_video(env, first, videos, out), explain
@@ -263,7 +288,7 @@ def test_array_with_a_task_cancelled_mid_video_resumes_to_the_single_process_res
     )
     _run(env, "scancel", f"{first}_{victim}")
     states = _wait(f"end of job {first}", lambda: _finished(env, first), explain)
-    _log(f"job {first} (squeue)", states)
+    _log(f"job {first} (squeue), {time.monotonic() - clock:.1f} s", states)
     assert states == {t: "CANCELLED" if t == victim else "COMPLETED" for t in range(N_TASKS)}
     assert journal_path(_output(out, video)).exists()  # the part-done video kept its journal
     assert not _output(out, video).exists()
@@ -279,10 +304,11 @@ def test_array_with_a_task_cancelled_mid_video_resumes_to_the_single_process_res
         else:
             assert (summary["status"], _statuses(summary)) == ("ok", ["done", "done"])
 
+    clock = time.monotonic()
     second = _submit(env, work)  # the same array again: the script always passes --resume
     states = _wait(f"end of job {second}", lambda: _finished(env, second), explain)
     records = _wait(f"jobcomp records of {second}", lambda: _jobcomp(env, second) or None, explain)
-    _log(f"job {second} (squeue)", states)
+    _log(f"job {second} (squeue), {time.monotonic() - clock:.1f} s", states)
     _log(
         f"job {second} (jobcomp)",
         {t: f"{r['JobState']} ExitCode={r['ExitCode']}" for t, r in records.items()},
