@@ -143,12 +143,13 @@ def _submit(env: dict[str, str], work: Path) -> str:
 
 
 def _explain(env: dict[str, str], work: Path, cluster_log: bool = True) -> Callable[[], str]:
+    ctld = Path(env["SLURM_CONF"]).parent / "log" / "slurmctld.log"
+
     def explain() -> str:
         lines = [_run(env, "squeue", "--array", "--states=all", check=False)]
         for log in sorted((work / "logs").glob("*.log")):
             lines.append(f"--- {log.name}\n" + "\n".join(log.read_text().splitlines()[-15:]))
-        if cluster_log:
-            ctld = Path(env["SLURM_CONF"]).parent / "log" / "slurmctld.log"
+        if cluster_log and ctld.exists():
             lines.append("--- slurmctld.log\n" + "\n".join(ctld.read_text().splitlines()[-15:]))
         return "\n".join(lines)
 
