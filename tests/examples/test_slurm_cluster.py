@@ -142,14 +142,15 @@ def _submit(env: dict[str, str], work: Path) -> str:
     return job.split(";")[0]
 
 
-def _explain(env: dict[str, str], work: Path, cluster_log: bool = True) -> Callable[[], str]:
+def _explain(env: dict[str, str], work: Path) -> Callable[[], str]:
+    """What the failure message shows: the queue, the jobs' logs, slurmctld's log."""
     ctld = Path(env["SLURM_CONF"]).parent / "log" / "slurmctld.log"
 
     def explain() -> str:
         lines = [_run(env, "squeue", "--array", "--states=all", check=False)]
         for log in sorted((work / "logs").glob("*.log")):
             lines.append(f"--- {log.name}\n" + "\n".join(log.read_text().splitlines()[-15:]))
-        if cluster_log and ctld.exists():
+        if ctld.exists():
             lines.append("--- slurmctld.log\n" + "\n".join(ctld.read_text().splitlines()[-15:]))
         return "\n".join(lines)
 
