@@ -2,7 +2,14 @@
 
 Frames are decoded packet by packet so one corrupt packet costs one frame,
 not the run: frames that never come out of the decoder are reported through
-``on_error`` (indices recovered from timestamps) and skipped. That includes
+``on_error`` and skipped.
+
+A frame's index is its position in presentation order, which is what sleap-io
+(and so SLEAP and sleap-nn) means by it: they count decoded frames. It is *not*
+derived from the timestamp and the frame rate, which misplaces every frame after
+a pause or a dropped frame in variable-frame-rate video. The position comes from
+a table of the stream's packet timestamps (one demux pass, no decoding), which
+also makes seeking exact: a wanted index is looked up, not estimated. That includes
 frames missing at the end of a truncated stream (fewer frames than the
 container's metadata promises) and frames after a demuxer error, which end
 the stream early instead of aborting it. Gray-content videos are returned
@@ -12,6 +19,8 @@ what sleap-io returns, so pixels match what sleap-nn's predictor sees.
 
 from __future__ import annotations
 
+import threading
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -146,6 +155,53 @@ def _has_mp4_box(path: Path, box: bytes) -> bool:
     return False
 
 
+class FrameTable:
+    """Presentation timestamps of a stream's frames, sorted: position = frame index.
+
+    Built from the demuxer's packets without decoding. Packets FFmpeg marks
+    discard (the lead-in kept by ``ffmpeg -ss ... -c copy`` behind an edit list,
+    which the decoder drops) have no index, exactly as when counting decoded frames.
+    """
+
+    def __init__(self, pts: list[int]) -> None:
+        self.pts = sorted(pts)
+
+    @classmethod
+    def scan(cls, path: Path) -> FrameTable | None:
+        """The table, or None when timestamps cannot place frames (missing or repeated)."""
+        container = _open(path)
+        stamps: list[int] = []
+        try:
+            stream = container.streams.video[0]
+            try:
+                for packet in container.demux(stream):
+                    if packet.size == 0 or packet.is_discard:
+                        continue
+                    if packet.pts is None:
+                        return None
+                    stamps.append(int(packet.pts))
+            except av.error.FFmpegError:
+                pass  # damage past here: the frames read so far keep their places
+        finally:
+            container.close()
+        table = cls(stamps)
+        if len(set(table.pts)) != len(table.pts):
+            return None
+        return table
+
+    def __len__(self) -> int:
+        return len(self.pts)
+
+    def index_of(self, pts: int | None) -> int | None:
+        if pts is None:
+            return None
+        k = bisect_left(self.pts, pts)
+        return k if k < len(self.pts) and self.pts[k] == pts else None
+
+    def pts_of(self, index: int) -> int | None:
+        return self.pts[index] if 0 <= index < len(self.pts) else None
+
+
 class VideoReader:
     """A video file: metadata at construction, frames on demand via :meth:`iter_frames`.
 
@@ -160,13 +216,15 @@ class VideoReader:
         if not self.path.exists():
             raise VideoError(f"{self.path}: video not found")
         self.threads = threads
+        self._table: FrameTable | None = None
+        self._table_scanned = False
+        self._table_lock = threading.Lock()
         container = _open(self.path)
         try:
             stream = container.streams.video[0]
             rate = stream.average_rate or stream.guessed_rate or Fraction(30)
             self._rate = Fraction(rate)
             self._time_base = stream.time_base or Fraction(1, 90000)
-            self._start = stream.start_time
             first = None
             try:
                 for frame in container.decode(stream):
@@ -178,10 +236,11 @@ class VideoReader:
                 ) from exc
             if first is None:
                 raise VideoError(f"{self.path}: video has no decodable frames")
-            if self._start is None:
-                self._start = first.pts
             rgb = first.to_ndarray(format="rgb24")
-            n_frames = int(stream.frames or 0)
+            # Samples an edit list cuts off (``ffmpeg -ss ... -c copy``) are in the count
+            # but never come out of the decoder.
+            discarded = sum(1 for entry in stream.index_entries if entry.is_discard)
+            n_frames = int(stream.frames or 0) - discarded
             if n_frames <= 0:
                 duration = stream.duration or 0
                 if duration:
@@ -208,14 +267,24 @@ class VideoReader:
     def channels_for(self, model_channels: int) -> int:
         return self.info.channels_for(model_channels)
 
-    def _index_of(self, frame: av.VideoFrame, fallback: int) -> int:
-        if frame.pts is None or self._start is None:
-            return fallback
-        seconds = float((frame.pts - self._start) * self._time_base)
-        return round(seconds * float(self._rate))
+    def frame_table(self) -> FrameTable | None:
+        """The stream's :class:`FrameTable`, scanned once on first use (thread-safe)."""
+        with self._table_lock:
+            if not self._table_scanned:
+                self._table = FrameTable.scan(self.path)
+                self._table_scanned = True
+            return self._table
 
-    def _seek_target(self, index: int) -> int:
-        return int(self._start or 0) + int(Fraction(index) / self._rate / self._time_base)
+    def _index_of(self, frame: av.VideoFrame, fallback: int) -> int:
+        """The frame's place in the table; without one (no usable timestamps), the count."""
+        table = self.frame_table()
+        found = None if table is None else table.index_of(frame.pts)
+        return fallback if found is None else found
+
+    def _seek_target(self, index: int) -> int | None:
+        """The timestamp to seek to for frame ``index``; None when it cannot be placed."""
+        table = self.frame_table()
+        return None if table is None else table.pts_of(index)
 
     def iter_frames(
         self,
@@ -283,7 +352,7 @@ class _DecodeCursor:
         start: int,
         losses: _LossReporter,
         index_of: Callable[[av.VideoFrame, int], int],
-        seek_target: Callable[[int], int],
+        seek_target: Callable[[int], int | None],
     ) -> None:
         self.wanted = wanted
         self.start = start
@@ -292,11 +361,16 @@ class _DecodeCursor:
         self.seek_target = seek_target
         self.pos = 0  # next position in ``wanted``
         first = start if wanted is None else wanted[0]
-        self.seek_to: int | None = first if first > SEEK_GAP_FRAMES else None
+        self.seek_to: int | None = first if self._seekable(first, 0) else None
         # The target of the last seek. A seek lands on the keyframe before its target; when
         # the stream ends before the target (metadata promising more frames than exist), it
         # lands far short again, and seeking once more would loop forever: decode on instead.
         self.sought: int | None = None
+        # A seek lands on the last keyframe *decoded* before the target's timestamp; with
+        # reordered (B-) frames that keyframe can be *shown* after the target. Then the seek
+        # is redone from ``back`` frames earlier (doubling), as OpenCV does.
+        self.back = 0
+        self.landing: int | None = None  # the target of a seek whose first frame is still due
         self.last = -1  # index of the last decoded frame; -1 = none since (re)start
         self.furthest = -1  # furthest frame decoded in this call, across seeks
         self.from_origin = True  # no seek yet: a gap before the first decoded frame is a loss
@@ -310,14 +384,31 @@ class _DecodeCursor:
         """Seek to ``seek_to`` if one is pending; False when the seek failed, ending the stream."""
         if self.seek_to is None:
             return True
+        timestamp = self.seek_target(max(0, self.seek_to - self.back))
+        if timestamp is None:  # checked before asking; kept so a seek can never guess
+            self.seek_to = None
+            return True
         try:
-            container.seek(self.seek_target(self.seek_to), stream=stream, backward=True)
+            container.seek(timestamp, stream=stream, backward=True)
         except av.error.FFmpegError as exc:
             self.ended_early = f"cannot seek to frame {self.seek_to} ({error_reason(exc)})"
             return False
         # Frames decoded before a seek say nothing about gaps after it.
-        self.sought = self.seek_to
+        self.sought = self.landing = self.seek_to
         self.last, self.from_origin, self.seek_to = -1, False, None
+        return True
+
+    def _seekable(self, target: int, here: int) -> bool:
+        """Whether reaching ``target`` from ``here`` is worth a seek and can be done exactly."""
+        return target - here > SEEK_GAP_FRAMES and self.seek_target(target) is not None
+
+    def _overshot(self, index: int) -> bool:
+        """After a seek, whether its first frame lies past the target (then seek again, earlier)."""
+        target, self.landing = self.landing, None
+        if target is None or index <= target or target - self.back <= 0:
+            return False
+        self.back = max(2 * self.back, 16)
+        self.seek_to = target
         return True
 
     def demux_pass(
@@ -344,6 +435,8 @@ class _DecodeCursor:
                 continue
             for frame in decoded:
                 index = self._record(frame)
+                if self._overshot(index):
+                    return
                 step = self._place(index)
                 if step is _Step.YIELD:
                     yield index, frame
@@ -375,7 +468,7 @@ class _DecodeCursor:
         if target == index:
             self.pos += 1
             return _Step.YIELD
-        if target - index > SEEK_GAP_FRAMES and target != self.sought:
+        if target != self.sought and self._seekable(target, index):
             self.seek_to = target
             return _Step.SEEK
         return _Step.SKIP
