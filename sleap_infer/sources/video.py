@@ -50,6 +50,10 @@ class VideoInfo:
     width: int
     grayscale: bool  # R == G == B on the first frame
     codec: str
+    # Degrees (counterclockwise, a multiple of 90) the frames are turned by to honour the
+    # container's display-matrix flag, as sleap-io (OpenCV) shows them; height and width
+    # are those of the turned frames.
+    rotation: int = 0
     # An image sequence's frames, in order (absolute): the output references these
     # instead of ``path``, which is then the folder they were found in.
     files: tuple[str, ...] = ()
@@ -236,7 +240,8 @@ class VideoReader:
                 ) from exc
             if first is None:
                 raise VideoError(f"{self.path}: video has no decodable frames")
-            rgb = first.to_ndarray(format="rgb24")
+            self._turns = _quarter_turns(first)
+            rgb = _pixels(first, 3, self._turns)
             # Samples an edit list cuts off (``ffmpeg -ss ... -c copy``) are in the count
             # but never come out of the decoder.
             discarded = sum(1 for entry in stream.index_entries if entry.is_discard)
@@ -260,6 +265,7 @@ class VideoReader:
                     and np.array_equal(rgb[..., 0], rgb[..., 2])
                 ),
                 codec=stream.codec_context.name,
+                rotation=90 * self._turns,
             )
         finally:
             container.close()
@@ -313,7 +319,7 @@ class VideoReader:
             stream.thread_count = self.threads
             while cursor.seek_if_asked(container, stream):
                 for index, frame in cursor.demux_pass(container, stream):
-                    yield index, _pixels(frame, channels)
+                    yield index, _pixels(frame, channels, self._turns)
                 if cursor.done:
                     return  # every wanted frame is out: nothing is missing, so no tail
                 if cursor.seek_to is None:
@@ -323,10 +329,23 @@ class VideoReader:
             container.close()
 
 
-def _pixels(frame: av.VideoFrame, channels: int) -> np.ndarray:
+def _pixels(frame: av.VideoFrame, channels: int, turns: int = 0) -> np.ndarray:
     """Convert only frames that are yielded: the RGB decode is the costly part."""
     rgb = frame.to_ndarray(format="rgb24")
-    return np.ascontiguousarray(rgb[..., :1]) if channels == 1 else rgb
+    if turns:
+        rgb = np.rot90(rgb, turns)
+    return np.ascontiguousarray(rgb[..., :1] if channels == 1 else rgb)
+
+
+def _quarter_turns(frame: av.VideoFrame) -> int:
+    """Counterclockwise quarter turns the display matrix asks for (phones record sideways
+    and flag it). sleap-io's default OpenCV reader applies it, so SLEAP and sleap-nn see
+    turned frames; predicting unturned ones would misplace every point."""
+    try:
+        degrees = frame.rotation
+    except (AttributeError, ValueError):
+        return 0
+    return round((degrees or 0) / 90) % 4
 
 
 class _Step(Enum):
