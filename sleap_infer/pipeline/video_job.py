@@ -136,11 +136,12 @@ def project_selection(
     return chosen if chosen.active else None
 
 
-def open_source(video: str | Path, chosen: ProjectSelection | None) -> VideoReader:
+def open_source(
+    video: str | Path, chosen: ProjectSelection | None, keep_corrupt: bool = False
+) -> VideoReader:
     """A video file, an image folder or glob, or the frames of a SLEAP project's video."""
-    if chosen is not None:
-        return open_video(video, video_index=chosen.video_index or 0)
-    return open_video(video)
+    index = 0 if chosen is None else chosen.video_index or 0
+    return open_video(video, video_index=index, keep_corrupt=keep_corrupt)
 
 
 def project_frames(
@@ -248,7 +249,7 @@ class VideoJob:
         mark("video_start")
         chosen = project_selection(pipeline, video, video_index)
         with span("video_open"):
-            reader = open_source(video, chosen)
+            reader = open_source(video, chosen, pipeline.options.keep_corrupt_frames)
         info = reader.info
         indices, clamped = select_frames(frames, info.n_frames, video)
         indices = project_frames(video, reader, indices, chosen)

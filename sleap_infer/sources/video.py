@@ -67,6 +67,8 @@ class VideoInfo:
 DECODE_ERROR = "decode"  # the decoder rejected the frame's data
 MISSING_AT_END = "end"  # the stream ended before this frame (truncated video)
 ABSENT = "absent"  # the source holds no such frame (a .pkg.slp embeds only some)
+CORRUPT = "corrupt"  # decoded, but FFmpeg flags it damaged (kept with keep_corrupt_frames)
+CORRUPT_REASON = "decoder flagged the frame corrupt (damaged data, or a reference frame that was)"
 
 
 @dataclass(frozen=True)
@@ -211,10 +213,16 @@ class VideoReader:
 
     Each :meth:`iter_frames` call opens its own container, so a reader can be
     iterated from a decode thread while the main thread only reads ``info``.
+
+    Frames FFmpeg flags corrupt (concealed damage in the frame or in a frame it is
+    predicted from) are bad frames, reported with kind :data:`CORRUPT`: points
+    predicted on smeared pixels look plausible and are wrong. ``keep_corrupt``
+    yields them like any other frame.
     """
 
-    def __init__(self, path: str | Path, threads: int = 0) -> None:
+    def __init__(self, path: str | Path, threads: int = 0, keep_corrupt: bool = False) -> None:
         self.path = Path(path)
+        self.keep_corrupt = keep_corrupt
         if self.path.is_dir():
             raise VideoError(f"{self.path}: is a directory, not a video")
         if not self.path.exists():
@@ -309,9 +317,8 @@ class VideoReader:
         wanted = None if indices is None else sorted(set(indices))
         if wanted is not None and not wanted:
             return
-        cursor = _DecodeCursor(
-            wanted, start, _LossReporter(on_error, wanted, start), self._index_of, self._seek_target
-        )
+        losses = _LossReporter(on_error, wanted, start)
+        cursor = _DecodeCursor(wanted, start, losses, self._index_of, self._seek_target)
         container = _open(self.path)
         try:
             stream = container.streams.video[0]
@@ -319,13 +326,17 @@ class VideoReader:
             stream.thread_count = self.threads
             while cursor.seek_if_asked(container, stream):
                 for index, frame in cursor.demux_pass(container, stream):
-                    yield index, _pixels(frame, channels, self._turns)
+                    if frame.is_corrupt and not self.keep_corrupt:
+                        losses.corrupt(index)
+                    else:
+                        yield index, _pixels(frame, channels, self._turns)
                 if cursor.done:
                     return  # every wanted frame is out: nothing is missing, so no tail
                 if cursor.seek_to is None:
                     break  # the stream ran out or the demuxer gave up
             cursor.report_tail(self.info.n_frames)
         finally:
+            losses.flush()
             container.close()
 
 
@@ -514,8 +525,17 @@ class _LossReporter:
         self.on_error = on_error
         self.wanted = None if wanted is None else set(wanted)
         self.start = start
+        self.corrupted = RunCollector(on_error)
+
+    def corrupt(self, index: int) -> None:
+        """Frame ``index`` (a wanted one) decoded with FFmpeg's corrupt flag."""
+        self.corrupted.add(index, CORRUPT_REASON, CORRUPT)
+
+    def flush(self) -> None:
+        self.corrupted.flush()
 
     def _emit(self, indices: Iterable[int], reason: str, kind: str) -> None:
+        self.flush()  # keep reports in frame order
         if self.on_error is None:
             return
         for first, count in runs(indices):
