@@ -67,8 +67,9 @@ class VideoInfo:
 DECODE_ERROR = "decode"  # the decoder rejected the frame's data
 MISSING_AT_END = "end"  # the stream ended before this frame (truncated video)
 ABSENT = "absent"  # the source holds no such frame (a .pkg.slp embeds only some)
-CORRUPT = "corrupt"  # decoded, but FFmpeg flags it damaged (kept with keep_corrupt_frames)
-CORRUPT_REASON = "decoder flagged the frame corrupt (damaged data, or a reference frame that was)"
+CORRUPT = "corrupt"  # decoded from damaged data (kept with keep_corrupt_frames)
+CORRUPT_REASON = "decoder flagged the frame corrupt"
+TAINTED_REASON = "predicted from a corrupt frame (after it, before the next keyframe)"
 
 
 @dataclass(frozen=True)
@@ -214,10 +215,12 @@ class VideoReader:
     Each :meth:`iter_frames` call opens its own container, so a reader can be
     iterated from a decode thread while the main thread only reads ``info``.
 
-    Frames FFmpeg flags corrupt (concealed damage in the frame or in a frame it is
-    predicted from) are bad frames, reported with kind :data:`CORRUPT`: points
-    predicted on smeared pixels look plausible and are wrong. ``keep_corrupt``
-    yields them like any other frame.
+    Frames FFmpeg flags corrupt (it concealed damage in them) are bad frames,
+    reported with kind :data:`CORRUPT`: points predicted on smeared pixels look
+    plausible and are wrong. FFmpeg flags only the frames it concealed, not the
+    ones predicted from them, which carry the damage on to the next keyframe
+    (with one keyframe per video, to the end): those are bad frames of the same
+    kind too. ``keep_corrupt`` yields them like any other frame.
     """
 
     def __init__(self, path: str | Path, threads: int = 0, keep_corrupt: bool = False) -> None:
@@ -325,9 +328,9 @@ class VideoReader:
             stream.thread_type = "AUTO"
             stream.thread_count = self.threads
             while cursor.seek_if_asked(container, stream):
-                for index, frame in cursor.demux_pass(container, stream):
-                    if frame.is_corrupt and not self.keep_corrupt:
-                        losses.corrupt(index)
+                for index, frame, damage in cursor.demux_pass(container, stream):
+                    if damage is not None and not self.keep_corrupt:
+                        losses.corrupt(index, damage)
                     else:
                         yield index, _pixels(frame, channels, self._turns)
                 if cursor.done:
@@ -407,6 +410,7 @@ class _DecodeCursor:
         self.pending: str | None = None  # latest decoder error not yet tied to lost frames
         self.ended_early: str | None = None
         self.done = False
+        self.tainted = False  # a corrupt frame came out since the last clean keyframe
 
     def seek_if_asked(
         self, container: av.container.InputContainer, stream: av.video.stream.VideoStream
@@ -426,6 +430,7 @@ class _DecodeCursor:
         # Frames decoded before a seek say nothing about gaps after it.
         self.sought = self.landing = self.seek_to
         self.last, self.from_origin, self.seek_to = -1, False, None
+        self.tainted = False  # decoding restarts at a keyframe
         return True
 
     def _seekable(self, target: int, here: int) -> bool:
@@ -443,8 +448,10 @@ class _DecodeCursor:
 
     def demux_pass(
         self, container: av.container.InputContainer, stream: av.video.stream.VideoStream
-    ) -> Iterator[tuple[int, av.VideoFrame]]:
+    ) -> Iterator[tuple[int, av.VideoFrame, str | None]]:
         """Decode packet by packet from here until the stream ends, a seek is due or all is done.
+
+        Yields each wanted frame with the reason it is damaged (None when it is not).
 
         A bad packet only costs its frames (remembered in ``pending``); a
         demuxer error ends the pass like the end of the stream does.
@@ -467,11 +474,22 @@ class _DecodeCursor:
                 index = self._record(frame)
                 if self._overshot(index):
                     return
+                damage = self._damage(frame)
                 step = self._place(index)
                 if step is _Step.YIELD:
-                    yield index, frame
+                    yield index, frame, damage
                 elif step is not _Step.SKIP:
                     return  # SEEK or DONE: the caller acts on ``seek_to`` / ``done``
+
+    def _damage(self, frame: av.VideoFrame) -> str | None:
+        """Why this frame's pixels are damaged, or None: flagged by FFmpeg, or shown after a
+        flagged frame and before the next clean keyframe (it may be predicted from it)."""
+        if frame.is_corrupt:
+            self.tainted = True
+            return CORRUPT_REASON
+        if frame.key_frame:
+            self.tainted = False
+        return TAINTED_REASON if self.tainted else None
 
     def _record(self, frame: av.VideoFrame) -> int:
         """Index a decoded frame and report the frames the decoder skipped before it."""
@@ -527,9 +545,9 @@ class _LossReporter:
         self.start = start
         self.corrupted = RunCollector(on_error)
 
-    def corrupt(self, index: int) -> None:
-        """Frame ``index`` (a wanted one) decoded with FFmpeg's corrupt flag."""
-        self.corrupted.add(index, CORRUPT_REASON, CORRUPT)
+    def corrupt(self, index: int, reason: str) -> None:
+        """Frame ``index`` (a wanted one) decoded from damaged data."""
+        self.corrupted.add(index, reason, CORRUPT)
 
     def flush(self) -> None:
         self.corrupted.flush()
