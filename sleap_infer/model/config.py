@@ -257,6 +257,18 @@ def _embedding_settings(
     )
 
 
+def _activation(spec: HeadSpec, sub: dict[str, Any]) -> str:
+    """The head's output activation: its type's, or a sigmoid the block asks for.
+
+    ``use_sigmoid_activation: true`` (sleap-nn 0.3.5, centroid heads trained with focal
+    loss) puts ``nn.Sigmoid`` after the 1x1 conv; without it the maps would be logits,
+    and peak thresholds and refinement would read the wrong numbers.
+    """
+    if spec.sigmoid_option and bool(sub.get("use_sigmoid_activation") or False):
+        return "sigmoid"
+    return spec.activation
+
+
 def _head(spec: HeadSpec, sub: dict[str, Any], channels: int) -> HeadConfig:
     if spec.channels == EMBEDDING_DIM:
         return _embedding_head(spec, sub)
@@ -272,7 +284,7 @@ def _head(spec: HeadSpec, sub: dict[str, Any], channels: int) -> HeadConfig:
         channels,
         int(get(sub, "output_stride", spec.stride)),
         section=spec.section,
-        activation=spec.activation,
+        activation=_activation(spec, sub),
         vector=spec.vector,
         strides=_level_strides(spec, sub),
         **vector,
