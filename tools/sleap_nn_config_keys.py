@@ -46,15 +46,21 @@ def _walk(classes: dict[str, list[tuple[str, str]]], name: str, prefix: str) -> 
     for field, text in classes[name]:
         key = f"{prefix}.{field}"
         keys.append(key)
-        nested = [c for c in classes if c.endswith("Config") and f"[{c}]" in text or (
-            c.endswith("Config") and (text.startswith(c) or f"factory={c}" in text))]
+        nested = [
+            c
+            for c in classes
+            if (c.endswith("Config") and f"[{c}]" in text)
+            or (c.endswith("Config") and (text.startswith(c) or f"factory={c}" in text))
+        ]
         for child in nested:
             keys += _walk(classes, child, key)
     return keys
 
 
 def main(package: Path) -> None:
-    classes = _classes([package / "config" / "data_config.py", package / "config" / "model_config.py"])
+    classes = _classes(
+        [package / "config" / "data_config.py", package / "config" / "model_config.py"]
+    )
     for prefix, root in ROOTS:
         for key in _walk(classes, root, prefix):
             print(key)

@@ -35,6 +35,7 @@ from sleap_infer.model.registry import (
     model_type,
     tileable_types,
 )
+from sleap_infer.model.schema import check_keys
 
 
 @dataclass(frozen=True)
@@ -370,8 +371,14 @@ def _parse(raw: dict[str, Any]) -> ModelConfig:
 
 
 def parse_config(raw: dict[str, Any], source: str = "training_config.yaml") -> ModelConfig:
-    """Build a :class:`ModelConfig` from a parsed YAML dict; every error names ``source``."""
+    """Build a :class:`ModelConfig` from a parsed YAML dict; every error names ``source``.
+
+    Every key is checked against sleap-nn 0.3.5's schema first (:mod:`.schema`): one that
+    would change predictions in a way not reproduced here is refused by name, and an
+    unknown one is warned about, not dropped silently.
+    """
     try:
+        check_keys(raw, source)
         return _parse(raw)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from exc

@@ -58,7 +58,12 @@ def _hand_peaks(maps: np.ndarray) -> list[set[tuple[float, float]]]:
         padded = np.pad(frame, 1, constant_values=-np.inf)
         h, w = frame.shape
         neighbours = np.max(
-            [padded[dy : dy + h, dx : dx + w] for dy in range(3) for dx in range(3) if (dy, dx) != (1, 1)],
+            [
+                padded[dy : dy + h, dx : dx + w]
+                for dy in range(3)
+                for dx in range(3)
+                if (dy, dx) != (1, 1)
+            ],
             axis=0,
         )
         rows, cols = np.nonzero((frame > neighbours) & (frame > THRESHOLD))
@@ -87,7 +92,9 @@ def test_maps_and_peaks_are_the_hand_computed_sigmoid(model: LoadedModel) -> Non
         got = {tuple(map(float, p)) for p in preds.extras["centroids"][frame][valid]}
         assert hand and got == hand
         # Scores are the sigmoid values at the peaks.
-        for (x, y), score in zip(preds.extras["centroids"][frame][valid], preds.instance_scores[frame][valid]):
+        for (x, y), score in zip(
+            preds.extras["centroids"][frame][valid], preds.instance_scores[frame][valid]
+        ):
             assert abs(score - expected[frame, 0, int(y) // STRIDE, int(x) // STRIDE]) < 1e-6
 
 
