@@ -381,15 +381,19 @@ def _parse(raw: dict[str, Any], folder: Path) -> ModelConfig:
     )
 
 
-def parse_config(raw: dict[str, Any], source: str = "training_config.yaml") -> ModelConfig:
+def parse_config(
+    raw: dict[str, Any], source: str = "training_config.yaml", audit: bool = True
+) -> ModelConfig:
     """Build a :class:`ModelConfig` from a parsed YAML dict; every error names ``source``.
 
     Every key is checked against sleap-nn 0.3.5's schema first (:mod:`.schema`): one that
     would change predictions in a way not reproduced here is refused by name, and an
-    unknown one is warned about, not dropped silently.
+    unknown one is warned about, not dropped silently. ``audit=False`` for configs we
+    translated ourselves (SLEAP 1.x: :mod:`sleap_infer.model.legacy` judges their keys).
     """
     try:
-        check_keys(raw, source)
+        if audit:
+            check_keys(raw, source)
         return _parse(raw, Path(source).parent)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from exc
