@@ -113,3 +113,27 @@ def test_exports_keep_the_sigmoid(model: LoadedModel, runtime: str) -> None:
     np.testing.assert_allclose(got.instance_scores, ref.instance_scores, atol=1e-5)
     scores = ref.instance_scores[ref.valid]
     assert scores.size and (scores > THRESHOLD).all() and (scores < 1.0).all()
+
+
+def test_the_sigmoid_is_in_the_onnx_graph_every_runtime_builds_from(model: LoadedModel) -> None:
+    """ONNX Runtime, OpenVINO and TensorRT (``trt.OnnxParser`` on the same ``model.onnx``)
+    all run this one graph: the sigmoid sits in it, written out as ``1 / (1 + exp(-x))``.
+    TensorRT itself is not installed here (nor on the lent GPU machines)."""
+    if importlib.util.find_spec("onnx") is None:
+        pytest.skip("onnx is not installed")
+    import onnx
+
+    from sleap_infer.export.exporter import export_model
+    from sleap_infer.export.settings import ExportSettings
+
+    def ops(loaded: LoadedModel) -> list[str]:
+        info = export_model(loaded, settings=ExportSettings(frame_size=(32, 48)))
+        graph = onnx.load(str(info.onnx_path)).graph
+        return [node.op_type for node in graph.node]
+
+    plain = load_model(write_model_dir(model.path.parent / "plain", config_dict("centroid")))
+    extra = ops(model)
+    for op in ops(plain):
+        extra.remove(op)
+    assert {"Exp", "Reciprocal"} <= set(extra), extra
+    assert "Sigmoid" not in extra  # ONNX Runtime's Sigmoid kernel is an approximation
