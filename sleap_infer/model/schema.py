@@ -346,13 +346,13 @@ def rule(key: str) -> KeyRule | None:
 
 def _walk(node: Any, prefix: str) -> Iterator[tuple[str, Any]]:
     """Every ``(dotted key, value)`` under ``node``, descending only into schema sections
-    (a ``convnext.arch`` or a skeleton is a value, not a section)."""
+    (a ``convnext.arch`` or a skeleton is a value; an unknown block is one unknown key)."""
     if not isinstance(node, dict):
         return
     for name, value in node.items():
         key = f"{prefix}.{name}"
         yield key, value
-        if key in _PARENTS or rule(key) is None:
+        if key in _PARENTS:
             yield from _walk(value, key)
 
 
@@ -370,9 +370,8 @@ def check_keys(raw: dict[str, Any], source: str) -> None:
     for key, value in config_keys(raw):
         found = rule(key)
         if found is None:
-            top = key.rsplit(".", 1)[0]
-            if top in _warned or key in _warned:
-                continue  # a whole unknown section warns once, at its top
+            if key in _warned:
+                continue
             _warned.add(key)
             warnings.warn(
                 f"{source}: {key} is not a sleap-nn {SCHEMA_VERSION} config key; ignored "
