@@ -41,10 +41,16 @@ def mask_tracks(path: Path) -> dict[tuple[int, bytes], str | None]:
     }
 
 
+CLEANUP = [
+    *("--tracking-target-instance-count", "2", "--tracking-pre-cull-to-target", "1"),
+    *("--tracking-clean-instance-count", "2", "--post-connect-single-breaks"),
+]
+
+
 @pytest.mark.parametrize(
     "extra",
-    [[], ["--use-flow"], ["--tracker", "bytetrack"]],
-    ids=["classic", "optical-flow", "bytetrack"],
+    [[], ["--use-flow"], ["--tracker", "bytetrack"], CLEANUP],
+    ids=["classic", "optical-flow", "bytetrack", "cull-clean-connect"],
 )
 def test_killed_tracked_run_resumes_to_identical_tracks(
     shared: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, extra: list[str]
