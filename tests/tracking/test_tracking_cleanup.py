@@ -191,3 +191,18 @@ def test_refusals_are_usage_errors() -> None:
     plain = TrackingOptions()
     tracker = make_tracker(plain, POSES, N_NODES)
     assert with_cleanup(tracker, plain, POSES, N_NODES, False) is tracker
+
+
+def test_max_instances_gives_the_target_count_and_track_cap_as_sleap_nns_cli_does() -> None:
+    from sleap_infer.pipeline.spec import bind
+
+    spec = bind(["m"], tracking=True, max_instances=3, post_connect_single_breaks=True)
+    assert spec.tracking is not None
+    assert spec.tracking.tracking_target_instance_count == 3 and spec.tracking.max_tracks == 3
+    spec = bind(["m"], tracking=True, max_instances=3, tracking_pre_cull_to_target=1)
+    assert spec.tracking is not None
+    assert spec.tracking.tracking_target_instance_count == 3 and spec.tracking.max_tracks is None
+    spec = bind(["m"], tracking=True, max_instances=3)  # nothing asks for a count
+    assert spec.tracking is not None and spec.tracking.tracking_target_instance_count is None
+    with pytest.raises(UsageError, match="only matter with --tracking"):
+        bind(["m"], tracking_clean_instance_count=2)
