@@ -284,6 +284,9 @@ def predict(
     tracking_clean_instance_count: trk.CleanCount = 0,
     tracking_clean_iou_threshold: trk.CleanIou = 0.0,
     post_connect_single_breaks: trk.ConnectBreaks = False,
+    appearance_weight: trk.AppearanceWeight = trk.DEFAULTS.appearance_weight,
+    euclidean_scale: trk.EuclideanScale = None,
+    appearance_threshold: trk.AppearanceThreshold = None,
     # --- post-filters and training-config overrides (sleap-nn's).
     filter_overlapping: adj.FilterOverlapping = False,
     filter_overlapping_method: adj.FilterOverlappingMethod = adj.DEFAULT_OVERLAP_METHOD,

@@ -70,6 +70,9 @@ def track(
     tracking_clean_instance_count: trk.CleanCount = 0,
     tracking_clean_iou_threshold: trk.CleanIou = 0.0,
     post_connect_single_breaks: trk.ConnectBreaks = False,
+    appearance_weight: trk.AppearanceWeight = trk.DEFAULTS.appearance_weight,
+    euclidean_scale: trk.EuclideanScale = None,
+    appearance_threshold: trk.AppearanceThreshold = None,
 ) -> None:
     """Re-track a prediction file (ours or sleap-nn's) without a model."""
     from sleap_infer.pipeline.retrack import retrack_file

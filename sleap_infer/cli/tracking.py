@@ -173,6 +173,37 @@ ConnectBreaks = Annotated[
     ),
 ]
 
+AppearanceWeight = Annotated[
+    float,
+    typer.Option(
+        min=0.0,
+        max=1.0,
+        metavar="W",
+        help="Classic: blend re-ID cosine into the geometric score, (1-W)*geometry + "
+        "W*appearance where both exist (0 = geometry only). Needs vectors (an embedding "
+        "model in the run, or a .slp saved with them) and oks/iou/mask_iou scoring, or "
+        "euclidean_dist with --euclidean-scale.",
+    ),
+]
+EuclideanScale = Annotated[
+    float | None,
+    typer.Option(
+        metavar="PIXELS",
+        help="Blend with euclidean_dist: geometry becomes exp(-distance/PIXELS); pass "
+        "the typical per-frame step of one animal.",
+        show_default=False,
+    ),
+]
+AppearanceThreshold = Annotated[
+    str | None,
+    typer.Option(
+        metavar="auto|COS",
+        help="Appearance trackers only (botsort, deepocsort, deepsort, strongsort): "
+        "minimum cosine for appearance to support a match, or auto.",
+        show_default=False,
+    ),
+]
+
 DEFAULTS = TrackingOptions()
 
 

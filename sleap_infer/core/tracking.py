@@ -30,6 +30,8 @@ TRACK_LOW_THRESHOLD = 0.1
 NEW_TRACK_THRESHOLD = 0.6
 MATCH_IOU_THRESHOLD = 0.2  # minimum IoU of a first-stage match (ByteTrack: 1 - 0.8 cost)
 TRACK_BUFFER = 30  # frames a lost track is kept for re-association
+# sleap-nn's trackers that associate by appearance: only they read --appearance-threshold.
+APPEARANCE_TRACKERS = ("botsort", "deepocsort", "deepsort", "strongsort")
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,12 @@ class TrackingOptions:
     tracking_clean_instance_count: int = 0
     tracking_clean_iou_threshold: float = 0.0
     post_connect_single_breaks: bool = False
+    # Appearance blend on the classic tracker (sleap-nn's): score = (1 - w) * geometry
+    # + w * re-ID cosine where both exist; euclidean_dist geometry is first mapped to
+    # exp(-d / euclidean_scale). appearance_threshold: the appearance trackers' knob.
+    appearance_weight: float = 0.0
+    euclidean_scale: float | None = None
+    appearance_threshold: str | None = None
 
     def __post_init__(self) -> None:
         for name, allowed in (
@@ -94,11 +102,42 @@ class TrackingOptions:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise UsageError(f"--{name.replace('_', '-')} {value}: must be at least 0")
+        self._check_appearance()
         if self.needs_target and not self.tracking_target_instance_count:
             raise UsageError(
                 "--tracking-pre-cull-to-target and --post-connect-single-breaks need"
                 " --tracking-target-instance-count (or --max-instances)"
             )
+
+    def _check_appearance(self) -> None:
+        """sleap-nn's rules that need no detections (``validate_appearance_config``)."""
+        w = self.appearance_weight
+        if not 0.0 <= w <= 1.0:
+            raise UsageError(f"--appearance-weight {w}: must be in [0, 1]")
+        if self.euclidean_scale is not None and not self.euclidean_scale > 0:
+            raise UsageError(f"--euclidean-scale {self.euclidean_scale}: must be > 0 pixels")
+        if self.appearance_threshold is not None:
+            appearance_threshold_value(self.appearance_threshold)
+            if self.tracker not in APPEARANCE_TRACKERS:
+                raise UsageError(
+                    f"--appearance-threshold only applies to the appearance trackers"
+                    f" ({' / '.join(APPEARANCE_TRACKERS)}); --tracker {self.tracker}"
+                    " associates by geometry alone"
+                )
+        if w == 0.0:
+            return
+        if self.tracker != "classic":
+            raise UsageError(
+                f"--appearance-weight is an option of the classic tracker; --tracker"
+                f" {self.tracker} would ignore it"
+            )
+        if self.features == "embeddings":
+            raise UsageError(
+                "--appearance-weight blends appearance into a geometric score; --features"
+                " embeddings is appearance only (pick keypoints, centroids, bboxes or masks)"
+            )
+        if self.use_flow:
+            raise UsageError("--appearance-weight does not support --use-flow (shifted points)")
 
     @property
     def needs_target(self) -> bool:
@@ -112,3 +151,16 @@ class TrackingOptions:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def appearance_threshold_value(text: str) -> float | str:
+    """``"auto"`` or a minimum cosine in [-1, 1] (sleap-nn's converter)."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not -1.0 <= value <= 1.0:
+        raise UsageError(f"--appearance-threshold {text!r}: 'auto' or a cosine in [-1, 1]")
+    return value

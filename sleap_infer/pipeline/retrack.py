@@ -64,16 +64,28 @@ def _usable(detection: Any) -> bool:
 def _carrier(labels: sio.Labels, options: TrackingOptions) -> tuple[str, bool]:
     """The carrier to track, and whether appearance (re-ID) tracking applies."""
     frames = labels.labeled_frames
-    if options.features in (None, "embeddings") and options.tracker == "classic":
+    blend = options.appearance_weight > 0
+    if options.features in (None, "embeddings") and options.tracker == "classic" and not blend:
         poses = sum(_usable(i) for lf in frames for i in lf.instances)
         masks = sum(_usable(m) for lf in frames for m in lf.masks)
         if poses or masks:
             return (MASKS if masks > poses else POSES), True
     has_masks = any(lf.masks for lf in frames)
     has_predicted = any(lf.has_predicted_instances for lf in frames)
-    if has_masks and (not has_predicted or options.features == "masks"):
-        return MASKS, False
-    return POSES, False
+    carrier = MASKS if has_masks and (not has_predicted or options.features == "masks") else POSES
+    if not blend:
+        return carrier, False
+    # The blend reads the tracked detections' own vectors (sleap-nn refuses the rest).
+    on_masks = any(_usable(m) for lf in frames for m in lf.masks)
+    on_poses = any(_usable(i) for lf in frames for i in lf.instances)
+    tracked, other = (on_masks, on_poses) if carrier == MASKS else (on_poses, on_masks)
+    if other and not tracked:
+        where = POSES if carrier == MASKS else MASKS
+        raise UsageError(
+            f"--appearance-weight: the re-ID vectors are on the {where} but tracking"
+            f" follows the {carrier}; the blend would read none"
+        )
+    return carrier, tracked
 
 
 def _targets(lf: sio.LabeledFrame, carrier: str) -> list[Any]:

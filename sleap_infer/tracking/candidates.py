@@ -39,6 +39,7 @@ class Entry:
     points: np.ndarray | None = None  # (N, 2) float64 source points (poses; flow shifts them)
     track: Track = None
     score: float = float("nan")
+    vector: np.ndarray | None = None  # re-ID vector an appearance blend reads (else None)
 
 
 @dataclass

@@ -14,7 +14,12 @@ Differences to sleap-nn, on purpose: a detection that gets no track is kept,
 untracked (track -1), where sleap-nn drops it from its output; a matched
 track's score keeps float64 until the output's float32. Pre-cull, post-clean
 and connect-single-breaks wrap any tracker (:mod:`~sleap_infer.tracking.cleanup`).
-Not implemented: the Kalman candidate shift and the ``appearance_weight`` blend.
+Not implemented: the Kalman candidate shift.
+
+``appearance_weight`` > 0 blends re-ID vectors into the geometric score as
+sleap-nn's ``_blend_appearance`` does (:func:`blend_appearance`): each entry
+keeps its detection's vector beside its geometric feature, the appearance
+matrix reduces over the same ``min_match_points``-filtered candidates.
 
 Everything the tracker remembers round-trips through :meth:`state` /
 :meth:`load_state` (see :mod:`~sleap_infer.tracking.classic_state`), so a
@@ -39,7 +44,7 @@ from sleap_infer.tracking.features import (
     visible_points,
 )
 from sleap_infer.tracking.matching import MATCHERS, drop_infeasible
-from sleap_infer.tracking.scoring import appearance_matrix, pair_matrix, reduce
+from sleap_infer.tracking.scoring import appearance_matrix, blend_appearance, pair_matrix, reduce
 
 Gallery = list[list[tuple[Feature, int]]]  # per track column: (feature, support)
 
@@ -97,20 +102,31 @@ class ClassicTracker:
                 if kind == "embeddings"
                 else [mask_crop(m) for m in masks]
             )
-            return [Entry(frame, mask_area(m), f) for m, f in zip(masks, feats)]
+            entries = [Entry(frame, mask_area(m), f) for m, f in zip(masks, feats)]
+            return self._with_vectors(entries, det)
         points = np.array(det.points, dtype=np.float64, copy=True)
         support = visible_points(points)
         if kind == "embeddings":
             feats = embedding_rows(_copy(det.embeddings), n)
         else:
             feats = [pose_feature(kind, p) for p in points]
-        return [Entry(frame, int(s), f, p) for s, f, p in zip(support, feats, points)]
+        entries = [Entry(frame, int(s), f, p) for s, f, p in zip(support, feats, points)]
+        return self._with_vectors(entries, det)
+
+    def _with_vectors(self, entries: list[Entry], det: Detections) -> list[Entry]:
+        """Attach each detection's re-ID vector when blending appearance."""
+        if self.options.appearance_weight > 0:
+            for entry, vec in zip(entries, embedding_rows(_copy(det.embeddings), len(entries))):
+                entry.vector = vec
+        return entries
 
     def _match(self, slot: Slot, image: np.ndarray | None) -> None:
         o = self.options
         tracks = self.window.tracks()
         gallery = self._shifted(tracks, image) if image is not None else self._gallery(tracks)
         scores = self._scores(slot.entries, gallery)
+        if o.appearance_weight > 0:
+            scores = self._blend(slot.entries, tracks, scores)
         cost = -scores
         cost[np.isnan(cost)] = np.inf
         pairs = MATCHERS[o.matching](cost)
@@ -170,6 +186,19 @@ class ClassicTracker:
                     reduce(block[q], o.reduction, o.robust_quantile) if column else np.nan
                 )
         return scores
+
+    def _blend(self, entries: list[Entry], tracks: list[Track], scores: np.ndarray) -> np.ndarray:
+        """sleap-nn's appearance blend over the same candidates geometry reduced over."""
+        o = self.options
+        vectors = [
+            [e.vector for e in self.window.candidates(t) if e.support > o.min_match_points]
+            for t in tracks
+        ]
+        appearance = appearance_matrix(
+            [e.vector for e in entries], vectors, o.reduction, o.robust_quantile
+        )
+        scale = o.euclidean_scale if o.scoring == "euclidean_dist" else None
+        return blend_appearance(scores, appearance, o.appearance_weight, scale)
 
     def state(self) -> TrackerState:
         return dump_state(self.options, self.carrier, self.window, self.images)

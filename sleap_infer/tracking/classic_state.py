@@ -6,7 +6,9 @@ first, or track queues by id, each oldest first):
 * ``frame``, ``track`` (-1 = none), ``support`` int64 and ``score`` float64, ``(E,)``;
 * poses: ``points`` float64 ``(E, N, 2)``: keypoint, centroid and box features
   are recomputed from them on load (same function, same bits);
-* re-ID vectors: ``vectors`` float64 ``(E, D)``, a NaN row = no vector;
+* re-ID vectors: ``vectors`` float64 ``(E, D)``, a NaN row = no vector (the
+  feature with ``embeddings``; beside the geometric feature with an
+  ``appearance_weight`` blend, which ``meta["blend"]`` then says);
 * masks: ``crop_box`` int64 ``(E, 4)`` = ``(y0, x0, h, w)``, ``crop_area``
   int64, and ``crop_bits``: all crops' pixels bit-packed end to end;
 * fixed window: ``slot_frame`` / ``slot_size`` int64 (a frame and how many of
@@ -35,24 +37,35 @@ LAYOUT = 1
 
 
 def _meta(options: TrackingOptions, carrier: str) -> dict[str, Any]:
-    return {
+    meta = {
         "tracker": "classic",
         "layout": LAYOUT,
         "carrier": carrier,
         "candidates": options.candidates,
         "features": options.features,
     }
+    if options.appearance_weight > 0:  # only then, so states saved before still load
+        meta["blend"] = True
+    return meta
 
 
-def _vectors(entries: list[Entry]) -> np.ndarray:
-    dims = {np.asarray(e.feature).size for e in entries if e.feature is not None}
+def _blends(options: TrackingOptions) -> bool:
+    return options.appearance_weight > 0 and options.features != "embeddings"
+
+
+def _vectors(rows: list[Any]) -> np.ndarray:
+    dims = {np.asarray(r).size for r in rows if r is not None}
     if len(dims) > 1:
         raise ValueError(f"re-ID vectors of several lengths in one tracker: {sorted(dims)}")
-    out = np.full((len(entries), dims.pop() if dims else 0), np.nan)
-    for i, e in enumerate(entries):
-        if e.feature is not None:
-            out[i] = e.feature
+    out = np.full((len(rows), dims.pop() if dims else 0), np.nan)
+    for i, r in enumerate(rows):
+        if r is not None:
+            out[i] = r
     return out
+
+
+def _rows(vectors: np.ndarray) -> list[np.ndarray | None]:
+    return [None if np.isnan(row).all() else row.copy() for row in vectors]
 
 
 def _masks(entries: list[Entry], arrays: dict[str, np.ndarray]) -> None:
@@ -88,8 +101,10 @@ def dump_state(
         stacked = [e.points for e in entries if e.points is not None]
         arrays["points"] = np.stack(stacked) if stacked else np.zeros((0, 0, 2))
     if options.features == "embeddings":
-        arrays["vectors"] = _vectors(entries)
-    elif options.features == "masks":
+        arrays["vectors"] = _vectors([e.feature for e in entries])
+    elif _blends(options):
+        arrays["vectors"] = _vectors([e.vector for e in entries])
+    if options.features == "masks":
         _masks(entries, arrays)
     if images:
         frames = sorted(images)
@@ -103,8 +118,7 @@ def _features(
     options: TrackingOptions, carrier: str, arrays: dict[str, np.ndarray], n: int
 ) -> list[Any]:
     if options.features == "embeddings":
-        vectors = arrays["vectors"]
-        return [None if np.isnan(row).all() else row.copy() for row in vectors]
+        return _rows(arrays["vectors"])
     if options.features == "masks":
         bits = np.unpackbits(arrays["crop_bits"])
         out, start = [], 0
@@ -132,6 +146,7 @@ def restore_state(
     if "points" in a:
         a["points"] = np.array(a["points"], dtype=np.float64, copy=True)
     features = _features(options, carrier, a, n)
+    vectors = _rows(a["vectors"]) if _blends(options) else [None] * n
     points = a.get("points")
     entries = [
         Entry(
@@ -141,6 +156,7 @@ def restore_state(
             points=None if points is None else points[i],
             track=None if a["track"][i] < 0 else int(a["track"][i]),
             score=a["score"][i],
+            vector=vectors[i],
         )
         for i in range(n)
     ]

@@ -17,6 +17,10 @@ Unlike sleap-nn, an explicitly chosen window of 5 on masks stays 5 (sleap-nn
 cannot tell it from its default). A combination whose scoring cannot read the
 feature is refused in one line rather than failing mid-video. ByteTrack reads
 none of the classic knobs: its unset fields are filled the same way, unchecked.
+
+An ``appearance_weight`` blend keeps the geometric choice (vectors on the
+detections then do not switch to appearance-only tracking), needs vectors,
+and a score bounded above by 1 (``euclidean_dist`` only with a scale).
 """
 
 from __future__ import annotations
@@ -107,7 +111,10 @@ def _bytetrack_fill(options: TrackingOptions, carrier: str, n_nodes: int) -> Tra
 def _fill(
     options: TrackingOptions, carrier: str, n_nodes: int, has_embeddings: bool
 ) -> TrackingOptions:
-    if options.features == "embeddings" or (options.features is None and has_embeddings):
+    blend = options.appearance_weight > 0
+    if options.features == "embeddings" or (
+        options.features is None and has_embeddings and not blend
+    ):
         return _embedding_choice(options, has_embeddings)
     if carrier == MASKS:
         return _mask_choice(options)
@@ -127,6 +134,33 @@ def resolve_options(
             f"--scoring {scoring} cannot score --features {features}"
             f" (use {' or '.join(SCORABLE[features])})"
         )
+    if resolved.appearance_weight > 0:
+        _check_blend(resolved, has_embeddings)
     if resolved.max_tracks is not None and resolved.candidates == "fixed_window":
         resolved = replace(resolved, candidates="local_queues")
     return resolved
+
+
+# Geometric scores a cosine can be blended with as they are (bounded above by 1).
+BLENDABLE_SCORING = ("oks", "iou", "mask_iou")
+
+
+def _check_blend(options: TrackingOptions, has_embeddings: bool) -> None:
+    """sleap-nn's refusals of a blend that would be inert or meaningless."""
+    w = options.appearance_weight
+    if not has_embeddings:
+        raise UsageError(
+            f"--appearance-weight {w}: no detection carries a re-ID vector (run an"
+            " embedding model, or track a .slp saved with its vectors)"
+        )
+    if options.scoring == "euclidean_dist":
+        if options.euclidean_scale is None:
+            raise UsageError(
+                f"--appearance-weight {w} with --scoring euclidean_dist needs"
+                " --euclidean-scale PIXELS (the typical step of one animal per frame)"
+            )
+    elif options.scoring not in BLENDABLE_SCORING:
+        raise UsageError(
+            f"--appearance-weight needs a bounded geometric score (oks, iou, mask_iou,"
+            f" or euclidean_dist with --euclidean-scale), not {options.scoring}"
+        )

@@ -199,3 +199,20 @@ def appearance_matrix(
         if hit.size:
             out[query_rows[hit], t] = reduce(block[hit], reduction, quantile, axis=1)
     return out
+
+
+def blend_appearance(
+    geometry: np.ndarray, appearance: np.ndarray, weight: float, scale: float | None
+) -> np.ndarray:
+    """``(1 - w) * geometry + w * appearance`` where both are finite; geometry elsewhere.
+
+    sleap-nn's ``_blend_appearance``: a missing vector never poisons a pair (NaN
+    would become an infinite cost and drop a good match), and a pair geometry
+    rejected stays rejected. With ``scale`` the geometry is a negative pixel
+    distance, first mapped to ``exp(-d / scale)`` in (0, 1] (ordering kept).
+    """
+    if scale is not None:
+        with np.errstate(over="ignore"):
+            geometry = np.exp(geometry / float(scale))
+    both = np.isfinite(geometry) & np.isfinite(appearance)
+    return np.where(both, (1.0 - weight) * geometry + weight * appearance, geometry)

@@ -196,3 +196,19 @@ def test_post_clean_untracks_extras_and_keeps_them_in_the_file(
         capsys, "track", src, "-o", tmp_path / "x.slp", "--post-connect-single-breaks"
     )
     assert code == 2 and "--tracking-target-instance-count" in err
+
+
+def test_an_appearance_blend_reads_the_files_vectors_and_keeps_geometry() -> None:
+    labels = _labels([_video()], 6)
+    for lf in labels.labeled_frames:
+        for k, inst in enumerate(lf.instances):
+            inst.identity_embedding = sio.Embedding(np.eye(4, dtype=np.float32)[k])
+    stats = retrack_labels(labels, TrackingOptions(appearance_weight=0.3))
+    assert (stats.options.features, stats.options.scoring) == ("keypoints", "oks")
+    assert stats.tracks == 2
+
+
+def test_an_appearance_blend_without_vectors_on_the_tracked_poses_is_refused() -> None:
+    labels = _labels([_video()], 4)
+    with pytest.raises(UsageError, match="no detection carries a re-ID vector"):
+        retrack_labels(labels, TrackingOptions(appearance_weight=0.3))

@@ -4,6 +4,7 @@ killed run resumed to exactly the tracks of an uninterrupted one."""
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import h5py
@@ -192,3 +193,34 @@ def test_embedding_model_tracks_by_its_vectors_as_sleap_nn(shared: Path, tmp_pat
     assert result.counts.tracks == 2
     tracking = sio.load_slp(str(out)).provenance["tracking"]
     assert tracking["options"]["features"] == "embeddings"
+
+
+def test_killed_appearance_blend_run_resumes_to_identical_tracks(
+    shared: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Centroids plus the re-ID model on a video, --appearance-weight over euclidean_dist:
+    the vectors the blend remembers are journaled with the tracker, so a run killed after
+    3 batches resumes track for track."""
+    models = [shared / "models" / "synthetic_centroid", shared / "models" / "synthetic_embedding"]
+    video = shared / "videos" / "synthetic_multi.mp4"
+    args = ["predict", video, "-m", models[0], "-m", models[1], "--device", "cpu", "-b", "4"]
+    args += ["-q", "--tracking", "--appearance-weight", "0.5", "--euclidean-scale", "8"]
+    resumed = tmp_path / "resumed.slp"
+    killed = infer_stopping("SIGKILL", 3, *args, "-o", resumed)
+    assert killed.returncode == -9, killed.stderr
+    journal = read_journal(journal_path(resumed))
+    assert journal.tracker is not None
+    meta, arrays = journal.tracker
+    assert '"blend": true' in json.dumps(meta) and any(k.endswith("vectors") for k in arrays)
+    code, err = run_cli(capsys, *args, "-o", resumed, "--resume")
+    assert code == 0, err
+    code, err = run_cli(capsys, *args, "-o", tmp_path / "clean.slp")
+    assert code == 0, err
+    clean, again = tracked_poses(tmp_path / "clean.slp"), tracked_poses(resumed)
+    assert [f[0] for f in clean] == [f[0] for f in again]
+    for (frame, names_a, _, sc_a), (_, names_b, _, sc_b) in zip(clean, again):
+        assert names_a == names_b, frame
+        np.testing.assert_array_equal(sc_a, sc_b)
+    assert len({n for f in clean for n in f[1]} - {None}) >= 2
+    options = sio.load_slp(str(resumed)).provenance["tracking"]["options"]
+    assert (options["scoring"], options["appearance_weight"]) == ("euclidean_dist", 0.5)

@@ -297,14 +297,15 @@ def _scene(carrier: str, n_frames: int = 40, seed: int = 0) -> list[Detections]:
 
 
 def _run(options: TrackingOptions, carrier: str, scene: list[Detections], cut: int | None):
-    t = make_tracker(options, carrier, N_NODES, "embeddings" in (options.features,))
+    vectors = options.features == "embeddings" or options.appearance_weight > 0
+    t = make_tracker(options, carrier, N_NODES, vectors)
     answers: list[Assignment] = []
     for f, det in enumerate(scene):
         answers.append(t.step(det))
         if f == cut:
             state = t.state()
             wire = TrackerState(json.loads(json.dumps(state.meta)), {**state.arrays})
-            t = make_tracker(options, carrier, N_NODES, "embeddings" in (options.features,))
+            t = make_tracker(options, carrier, N_NODES, vectors)
             t.load_state(wire)
             _assert_same_state(state, t.state())
     return answers, t
@@ -324,6 +325,15 @@ COMBINATIONS = [
     (MASKS, TrackingOptions()),
     (MASKS, TrackingOptions(candidates="fixed_window", window_size=3)),
     (MASKS, TrackingOptions(features="embeddings")),
+    (POSES, TrackingOptions(appearance_weight=0.4)),
+    (POSES, TrackingOptions(appearance_weight=0.3, candidates="local_queues")),
+    (
+        POSES,
+        TrackingOptions(
+            features="centroids", scoring="euclidean_dist", appearance_weight=0.5, euclidean_scale=4
+        ),
+    ),
+    (MASKS, TrackingOptions(appearance_weight=0.5)),
 ]
 
 
