@@ -287,6 +287,12 @@ def predict(
     appearance_weight: trk.AppearanceWeight = trk.DEFAULTS.appearance_weight,
     euclidean_scale: trk.EuclideanScale = None,
     appearance_threshold: trk.AppearanceThreshold = None,
+    link_tracklets: trk.LinkTracklets = False,
+    use_kalman: trk.UseKalman = False,
+    kf_track_features: trk.KfTrackFeatures = None,
+    kf_init_frame_count: trk.KfInitFrameCount = None,
+    kf_node_indices: trk.KfNodeIndices = None,
+    kf_reset_gap_size: trk.KfResetGapSize = None,
     # --- post-filters and training-config overrides (sleap-nn's).
     filter_overlapping: adj.FilterOverlapping = False,
     filter_overlapping_method: adj.FilterOverlappingMethod = adj.DEFAULT_OVERLAP_METHOD,

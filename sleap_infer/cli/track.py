@@ -73,6 +73,12 @@ def track(
     appearance_weight: trk.AppearanceWeight = trk.DEFAULTS.appearance_weight,
     euclidean_scale: trk.EuclideanScale = None,
     appearance_threshold: trk.AppearanceThreshold = None,
+    link_tracklets: trk.LinkTracklets = False,
+    use_kalman: trk.UseKalman = False,
+    kf_track_features: trk.KfTrackFeatures = None,
+    kf_init_frame_count: trk.KfInitFrameCount = None,
+    kf_node_indices: trk.KfNodeIndices = None,
+    kf_reset_gap_size: trk.KfResetGapSize = None,
 ) -> None:
     """Re-track a prediction file (ours or sleap-nn's) without a model."""
     from sleap_infer.pipeline.retrack import retrack_file

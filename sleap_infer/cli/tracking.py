@@ -204,6 +204,41 @@ AppearanceThreshold = Annotated[
     ),
 ]
 
+LinkTracklets = Annotated[
+    bool,
+    typer.Option(
+        "--link-tracklets",
+        help="sleap-nn's identity linking after each video: not ported yet (refused).",
+    ),
+]
+UseKalman = Annotated[
+    bool,
+    typer.Option(
+        "--use-kalman",
+        help="sleap-nn's Kalman candidate shift (classic): not ported yet (refused).",
+    ),
+]
+KfTrackFeatures = Annotated[
+    str | None,
+    typer.Option(
+        metavar="NAME", help="With --use-kalman (refused; sleap-nn: centroid).", show_default=False
+    ),
+]
+KfInitFrameCount = Annotated[
+    int | None,
+    typer.Option(
+        metavar="N", help="With --use-kalman (refused; sleap-nn: 10).", show_default=False
+    ),
+]
+KfNodeIndices = Annotated[
+    str | None,
+    typer.Option(metavar="I,J", help="With --use-kalman (refused).", show_default=False),
+]
+KfResetGapSize = Annotated[
+    int | None,
+    typer.Option(metavar="N", help="With --use-kalman (refused; sleap-nn: 5).", show_default=False),
+]
+
 DEFAULTS = TrackingOptions()
 
 
@@ -213,6 +248,8 @@ FIELDS = tuple(f.name for f in fields(TrackingOptions))
 def tracking_options(enabled: bool, params: dict[str, Any]) -> TrackingOptions | None:
     """The options from a command's parameters (named as ``TrackingOptions``' fields), or
     None when tracking is off (the rule: :func:`sleap_infer.pipeline.spec.tracking_options`)."""
+    from sleap_infer.pipeline.spec import refuse_not_ported
     from sleap_infer.pipeline.spec import tracking_options as bind_tracking
 
+    refuse_not_ported(params)
     return bind_tracking(enabled, {k: params[k] for k in FIELDS if k in params})

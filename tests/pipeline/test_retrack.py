@@ -212,3 +212,36 @@ def test_an_appearance_blend_without_vectors_on_the_tracked_poses_is_refused() -
     labels = _labels([_video()], 4)
     with pytest.raises(UsageError, match="no detection carries a re-ID vector"):
         retrack_labels(labels, TrackingOptions(appearance_weight=0.3))
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--link-tracklets"], "--link-tracklets"),
+        (["--use-kalman"], "--use-kalman"),
+        (["--kf-reset-gap-size", "3"], "--kf-reset-gap-size"),
+        (["--appearance-threshold", "0.4"], "--appearance-threshold"),
+        (["--appearance-weight", "0.5"], "--appearance-weight"),  # no vectors in the file
+    ],
+)
+def test_track_refuses_what_it_cannot_do_by_name_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], named: str
+) -> None:
+    src, dst = tmp_path / "in.slp", tmp_path / "out.slp"
+    sio.save_slp(_labels([_video()], 4), str(src))
+    code, err = run_cli(capsys, "track", src, "-o", dst, *flags)
+    assert code == 2 and named in err and len(err.strip().splitlines()) == 1, err
+    assert not dst.exists()
+
+
+def test_predict_binds_the_not_ported_names_and_refuses_them_when_set() -> None:
+    from sleap_infer.pipeline.spec import bind
+
+    spec = bind(["m"], tracking=True, link_tracklets=False, use_kalman=False, kf_node_indices=None)
+    assert spec.tracking is not None
+    with pytest.raises(UsageError, match="^--link-tracklets: .*not ported"):
+        bind(["m"], tracking=True, link_tracklets=True)
+    with pytest.raises(UsageError, match="^--kf-track-features"):
+        bind(["m"], tracking=True, kf_track_features="centroid")
+    weighted = bind(["m"], tracking=True, appearance_weight=0.3, euclidean_scale=5.0)
+    assert weighted.tracking is not None and weighted.tracking.appearance_weight == 0.3
