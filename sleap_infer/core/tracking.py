@@ -150,7 +150,21 @@ class TrackingOptions:
         return self.needs_target or self.tracking_clean_instance_count > 0
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields, less the appearance ones at their defaults: a journal's fingerprint
+        holds these, so runs killed before those options existed still resume."""
+        out = asdict(self)
+        for name in _APPEARANCE_FIELDS:
+            if out[name] == _APPEARANCE_DEFAULTS[name]:
+                del out[name]
+        return out
+
+
+_APPEARANCE_FIELDS = ("appearance_weight", "euclidean_scale", "appearance_threshold")
+_APPEARANCE_DEFAULTS = {
+    "appearance_weight": 0.0,
+    "euclidean_scale": None,
+    "appearance_threshold": None,
+}
 
 
 def appearance_threshold_value(text: str) -> float | str:

@@ -87,3 +87,15 @@ def test_a_blend_that_would_be_inert_or_meaningless_is_one_usage_line(
     with pytest.raises(UsageError, match=message) as err:
         make_tracker(TrackingOptions(**kw), POSES, n_nodes, vectors)  # type: ignore[arg-type]
     assert "\n" not in str(err.value)
+
+
+def test_unset_appearance_options_leave_the_fingerprint_as_before() -> None:
+    """A journal written before these options existed still resumes: unset, they are not
+    in ``to_json`` (the fingerprint's tracking part); set, they are, and round-trip."""
+    assert not {"appearance_weight", "euclidean_scale", "appearance_threshold"} & set(
+        TrackingOptions().to_json()
+    )
+    set_ = TrackingOptions(appearance_weight=0.2, euclidean_scale=3.0)
+    assert set_.to_json()["appearance_weight"] == 0.2
+    assert TrackingOptions(**set_.to_json()) == set_
+    assert TrackingOptions(**TrackingOptions().to_json()) == TrackingOptions()
