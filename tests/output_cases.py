@@ -132,3 +132,17 @@ def write(
     assert is_complete(out, fmt)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["j.partial", out.name]  # no temp
     return out
+
+
+def expected_slots(case: Case) -> dict[tuple[int, int], Expected]:
+    """(frame, slot) -> instance: identities by class, else by descending score."""
+    slots = {}
+    names = list(case.class_names)
+    for frame, instances in case.by_frame(placed_only=True).items():
+        if names:
+            for inst in instances:
+                slots[(frame, names.index(inst.track))] = inst
+        else:
+            ranked = sorted(instances, key=lambda inst: -inst.score)
+            slots.update({(frame, k): inst for k, inst in enumerate(ranked)})
+    return slots

@@ -20,8 +20,8 @@ Three readers, three expectations, one file:
   timestamps, scores instances by their mean point score, names tracks
   ``track<k>`` and treats them as identities only when the container names
   are ``track<digits>``. So the same tracks appear again in
-  ``SLEAP_VIDEO_000_<video stem>``, their data linked to ``behavior``'s (not
-  stored twice), named ``track<k>`` (zero-padded, so that sorted order is
+  ``SLEAP_VIDEO_000_<video stem>``, their data hard-linked to ``behavior``'s
+  (one dataset, two names), named ``track<k>`` (zero-padded, so that sorted order is
   track order) for identities and ``untracked_<k>`` for score ranks; the dense
   frame axis makes the rank the frame index. sleap-io's own writer loses the
   frame indices of sparse predictions and the tracks' identity on its own files.
@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+import h5py
 import numpy as np
 from ndx_pose import PoseEstimation, PoseEstimationSeries, Skeleton, Skeletons
 from pynwb import NWBHDF5IO, NWBFile
@@ -102,6 +103,7 @@ def write_nwb(path: Path, source: Source) -> None:
         name=SLEAP_MODULE.format(stem=Path(source.video.filename).stem),
         description="the tracks of behavior, linked (not copied), named for sleap_io.load_nwb",
     )
+    copies: dict[str, str] = {}  # the sleap-io copy's name -> the behavior track it shares
     for k, track in enumerate(tracks):
         about = f"track {track.name} ({_kind(axis)}); tracks are {axis.meaning}"
         name = MOVEMENT_KEY if len(tracks) == 1 else _nwb_name(track.name)
@@ -109,8 +111,23 @@ def write_nwb(path: Path, source: Source) -> None:
         behavior.add(main)
         copy = _linked_copy(main, _sleap_io_name(axis, k, len(tracks)), source, camera)
         for_sleap_io.add(copy)
+        copies[copy.name] = name
     with NWBHDF5IO(str(path), "w") as io:
         io.write(nwbfile)
+    share_data(path, f"processing/{for_sleap_io.name}", copies)
+
+
+def share_data(path: Path, module: str, copies: dict[str, str]) -> None:
+    """Point each copy's ``data`` and ``confidence`` at ``behavior``'s datasets (HDF5
+    hard links: one dataset, two names), in place of the empty ones pynwb wrote."""
+    with h5py.File(path, "r+") as f:
+        for copy, main in copies.items():
+            for node, series in f[f"{module}/{copy}"].items():
+                if not isinstance(series, h5py.Group) or "data" not in series:
+                    continue
+                for key in ("data", "confidence"):
+                    del series[key]
+                    series[key] = f[f"processing/behavior/{main}/{node}/{key}"]
 
 
 def _kind(axis: TrackAxis) -> str:
@@ -228,15 +245,16 @@ def _pose_estimation(
 
 
 def _linked_copy(main: PoseEstimation, name: str, source: Source, camera: Device) -> PoseEstimation:
-    """``main`` again for sleap-io: every series' data a link to ``main``'s."""
+    """``main`` again for sleap-io, its series empty until :func:`share_data` links them to
+    ``main``'s (pynwb 4 copies a series given as another's ``data``)."""
     series = [
         PoseEstimationSeries(
             name=one.name,
             description=one.description,
-            data=one,  # a TimeSeries as data: an HDF5 link to its data
+            data=np.zeros((0, 2), np.float32),
             unit=one.unit,
             reference_frame=one.reference_frame,
-            confidence=one.confidence,
+            confidence=np.zeros(0, np.float32),
             confidence_definition=one.confidence_definition,
             starting_time=0.0,
             rate=one.rate,

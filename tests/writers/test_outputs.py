@@ -21,7 +21,7 @@ from sleap_infer.writers.outputs import is_complete, write_from_journal
 from sleap_infer.writers.registry import FORMATS, get_format
 
 from conftest import fixture_model
-from output_cases import CASES, HAS_NWB, N_FRAMES, Case, Expected, make_case, needs_nwb, write
+from output_cases import CASES, HAS_NWB, N_FRAMES, expected_slots, make_case, needs_nwb, write
 
 
 @pytest.mark.parametrize("kind", CASES)
@@ -75,26 +75,12 @@ def _analysis(path: Path) -> dict[str, object]:
     return data
 
 
-def _expected_slots(case: Case) -> dict[tuple[int, int], Expected]:
-    """(frame, slot) -> instance: identities by class, else by descending score."""
-    slots = {}
-    names = list(case.class_names)
-    for frame, instances in case.by_frame(placed_only=True).items():
-        if names:
-            for inst in instances:
-                slots[(frame, names.index(inst.track))] = inst
-        else:
-            ranked = sorted(instances, key=lambda inst: -inst.score)
-            slots.update({(frame, k): inst for k, inst in enumerate(ranked)})
-    return slots
-
-
 @pytest.mark.parametrize("kind", CASES)
 def test_analysis_h5_never_presents_ranks_as_identities(tmp_path: Path, kind: str) -> None:
     case = make_case(kind)
     out = write(tmp_path, case, "analysis-h5")
     data = _analysis(out)
-    slots = _expected_slots(case)
+    slots = expected_slots(case)
     n_slots = max((s for _, s in slots), default=-1) + 1
     names = [n.decode() for n in data["track_names"]]
     axis = data["attrs"]["track_axis"]

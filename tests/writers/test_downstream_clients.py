@@ -1,0 +1,355 @@
+"""Every output format opened by the tool a lab would use (movement, pynwb, nwbinspector,
+sleap-io), asserting the numbers that come out: points, scores, tracks and times.
+
+Synthetic predictions (:mod:`output_cases`) cover each kind of result; the real sleap-nn
+models at the end cover each model type. Skipped where a client is not installed (they
+are in the ``dev`` extra).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import sleap_io as sio
+
+from sleap_infer.core.errors import UsageError
+from sleap_infer.core.nwb_metadata import NwbMetadata
+
+from output_cases import CASES, N_FRAMES, Case, expected_slots, make_case, write
+
+movement_poses = pytest.importorskip("movement.io.load_poses", reason="movement not installed")
+movement_bboxes = pytest.importorskip("movement.io.load_bboxes")
+pynwb = pytest.importorskip("pynwb", reason="pynwb not installed")
+nwbinspector = pytest.importorskip("nwbinspector", reason="nwbinspector not installed")
+
+FPS = 25.0
+LAB = NwbMetadata(
+    nwb_subject="mouse-1",
+    nwb_species="Mus musculus",
+    nwb_sex="F",
+    nwb_age="P90D",
+    nwb_session_start_time="2024-05-01T09:30:00+02:00",
+    nwb_experimenter="Doe, Jane; Roe, Richard",
+    nwb_institution="Some Institute",
+    nwb_lab="Some Lab",
+    nwb_session_description="two flies in an arena",
+)
+
+
+def starting_late(case: Case, first: int) -> Case:
+    """``case`` with nothing predicted before frame ``first``: a track that starts late."""
+    for batch in case.batches:
+        batch.valid[np.asarray(batch.frame_indices) < first] = False
+    return case
+
+
+def slot_arrays(case: Case, n_slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(frames, slots, nodes, 2)`` points and ``(frames, slots, nodes)`` scores, NaN-filled."""
+    xy = np.full((N_FRAMES, n_slots, 3, 2), np.nan)
+    scores = np.full((N_FRAMES, n_slots, 3), np.nan)
+    for (frame, slot), inst in expected_slots(case).items():
+        xy[frame, slot] = inst.points
+        scores[frame, slot] = inst.point_scores
+    return xy, scores
+
+
+def n_slots(case: Case) -> int:
+    if case.class_names:
+        return len(case.class_names)
+    return max((s + 1 for _, s in expected_slots(case)), default=1)
+
+
+def slot_names(case: Case) -> list[str]:
+    return list(case.class_names) or [f"untracked_{k}" for k in range(n_slots(case))]
+
+
+def quiet(call, *args, **kwargs):  # type: ignore[no-untyped-def]
+    """Third-party readers' own deprecation and runtime warnings are not ours."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return call(*args, **kwargs)
+
+
+def assert_movement_poses(ds, xy: np.ndarray, scores: np.ndarray, names: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """A movement poses dataset holds exactly ``xy`` / ``scores`` (frames, tracks, nodes)."""
+    assert list(ds.individuals.values) == names
+    # NWB readers list the series by name (HDF5 order), not in skeleton order.
+    assert sorted(ds.keypoints.values) == ["head", "tail", "thorax"]
+    ds = ds.sel(keypoints=["head", "thorax", "tail"])
+    np.testing.assert_allclose(ds.time.values, np.arange(N_FRAMES) / FPS)
+    position = ds.position.transpose("time", "individuals", "keypoints", "space").values
+    confidence = ds.confidence.transpose("time", "individuals", "keypoints").values
+    np.testing.assert_allclose(position, xy, rtol=1e-6)
+    np.testing.assert_allclose(confidence, scores, rtol=1e-6)
+
+
+# --- NWB --------------------------------------------------------------------------------
+
+
+def nwb_tracks(path: Path) -> list[str]:
+    with pynwb.NWBHDF5IO(str(path), "r") as io:
+        behavior = io.read().processing["behavior"]
+        return [k for k, v in behavior.data_interfaces.items() if type(v).__name__ != "Skeletons"]
+
+
+def test_nwb_one_track_loads_in_movement_with_its_defaults(tmp_path: Path) -> None:
+    case = starting_late(make_case("single"), 4)
+    out = write(tmp_path, case, "nwb", fps=FPS)
+    ds = quiet(movement_poses.from_nwb_file, out)  # no keys: behavior/PoseEstimation
+    xy, scores = slot_arrays(case, 1)
+    assert_movement_poses(ds, xy, scores, ["untracked_0"])
+    assert ds.attrs["fps"] == FPS
+    found = ~np.isnan(ds.position.values).all(axis=(1, 2, 3))
+    assert float(ds.time[found][0]) == pytest.approx(4 / FPS)  # its true time, not 0
+
+
+@pytest.mark.parametrize("kind", ["untracked", "identities"])
+def test_nwb_every_track_loads_in_movement_by_its_name(tmp_path: Path, kind: str) -> None:
+    """movement reads one animal per call (named after the file's identifier): a file with
+    several tracks is read track by track, each key the track's name."""
+    case = starting_late(make_case(kind), 1)
+    out = write(tmp_path, case, "nwb", fps=FPS)
+    names = slot_names(case)
+    assert nwb_tracks(out) == sorted(names)
+    with pytest.raises(KeyError, match="'PoseEstimation' not found"):
+        quiet(movement_poses.from_nwb_file, out)  # movement's limit, not a lost track
+    xy, scores = slot_arrays(case, len(names))
+    for k, name in enumerate(names):
+        ds = quiet(movement_poses.from_nwb_file, out, pose_estimation_key=name)
+        assert_movement_poses(ds.assign_coords(individuals=[name]), xy[:, k : k + 1],
+                              scores[:, k : k + 1], [name])  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", CASES)
+def test_nwb_in_pynwb_is_rate_timed_with_its_session_and_subject(tmp_path: Path, kind: str) -> None:
+    case = make_case(kind)
+    out = write(tmp_path, case, "nwb", nwb=LAB, fps=FPS)
+    with pynwb.NWBHDF5IO(str(out), "r") as io:
+        nwb = io.read()
+        assert nwb.session_start_time == datetime(2024, 5, 1, 7, 30, tzinfo=timezone.utc)
+        assert nwb.experimenter == ("Doe, Jane", "Roe, Richard")
+        assert (nwb.institution, nwb.lab) == ("Some Institute", "Some Lab")
+        assert nwb.session_description == "two flies in an arena"
+        subject = nwb.subject
+        assert (subject.subject_id, subject.species, subject.sex, subject.age) == (
+            "mouse-1", "Mus musculus", "F", "P90D",
+        )  # fmt: skip
+        assert json.loads(nwb.notes)["provenance"] == {"run": "test"}
+        for name in nwb_tracks(out):
+            for series in nwb.processing["behavior"][name].pose_estimation_series.values():
+                assert series.timestamps is None and series.rate == FPS
+                assert series.starting_time == 0.0
+                assert series.data.shape == (N_FRAMES, 2)
+    with h5py.File(out, "r") as f:  # the copy for sleap-io links the data, never copies it
+        (module,) = [k for k in f["processing"] if k.startswith("SLEAP_VIDEO_")]
+        behavior = f["processing"]["behavior"]
+        for name, track in f["processing"][module].items():
+            main = behavior[track["description"][()].decode().split(" of the behavior")[0]]
+            assert name.startswith("track" if case.class_names else "untracked_")
+            for node in ("head", "thorax", "tail"):
+                assert track[node]["data"].id == main[node]["data"].id  # one dataset
+
+
+def inspect(path: Path, config: str | None = None) -> list[tuple[str, str]]:
+    kwargs = {"config": nwbinspector.load_config(config)} if config else {}
+    messages = quiet(list, nwbinspector.inspect_nwbfile(nwbfile_path=str(path), **kwargs))
+    return sorted((m.importance.name, m.check_function_name) for m in messages if m)
+
+
+@pytest.mark.parametrize("kind", CASES)
+def test_nwbinspector_finds_nothing_critical_once_the_lab_says_who(
+    tmp_path: Path, kind: str
+) -> None:
+    out = write(tmp_path, make_case(kind), "nwb", nwb=LAB, fps=FPS)
+    for config in (None, "dandi"):
+        serious = [m for m in inspect(out, config) if m[0] != "BEST_PRACTICE_SUGGESTION"]
+        assert serious == [], config
+
+
+def test_nwbinspector_without_metadata_asks_only_what_the_lab_knows(tmp_path: Path) -> None:
+    """A subject exists (id ``unknown``, sex ``U``) and the timestamps are a rate: what is
+    left is the species and age, which only the lab can give."""
+    out = write(tmp_path, make_case("untracked"), "nwb", fps=FPS)
+    serious = [m for m in inspect(out) if m[0] != "BEST_PRACTICE_SUGGESTION"]
+    assert serious == [
+        ("BEST_PRACTICE_VIOLATION", "check_subject_species_exists"),
+        ("CRITICAL", "check_subject_age"),
+    ]
+
+
+def test_session_start_is_the_videos_creation_time(tmp_path: Path) -> None:
+    import av
+
+    from sleap_infer.writers.nwb_out import video_creation_time
+
+    video = tmp_path / "dated.mp4"
+    with av.open(str(video), "w") as container:
+        container.metadata["creation_time"] = "2023-02-03T04:05:06.000000Z"
+        stream = container.add_stream("mpeg4", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 32, 32, "yuv420p"
+        frame = av.VideoFrame.from_ndarray(np.zeros((32, 32, 3), np.uint8), format="rgb24")
+        for packet in [*stream.encode(frame), *stream.encode()]:
+            container.mux(packet)
+    assert video_creation_time(video) == datetime(2023, 2, 3, 4, 5, 6, tzinfo=timezone.utc)
+    assert video_creation_time(tmp_path / "missing.mp4") is None
+
+
+def test_session_start_without_a_recorded_time_says_so(tmp_path: Path) -> None:
+    before = datetime.now(timezone.utc)
+    out = write(tmp_path, make_case("single"), "nwb")  # v.mp4 does not exist: no time in it
+    with pynwb.NWBHDF5IO(str(out), "r") as io:
+        nwb = io.read()
+        assert nwb.session_start_time >= before.replace(microsecond=0)
+        assert "the video records no creation time" in json.loads(nwb.notes)["session_start_time"]
+
+
+def test_nwb_metadata_file_and_options(tmp_path: Path) -> None:
+    yaml_file = tmp_path / "session.yaml"
+    yaml_file.write_text(
+        "subject: m7\nspecies: Mus musculus\nsex: M\nage: P60D\n"
+        "session_start_time: 2024-01-02T03:04:05Z\nexperimenter: [Doe, Jane]\n"
+        "institution: X\n"
+    )
+    meta = NwbMetadata(nwb_metadata=str(yaml_file), nwb_subject="m8")  # an option wins
+    assert (meta.nwb_subject, meta.nwb_species, meta.nwb_sex) == ("m8", "Mus musculus", "M")
+    assert meta.session_start() == datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    assert meta.experimenters == ["Doe", "Jane"]
+    (tmp_path / "bad.yaml").write_text("subjet: m7\n")
+    with pytest.raises(UsageError, match=r"bad.yaml: unknown key 'subjet' \(known: subject,"):
+        NwbMetadata(nwb_metadata=str(tmp_path / "bad.yaml"))
+    with pytest.raises(UsageError, match="missing.yaml: cannot read"):
+        NwbMetadata(nwb_metadata=str(tmp_path / "missing.yaml"))
+    with pytest.raises(UsageError, match="--nwb-session-start-time 'yesterday': not an ISO"):
+        NwbMetadata(nwb_session_start_time="yesterday")
+    with pytest.raises(UsageError, match="--nwb-sex 'male': choose from M, F, U, O"):
+        NwbMetadata(nwb_sex="male")
+    with pytest.raises(UsageError, match=r"^--nwb-subject only matter with --format nwb \(not"):
+        NwbMetadata(nwb_subject="m1").check_format("slp")
+    NwbMetadata(nwb_subject="m1").check_format("nwb")
+
+
+def test_nwb_options_reach_the_pipeline_by_their_names() -> None:
+    from sleap_infer.pipeline.spec import bind, option_names
+
+    assert {"nwb_subject", "nwb_metadata", "nwb_session_start_time"} <= set(option_names())
+    spec = bind(["m"], nwb_subject="m1", nwb_age="P1D", peak_threshold=0.3)
+    assert spec.nwb == NwbMetadata(nwb_subject="m1", nwb_age="P1D")
+    assert spec.options.peak_threshold == 0.3
+
+
+@pytest.mark.parametrize("kind", CASES)
+def test_nwb_read_back_by_sleap_io_keeps_frames_and_point_scores(tmp_path: Path, kind: str) -> None:
+    case = make_case(kind)
+    labels = quiet(sio.load_nwb, str(write(tmp_path, case, "nwb")))
+    slots = expected_slots(case)
+    got = {
+        (lf.frame_idx, int(inst.track.name[5:]) if inst.track else k): inst
+        for lf in labels
+        for k, inst in enumerate(lf.instances)
+    }
+    if case.class_names:
+        assert set(got) == set(slots)
+    else:  # untracked instances come back in slot order per frame
+        assert {f for f, _ in got} == {f for f, _ in slots} and len(got) == len(slots)
+    for key, inst in got.items():
+        want = slots[key]
+        np.testing.assert_allclose(inst.numpy(), want.points, rtol=1e-6)
+        np.testing.assert_allclose(inst.points["score"], want.point_scores, rtol=1e-6)
+
+
+# --- CSV --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", CASES)
+def test_dlc_csv_loads_in_movement(tmp_path: Path, kind: str) -> None:
+    case = starting_late(make_case(kind), 1)
+    out = write(tmp_path, case, "dlc-csv", fps=FPS)
+    ds = quiet(movement_poses.from_dlc_file, out, fps=FPS)
+    names = slot_names(case)
+    xy, scores = slot_arrays(case, len(names))
+    if len(names) == 1:  # DLC's single-animal layout has no individuals row
+        names = ["individual_0"]
+    assert_movement_poses(ds, xy, scores, names)
+
+
+def box_case(seed: int = 3):  # type: ignore[no-untyped-def]
+    from sleap_infer.core.boxes import BoxSet
+    from sleap_infer.core.predictions import BatchPredictions
+
+    rng = np.random.default_rng(seed)
+    batches = []
+    for first in (0, 4, 8):
+        preds = BatchPredictions.empty(4, 3)
+        preds.frame_indices = np.arange(first, first + 4)
+        frames = np.repeat(np.arange(4), [2, 0, 3, 1])  # frame 1 of each batch has none
+        x1y1 = rng.uniform(0, 40, (6, 2))
+        xyxy = np.concatenate([x1y1, x1y1 + rng.uniform(1, 20, (6, 2))], axis=1)
+        score = rng.uniform(0.1, 1, 6).astype(np.float32)
+        preds.boxes = BoxSet.build(frames, xyxy, score, rng.integers(-1, 2, 6))
+        batches.append(preds)
+    return batches
+
+
+def test_via_csv_loads_in_movement_with_frame_numbers(tmp_path: Path) -> None:
+    from sleap_infer.journal import read_journal
+    from sleap_infer.writers.outputs import write_from_journal
+    from sleap_infer.writers.registry import FORMATS
+
+    from slp_tables import write_journal
+
+    batches = box_case()
+    journal = read_journal(write_journal(tmp_path / "j.partial", batches))
+    out = tmp_path / "v.mp4.predictions.via.csv"
+    sio_video = sio.Video(
+        filename="v.mp4",
+        backend_metadata={"shape": [N_FRAMES, 64, 64, 1], "fps": FPS},
+        open_backend=False,
+    )
+    skeleton = sio.Skeleton(nodes=["head", "thorax", "tail"])
+    write_from_journal(
+        journal, out, FORMATS["via-csv"], sio_video, skeleton, (), {},
+        box_categories=("mouse", "rat"), poses=False,
+    )  # fmt: skip
+    ds = quiet(movement_bboxes.from_via_tracks_file, out, fps=FPS, use_frame_numbers_from_file=True)
+    want: dict[int, list[tuple]] = {}
+    for preds in batches:
+        boxes = preds.boxes
+        for k in range(len(boxes)):
+            frame = int(preds.frame_indices[boxes.frame[k]])
+            want.setdefault(frame, []).append((float(boxes.score[k]), *boxes.xyxy[k].tolist()))
+    frames_with_boxes = sorted(want)
+    np.testing.assert_allclose(ds.time.values, np.array(frames_with_boxes) / FPS)
+    n_ids = max(len(v) for v in want.values())
+    assert list(ds.individuals.values) == [f"id_{k}" for k in range(n_ids)]
+    for t, frame in enumerate(frames_with_boxes):
+        ranked = sorted(want[frame], key=lambda b: -b[0])  # track k: the k-th best box
+        for k in range(n_ids):
+            pos = ds.position.isel(time=t, individuals=k).values
+            shape = ds.shape.isel(time=t, individuals=k).values
+            conf = float(ds.confidence.isel(time=t, individuals=k))
+            if k >= len(ranked):
+                assert np.isnan(pos).all() and np.isnan(conf)
+                continue
+            score, x1, y1, x2, y2 = ranked[k]
+            np.testing.assert_allclose(pos, [(x1 + x2) / 2, (y1 + y2) / 2], rtol=1e-9)
+            np.testing.assert_allclose(shape, [x2 - x1, y2 - y1], rtol=1e-9)
+            assert conf == pytest.approx(score, rel=1e-6)
+
+
+@pytest.mark.parametrize("kind", CASES)
+def test_analysis_h5_loads_in_movement(tmp_path: Path, kind: str) -> None:
+    case = make_case(kind)
+    out = write(tmp_path, case, "analysis-h5", fps=FPS)
+    ds = quiet(movement_poses.from_sleap_file, out, fps=FPS)
+    if kind == "empty":
+        assert ds.sizes["individuals"] == 0 or np.isnan(ds.position.values).all()
+        return
+    names = slot_names(case)
+    xy, scores = slot_arrays(case, len(names))
+    assert_movement_poses(ds, xy, scores, names)
