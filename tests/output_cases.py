@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import sleap_io as sio
 
 from sleap_infer.core.nwb_metadata import NwbMetadata
 from sleap_infer.core.predictions import BatchPredictions
@@ -146,3 +147,32 @@ def expected_slots(case: Case) -> dict[tuple[int, int], Expected]:
             ranked = sorted(instances, key=lambda inst: -inst.score)
             slots.update({(frame, k): inst for k, inst in enumerate(ranked)})
     return slots
+
+
+def journal_from_labels(labels: sio.Labels, path: Path, class_names: tuple[str, ...]) -> Path:
+    """A journal holding exactly the predictions of a ``.slp`` (float32 values survive)."""
+    frames = list(labels)
+    n_nodes = len(labels.skeleton.nodes)
+    with JournalWriter(path, header={"fingerprint": {}}) as w:
+        for start in range(0, len(frames), 4):
+            group = frames[start : start + 4]
+            n, n_inst = len(group), max(len(lf.instances) for lf in group)
+            batch = BatchPredictions(
+                points=np.full((n, n_inst, n_nodes, 2), np.nan, np.float32),
+                point_scores=np.zeros((n, n_inst, n_nodes), np.float32),
+                instance_scores=np.zeros((n, n_inst), np.float32),
+                valid=np.zeros((n, n_inst), bool),
+                class_ids=np.full((n, n_inst), -1, np.int32),
+                class_scores=np.zeros((n, n_inst), np.float32),
+                frame_indices=np.array([lf.frame_idx for lf in group]),
+            )
+            for b, lf in enumerate(group):
+                for i, inst in enumerate(lf.instances):
+                    batch.points[b, i] = inst.numpy()
+                    batch.point_scores[b, i] = inst.points["score"]
+                    batch.instance_scores[b, i] = inst.score
+                    batch.valid[b, i] = True
+                    if inst.track is not None:
+                        batch.class_ids[b, i] = class_names.index(inst.track.name)
+            w.write_batch(batch)
+    return path

@@ -67,6 +67,10 @@ class OutputFormat:
         return (self.suffix, *self.also_suffixes)
 
     @property
+    def holds_poses(self) -> bool:
+        return Product.POSES in self.holds
+
+    @property
     def holds_masks(self) -> bool:
         return Product.MASKS in self.holds
 

@@ -353,3 +353,178 @@ def test_analysis_h5_loads_in_movement(tmp_path: Path, kind: str) -> None:
     names = slot_names(case)
     xy, scores = slot_arrays(case, len(names))
     assert_movement_poses(ds, xy, scores, names)
+
+
+# --- real sleap-nn models (skipped without ../shared/fixtures) -------------------------
+
+# Every pose model type, with the formats that hold poses; box detectors below.
+REAL_MODELS = {
+    "single_instance": ("single_instance",),
+    "topdown": ("centroid", "centered_instance"),
+    "bottomup": ("bottomup",),
+    "multi_class_bottomup": ("multi_class_bottomup",),
+    "multi_class_topdown": ("centroid", "multi_class_topdown"),
+}
+REAL_FRAMES = 12
+
+
+def slp_slots(labels: sio.Labels, class_names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The ``.slp``'s instances as ``(frames, slots, nodes, 2)`` points and scores: identities
+    by class, else each frame's instances by descending score (the per-track formats' rule)."""
+    n_nodes = len(labels.skeleton.nodes)
+    per_frame = {lf.frame_idx: list(lf.instances) for lf in labels}
+    width = len(class_names) or max((len(v) for v in per_frame.values()), default=1) or 1
+    xy = np.full((REAL_FRAMES, width, n_nodes, 2), np.nan)
+    scores = np.full((REAL_FRAMES, width, n_nodes), np.nan)
+    for frame, instances in per_frame.items():
+        if class_names:
+            order = [(class_names.index(i.track.name), i) for i in instances if i.track]
+        else:
+            order = list(enumerate(sorted(instances, key=lambda i: -i.score)))
+        for slot, inst in order:
+            xy[frame, slot] = inst.numpy()
+            scores[frame, slot] = inst.points["score"]
+    return xy, scores
+
+
+@pytest.fixture(scope="module")
+def real_files(shared: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each model type's 12 frames of centered_pair_small as ``.slp`` (predicted), and every
+    other pose format written from a journal of exactly those predictions."""
+    from sleap_infer.journal import read_journal
+    from sleap_infer.writers.outputs import write_from_journal
+    from sleap_infer.writers.registry import FORMATS
+
+    from conftest import FIXTURE_MODELS, pipeline
+    from output_cases import journal_from_labels
+
+    video = shared / "videos" / "centered_pair_small.mp4"
+    out = tmp_path_factory.mktemp("clients")
+    files = {}
+    for name, types in REAL_MODELS.items():
+        pipe = pipeline([shared / "models" / FIXTURE_MODELS[t] for t in types], device="cpu")
+        slp = out / f"{name}.slp"
+        pipe.predict_to_file(video, output=slp, frames=f"0-{REAL_FRAMES - 1}", format="slp")
+        files[f"{name}/slp"] = slp
+        labels = sio.load_slp(str(slp))
+        classes = tuple(pipe.primary.config.class_names)
+        journal = read_journal(journal_from_labels(labels, out / f"{name}.partial", classes))
+        video_ref = sio.Video(
+            filename=str(video),
+            backend_metadata={"shape": [REAL_FRAMES, 384, 384, 1], "fps": FPS},
+            open_backend=False,
+        )
+        for fmt in ("nwb", "analysis-h5", "csv", "dlc-csv"):
+            path = out / f"{name}{FORMATS[fmt].suffix}"
+            write_from_journal(
+                journal, path, FORMATS[fmt], video_ref, labels.skeleton, classes,
+                {"model_types": list(types)}, nwb=LAB,
+            )  # fmt: skip
+            files[f"{name}/{fmt}"] = path
+    return files
+
+
+def _real(real_files: dict[str, Path], name: str):  # type: ignore[no-untyped-def]
+    labels = sio.load_slp(str(real_files[f"{name}/slp"]))
+    classes = ("female", "male") if name.startswith("multi_class") else ()
+    return labels, classes
+
+
+@pytest.mark.parametrize("name", list(REAL_MODELS))
+def test_real_nwb_in_movement_sleap_io_and_nwbinspector(
+    real_files: dict[str, Path], name: str
+) -> None:
+    labels, classes = _real(real_files, name)
+    xy, scores = slp_slots(labels, tuple(t.name for t in labels.tracks) if classes else ())
+    out = real_files[f"{name}/nwb"]
+    tracks = nwb_tracks(out)
+    n = xy.shape[1]
+    if n == 1:
+        assert tracks == ["PoseEstimation"]
+    for k, track in enumerate(tracks if n > 1 else ["PoseEstimation"]):
+        slot = k if n == 1 else _slot_of(track, labels, classes)
+        ds = quiet(movement_poses.from_nwb_file, out, pose_estimation_key=track)
+        ds = ds.sel(keypoints=[node.name for node in labels.skeleton.nodes])
+        np.testing.assert_allclose(ds.time.values, np.arange(REAL_FRAMES) / FPS)
+        position = ds.position.transpose("time", "individuals", "keypoints", "space").values
+        np.testing.assert_allclose(position[:, 0], xy[:, slot], rtol=1e-6)
+        confidence = ds.confidence.transpose("time", "individuals", "keypoints").values
+        np.testing.assert_allclose(confidence[:, 0], scores[:, slot], rtol=1e-6)
+    back = quiet(sio.load_nwb, str(out))
+    assert [lf.frame_idx for lf in back] == [lf.frame_idx for lf in labels if len(lf)]
+    assert sum(len(lf) for lf in back) == sum(len(lf) for lf in labels)
+    serious = [m for m in inspect(out, "dandi") if m[0] != "BEST_PRACTICE_SUGGESTION"]
+    assert serious == []
+
+
+def _slot_of(track: str, labels: sio.Labels, classes: tuple[str, ...]) -> int:
+    if classes:
+        return [t.name for t in labels.tracks].index(track)
+    return int(track.removeprefix("untracked_"))
+
+
+@pytest.mark.parametrize("name", list(REAL_MODELS))
+def test_real_dlc_csv_and_analysis_h5_in_movement(real_files: dict[str, Path], name: str) -> None:
+    labels, classes = _real(real_files, name)
+    track_names = tuple(t.name for t in labels.tracks) if classes else ()
+    xy, scores = slp_slots(labels, track_names)
+    nodes = [node.name for node in labels.skeleton.nodes]
+    for fmt, load in (
+        ("dlc-csv", movement_poses.from_dlc_file),
+        ("analysis-h5", movement_poses.from_sleap_file),
+    ):
+        ds = quiet(load, real_files[f"{name}/{fmt}"], fps=FPS).sel(keypoints=nodes)
+        names = list(track_names) or [f"untracked_{k}" for k in range(xy.shape[1])]
+        if fmt == "dlc-csv" and len(names) == 1:
+            names = ["individual_0"]  # DLC's single-animal layout names no individual
+        assert list(ds.individuals.values) == names, fmt
+        np.testing.assert_allclose(ds.time.values, np.arange(REAL_FRAMES) / FPS)
+        position = ds.position.transpose("time", "individuals", "keypoints", "space").values
+        confidence = ds.confidence.transpose("time", "individuals", "keypoints").values
+        np.testing.assert_allclose(position, xy, rtol=1e-6, err_msg=fmt)
+        np.testing.assert_allclose(confidence, scores, rtol=1e-6, err_msg=fmt)
+
+
+@pytest.mark.parametrize("name", ["single_instance", "multi_class_bottomup"])
+def test_real_slp_in_movement(real_files: dict[str, Path], name: str) -> None:
+    """movement reads a ``.slp`` as tracks: models with one animal or with identities."""
+    labels, classes = _real(real_files, name)
+    track_names = tuple(t.name for t in labels.tracks) if classes else ()
+    xy, scores = slp_slots(labels, track_names)
+    ds = quiet(movement_poses.from_sleap_file, real_files[f"{name}/slp"], fps=FPS)
+    ds = ds.sel(keypoints=[node.name for node in labels.skeleton.nodes])
+    if track_names:
+        assert list(ds.individuals.values) == list(track_names)
+    position = ds.position.transpose("time", "individuals", "keypoints", "space").values
+    np.testing.assert_allclose(position[: xy.shape[0]], xy, rtol=1e-6)
+    confidence = ds.confidence.transpose("time", "individuals", "keypoints").values
+    np.testing.assert_allclose(confidence[: xy.shape[0]], scores, rtol=1e-6)
+
+
+def test_real_box_detector_via_csv_in_movement(shared: Path, tmp_path: Path) -> None:
+    """A box detector's VIA-tracks CSV holds the boxes of its CSV table, rank by score."""
+    import pandas as pd
+
+    from conftest import pipeline
+
+    video = shared / "videos" / "synthetic_multi.mp4"
+    pipe = pipeline([shared / "models" / "synthetic_bbox_centernet"], device="cpu")
+    via, table = tmp_path / "b.via.csv", tmp_path / "b.csv"
+    for path, fmt in ((via, "via-csv"), (table, "csv")):
+        pipe.predict_to_file(video, output=path, frames="0-5", format=fmt)
+    rows = pd.read_csv(table, keep_default_na=False)
+    ds = quiet(movement_bboxes.from_via_tracks_file, via, use_frame_numbers_from_file=True)
+    assert len(rows) > 0
+    assert ds.time.values.tolist() == sorted(set(rows["frame_idx"].tolist()))
+    for frame, group in rows.groupby("frame_idx"):
+        group = group.sort_values("score", ascending=False, kind="stable")
+        got = ds.sel(time=frame)
+        for k, box in enumerate(group.itertuples(index=False)):
+            individual = f"id_{k}"
+            centre = [(box.x1 + box.x2) / 2, (box.y1 + box.y2) / 2]
+            np.testing.assert_allclose(got.position.sel(individuals=individual), centre)
+            np.testing.assert_allclose(
+                got.shape.sel(individuals=individual), [box.x2 - box.x1, box.y2 - box.y1]
+            )
+            assert float(got.confidence.sel(individuals=individual)) == pytest.approx(box.score)
+    assert int(np.isfinite(ds.confidence.values).sum()) == len(rows)

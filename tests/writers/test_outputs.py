@@ -15,13 +15,21 @@ import pytest
 import sleap_io as sio
 
 from sleap_infer.core.errors import UsageError
-from sleap_infer.core.predictions import BatchPredictions
-from sleap_infer.journal import JournalWriter, read_journal
+from sleap_infer.journal import read_journal
 from sleap_infer.writers.outputs import is_complete, write_from_journal
 from sleap_infer.writers.registry import FORMATS, get_format
 
 from conftest import fixture_model
-from output_cases import CASES, HAS_NWB, N_FRAMES, expected_slots, make_case, needs_nwb, write
+from output_cases import (
+    CASES,
+    HAS_NWB,
+    N_FRAMES,
+    expected_slots,
+    journal_from_labels,
+    make_case,
+    needs_nwb,
+    write,
+)
 
 
 @pytest.mark.parametrize("kind", CASES)
@@ -174,40 +182,12 @@ def test_damaged_outputs_are_not_complete(tmp_path: Path) -> None:
 
 # --- real sleap-nn models on a real video (skipped without ../shared/fixtures) -------------
 
+POSE_FORMATS = [f for f in FORMATS.values() if f.holds_poses]
 REAL = {
     "bottomup": ("bottomup",),
     "topdown": ("centroid", "centered_instance"),
     "multiclass": ("multi_class_bottomup",),
 }
-
-
-def journal_from_labels(labels: sio.Labels, path: Path, class_names: tuple[str, ...]) -> Path:
-    """A journal holding exactly the predictions of a ``.slp`` (float32 values survive)."""
-    frames = list(labels)
-    n_nodes = len(labels.skeleton.nodes)
-    with JournalWriter(path, header={"fingerprint": {}}) as w:
-        for start in range(0, len(frames), 4):
-            group = frames[start : start + 4]
-            n, n_inst = len(group), max(len(lf.instances) for lf in group)
-            batch = BatchPredictions(
-                points=np.full((n, n_inst, n_nodes, 2), np.nan, np.float32),
-                point_scores=np.zeros((n, n_inst, n_nodes), np.float32),
-                instance_scores=np.zeros((n, n_inst), np.float32),
-                valid=np.zeros((n, n_inst), bool),
-                class_ids=np.full((n, n_inst), -1, np.int32),
-                class_scores=np.zeros((n, n_inst), np.float32),
-                frame_indices=np.array([lf.frame_idx for lf in group]),
-            )
-            for b, lf in enumerate(group):
-                for i, inst in enumerate(lf.instances):
-                    batch.points[b, i] = inst.numpy()
-                    batch.point_scores[b, i] = inst.points["score"]
-                    batch.instance_scores[b, i] = inst.score
-                    batch.valid[b, i] = True
-                    if inst.track is not None:
-                        batch.class_ids[b, i] = class_names.index(inst.track.name)
-            w.write_batch(batch)
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -230,7 +210,7 @@ def real_outputs(shared: Path, tmp_path_factory: pytest.TempPathFactory) -> dict
         labels = sio.load_slp(str(paths[f"{case}/slp"]))
         class_names = pipe.primary.config.class_names
         journal = read_journal(journal_from_labels(labels, out / f"{case}.partial", class_names))
-        for fmt in FORMATS.values():
+        for fmt in POSE_FORMATS:
             if f"{case}/{fmt.name}" in paths or (fmt.name == "nwb" and not HAS_NWB):
                 continue
             path = out / f"{case}.from_journal{fmt.suffix}"
@@ -276,7 +256,7 @@ def test_real_model_with_nothing_found_writes_every_format(shared: Path, tmp_pat
         device="cpu",
         options=PredictOptions(peak_threshold=1.5),
     )
-    for fmt in FORMATS.values():
+    for fmt in POSE_FORMATS:
         if fmt.name == "nwb" and not HAS_NWB:
             continue
         out = tmp_path / f"empty{fmt.suffix}"
