@@ -68,9 +68,14 @@ def test_nwb_with_metadata_file_loads_in_movement_and_passes_nwbinspector(
         (["--nwb-subject", "m1"], "--nwb-subject only matter with --format nwb (not slp)"),
         (["--format", "nwb", "--nwb-metadata", "{tmp}/nope.yaml"], "nope.yaml: cannot read"),
         (["--format", "nwb", "--nwb-session-start-time", "noon"], "'noon': not an ISO 8601"),
+        (
+            ["--format", "via-csv"],
+            "--format via-csv cannot hold pose instances (single_instance model); "
+            "use --format slp, nwb, analysis-h5, csv or dlc-csv",
+        ),
     ],
 )
-def test_bad_nwb_options_are_one_line_before_predicting(
+def test_bad_output_options_are_one_line_before_predicting(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], needle: str
 ) -> None:
     video = tmp_path / "clip.mp4"
