@@ -48,7 +48,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 from ndx_pose import PoseEstimation, PoseEstimationSeries, Skeleton, Skeletons
-from pynwb import NWBHDF5IO, NWBFile
+from pynwb import NWBHDF5IO, H5DataIO, NWBFile
 from pynwb.device import Device
 from pynwb.file import Subject
 
@@ -222,10 +222,10 @@ def _pose_estimation(
         PoseEstimationSeries(
             name=node,
             description=f"{node} of track {track.name}",
-            data=track.xy[:, k],
+            data=_compressed(track.xy[:, k]),
             unit="pixels",
             reference_frame=REFERENCE_FRAME,
-            confidence=track.scores[:, k],
+            confidence=_compressed(track.scores[:, k]),
             confidence_definition="peak confidence of the point; NaN: no instance in the frame",
             starting_time=0.0,
             rate=source.fps,
@@ -242,6 +242,11 @@ def _pose_estimation(
         source_software="sleap_infer",
         source_software_version=sleap_infer.__version__,
     )
+
+
+def _compressed(values: np.ndarray) -> H5DataIO:
+    """gzip: every frame of the video is stored, mostly NaN where a track is absent."""
+    return H5DataIO(np.ascontiguousarray(values), compression="gzip", compression_opts=4)
 
 
 def _linked_copy(main: PoseEstimation, name: str, source: Source, camera: Device) -> PoseEstimation:
