@@ -302,6 +302,7 @@ def predict(
     only_predicted_frames: adj.OnlyPredicted = False,
     merge_into_project: adj.MergeIntoProject = False,
     centroid_only: adj.CentroidOnly = False,
+    keep_corrupt_frames: adj.KeepCorruptFrames = False,
     # --- what an NWB output says of its session and subject.
     nwb_subject: nwb.Subject = None,
     nwb_species: nwb.Species = None,
