@@ -11,7 +11,9 @@ Three readers, three expectations, one file:
   (as analysis HDF5 does; NaN where the track has no instance: a track that
   starts late starts at its true time), and is timed by ``rate`` (the video's
   frame rate) with ``starting_time`` 0 rather than by timestamps (nwbinspector's
-  ``check_regular_timestamps``). A file with one track has that track's name as
+  ``check_regular_timestamps``); only a video whose own timestamps stray from
+  ``k / fps`` by half a frame or more (variable frame rate) gets timestamps, the
+  video's (movement still times rows ``k / rate``). A file with one track has that track's name as
   its identifier, as movement's own NWB writer does; movement reads one animal
   per call, so a file with several tracks needs ``pose_estimation_key=<track>``
   per track (its reader has no way to return several from one file).
@@ -44,6 +46,7 @@ import warnings
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -53,6 +56,7 @@ from pynwb.device import Device
 from pynwb.file import Subject
 
 import sleap_infer
+from sleap_infer.core.errors import VideoError
 from sleap_infer.core.nwb_metadata import NwbMetadata, parse_time
 from sleap_infer.writers.slots import UNTRACKED, Source, TrackAxis, slotted_batches, track_axis
 
@@ -78,6 +82,8 @@ def write_nwb(path: Path, source: Source) -> None:
     names = axis.names or [f"{UNTRACKED}0"]  # readers find the skeleton through a track
     tracks = _trajectories(source, names, max(source.video_frames, axis.last_frame + 1))
     start, start_known = _session_start(source)
+    n_frames = len(tracks[0].xy)
+    timing = frame_timing(Path(source.video.filename), n_frames, source.fps)
     nwbfile = NWBFile(
         session_description=_session_description(source),
         identifier=_nwb_name(names[0]) if len(names) == 1 else str(uuid.uuid4()),
@@ -107,9 +113,9 @@ def write_nwb(path: Path, source: Source) -> None:
     for k, track in enumerate(tracks):
         about = f"track {track.name} ({_kind(axis)}); tracks are {axis.meaning}"
         name = MOVEMENT_KEY if len(tracks) == 1 else _nwb_name(track.name)
-        main = _pose_estimation(name, track, about, source, skeleton, camera)
+        main = _pose_estimation(name, track, about, source, skeleton, camera, timing)
         behavior.add(main)
-        copy = _linked_copy(main, _sleap_io_name(axis, k, len(tracks)), source, camera)
+        copy = _linked_copy(main, _sleap_io_name(axis, k, len(tracks)), source, camera, timing)
         for_sleap_io.add(copy)
         copies[copy.name] = name
     with NWBHDF5IO(str(path), "w") as io:
@@ -210,6 +216,45 @@ def _trajectories(source: Source, names: list[str], n_frames: int) -> list[Traje
     return [Trajectory(name, xy[k], scores[k]) for k, name in enumerate(names)]
 
 
+def frame_timing(video: Path, n_frames: int, fps: float) -> dict[str, Any]:
+    """How the series are timed: ``rate`` (the frame rate, from ``starting_time`` 0) when
+    the video's own timestamps are ``k / fps`` to within half a frame, else ``timestamps``
+    (variable frame rate: pauses, dropped frames), frame k's presentation time after the
+    first frame's. Frames past the table (or a video that cannot be read) get ``k / fps``.
+    """
+    times = np.arange(n_frames) / fps
+    stamps = _presentation_times(video)
+    if stamps is not None:
+        m = min(len(stamps), n_frames)
+        times[:m] = stamps[:m]
+        if m < n_frames and m:
+            times[m:] = stamps[m - 1] + np.arange(1, n_frames - m + 1) / fps
+    if n_frames == 0 or np.max(np.abs(times - np.arange(n_frames) / fps)) < 0.5 / fps:
+        return {"starting_time": 0.0, "rate": fps}
+    return {"timestamps": times}
+
+
+def _presentation_times(video: Path) -> np.ndarray | None:
+    """Seconds from the first frame, per frame in presentation order (the frame index our
+    reader and sleap-io use), from the packets' timestamps; None when they cannot say."""
+    import av
+
+    from sleap_infer.sources.video import FrameTable
+
+    try:
+        if not video.is_file():
+            return None
+        table = FrameTable.scan(video)
+        with av.open(str(video)) as container:
+            time_base = container.streams.video[0].time_base
+    except (OSError, VideoError, av.FFmpegError, IndexError):
+        return None
+    if table is None or not len(table) or time_base is None:
+        return None
+    pts = np.asarray(table.pts, np.float64)
+    return (pts - pts[0]) * float(time_base)
+
+
 def _pose_estimation(
     name: str,
     track: Trajectory,
@@ -217,21 +262,22 @@ def _pose_estimation(
     source: Source,
     skeleton: Skeleton,
     camera: Device,
+    timing: dict[str, Any],
 ) -> PoseEstimation:
-    series = [
-        PoseEstimationSeries(
-            name=node,
-            description=f"{node} of track {track.name}",
-            data=_compressed(track.xy[:, k]),
-            unit="pixels",
-            reference_frame=REFERENCE_FRAME,
-            confidence=_compressed(track.scores[:, k]),
-            confidence_definition="peak confidence of the point; NaN: no instance in the frame",
-            starting_time=0.0,
-            rate=source.fps,
+    series: list[PoseEstimationSeries] = []
+    for k, node in enumerate(source.node_names):
+        series.append(
+            PoseEstimationSeries(
+                name=node,
+                description=f"{node} of track {track.name}",
+                data=_compressed(track.xy[:, k]),
+                unit="pixels",
+                reference_frame=REFERENCE_FRAME,
+                confidence=_compressed(track.scores[:, k]),
+                confidence_definition="peak confidence of the point; NaN: no instance there",
+                **_timed(timing, series[0] if series else None),
+            )
         )
-        for k, node in enumerate(source.node_names)
-    ]
     return PoseEstimation(
         name=name,
         description=description,
@@ -244,25 +290,35 @@ def _pose_estimation(
     )
 
 
+def _timed(timing: dict[str, Any], first: PoseEstimationSeries | None) -> dict[str, Any]:
+    """``timing``, except that timestamps are written once and linked to after that."""
+    if "timestamps" in timing and first is not None:
+        return {"timestamps": first}
+    return timing
+
+
 def _compressed(values: np.ndarray) -> H5DataIO:
     """gzip: every frame of the video is stored, mostly NaN where a track is absent."""
     return H5DataIO(np.ascontiguousarray(values), compression="gzip", compression_opts=4)
 
 
-def _linked_copy(main: PoseEstimation, name: str, source: Source, camera: Device) -> PoseEstimation:
-    """``main`` again for sleap-io, its series empty until :func:`share_data` links them to
-    ``main``'s (pynwb 4 copies a series given as another's ``data``)."""
+def _linked_copy(
+    main: PoseEstimation, name: str, source: Source, camera: Device, timing: dict[str, Any]
+) -> PoseEstimation:
+    """``main`` again for sleap-io, its series placeholders (compressed zeros) until
+    :func:`share_data` links them to ``main``'s (pynwb 4 copies a series given as another's
+    ``data``); timestamps, if any, link to ``main``'s."""
+    first = next(iter(main.pose_estimation_series.values()))
     series = [
         PoseEstimationSeries(
             name=one.name,
             description=one.description,
-            data=np.zeros((0, 2), np.float32),
+            data=_compressed(np.zeros(one.data.data.shape, np.float32)),
             unit=one.unit,
             reference_frame=one.reference_frame,
-            confidence=np.zeros(0, np.float32),
+            confidence=_compressed(np.zeros(one.confidence.data.shape, np.float32)),
             confidence_definition=one.confidence_definition,
-            starting_time=0.0,
-            rate=one.rate,
+            **_timed(timing, first),
         )
         for one in main.pose_estimation_series.values()
     ]

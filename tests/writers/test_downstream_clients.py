@@ -528,3 +528,34 @@ def test_real_box_detector_via_csv_in_movement(shared: Path, tmp_path: Path) -> 
             )
             assert float(got.confidence.sel(individuals=individual)) == pytest.approx(box.score)
     assert int(np.isfinite(ds.confidence.values).sum()) == len(rows)
+
+
+def test_nwb_of_a_variable_frame_rate_video_keeps_its_timestamps(tmp_path: Path) -> None:
+    """A pause in the video is a pause in the NWB file: frame k is timed by the video's own
+    timestamp (relative to the first frame) where those are not a constant rate."""
+    from stamped_videos import write_stamped
+
+    pts = [0, 33, 67, 100, 250, 283, 317, 350, 383, 417, 450, 483]  # ms: a pause after frame 3
+    write_stamped(tmp_path / "v.mp4", pts)
+    case = make_case("identities")
+    out = write(tmp_path, case, "nwb", nwb=LAB, fps=FPS)
+    with pynwb.NWBHDF5IO(str(out), "r") as io:
+        nwb = io.read()
+        for name in nwb_tracks(out):
+            for series in nwb.processing["behavior"][name].pose_estimation_series.values():
+                assert series.rate is None
+                np.testing.assert_allclose(series.timestamps[:], np.array(pts) / 1000)
+    serious = [m for m in inspect(out, "dandi") if m[0] != "BEST_PRACTICE_SUGGESTION"]
+    assert serious == []
+    labels = quiet(sio.load_nwb, str(out))  # frames still by rank: every frame is there
+    assert [lf.frame_idx for lf in labels] == sorted(case.by_frame(placed_only=True))
+
+
+def test_nwb_of_a_constant_rate_video_is_rate_timed(tmp_path: Path) -> None:
+    from stamped_videos import write_stamped
+
+    write_stamped(tmp_path / "v.mp4", [40 * k for k in range(N_FRAMES)])  # 25 fps exactly
+    out = write(tmp_path, make_case("single"), "nwb", fps=FPS)
+    with pynwb.NWBHDF5IO(str(out), "r") as io:
+        series = io.read().processing["behavior"]["PoseEstimation"].pose_estimation_series
+        assert all(s.timestamps is None and s.rate == FPS for s in series.values())
