@@ -366,6 +366,7 @@ REAL_MODELS = {
     "multi_class_topdown": ("centroid", "multi_class_topdown"),
 }
 REAL_FRAMES = 12
+REAL_FPS = 15.0  # centered_pair_small.mp4's rate: its timestamps agree, so NWB is rate-timed
 
 
 def slp_slots(labels: sio.Labels, class_names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -411,7 +412,7 @@ def real_files(shared: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
         journal = read_journal(journal_from_labels(labels, out / f"{name}.partial", classes))
         video_ref = sio.Video(
             filename=str(video),
-            backend_metadata={"shape": [REAL_FRAMES, 384, 384, 1], "fps": FPS},
+            backend_metadata={"shape": [REAL_FRAMES, 384, 384, 1], "fps": REAL_FPS},
             open_backend=False,
         )
         for fmt in ("nwb", "analysis-h5", "csv", "dlc-csv"):
@@ -445,7 +446,7 @@ def test_real_nwb_in_movement_sleap_io_and_nwbinspector(
         slot = k if n == 1 else _slot_of(track, labels, classes)
         ds = quiet(movement_poses.from_nwb_file, out, pose_estimation_key=track)
         ds = ds.sel(keypoints=[node.name for node in labels.skeleton.nodes])
-        np.testing.assert_allclose(ds.time.values, np.arange(REAL_FRAMES) / FPS)
+        np.testing.assert_allclose(ds.time.values, np.arange(REAL_FRAMES) / REAL_FPS)
         position = ds.position.transpose("time", "individuals", "keypoints", "space").values
         np.testing.assert_allclose(position[:, 0], xy[:, slot], rtol=1e-6)
         confidence = ds.confidence.transpose("time", "individuals", "keypoints").values
