@@ -100,6 +100,7 @@ def plan_spec(
         raise UsageError("--resume and --overwrite contradict each other: pick one")
     check_frames(frames)
     fmt = get_format(format)
+    spec.nwb.check_format(fmt.name)
     if devices is not None and not isinstance(devices, str):
         devices = ",".join(devices)
     worker_devices = device_list(devices, device)

@@ -15,6 +15,7 @@ import typer
 from rich.markup import escape
 
 from sleap_infer.cli import adjust as adj
+from sleap_infer.cli import nwb
 from sleap_infer.cli import tracking as trk
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, exit_codes
@@ -308,6 +309,17 @@ def predict(
     merge_into_project: adj.MergeIntoProject = False,
     centroid_only: adj.CentroidOnly = False,
     keep_corrupt_frames: adj.KeepCorruptFrames = False,
+    # --- what an NWB output says of its session and subject.
+    nwb_subject: nwb.Subject = None,
+    nwb_species: nwb.Species = None,
+    nwb_sex: nwb.Sex = None,
+    nwb_age: nwb.Age = None,
+    nwb_session_start_time: nwb.SessionStart = None,
+    nwb_experimenter: nwb.Experimenter = None,
+    nwb_institution: nwb.Institution = None,
+    nwb_lab: nwb.Lab = None,
+    nwb_session_description: nwb.SessionDescription = None,
+    nwb_metadata: nwb.MetadataFile = None,
 ) -> None:
     """Predict poses on videos and save them as SLEAP .slp (or NWB, analysis HDF5, CSV)."""
     startup.mark("command")

@@ -24,6 +24,7 @@ from typing import Any
 
 from sleap_infer.core.errors import UsageError
 from sleap_infer.core.filters import InstanceFilters
+from sleap_infer.core.nwb_metadata import NwbMetadata
 from sleap_infer.core.options import BATCH_SIZE, BackendOptions, PredictOptions, parse_thresholds
 from sleap_infer.core.overrides import ConfigOverrides
 from sleap_infer.core.tracking import TrackingOptions
@@ -51,6 +52,7 @@ class PipelineSpec:
     overrides: ConfigOverrides | None = None  # None: the training config as trained
     project: ProjectSelection | None = None  # which video and frames of .slp inputs
     centroid_only: bool = False  # a top-down pair's centroid model alone
+    nwb: NwbMetadata = field(default_factory=NwbMetadata)  # what an NWB output says of its session
     # What :meth:`build` makes, as "module:Class" (imported on first use, as the registries
     # name their classes): the Pipeline sits above this module, and a test's stand-in can
     # travel to a ``--devices`` worker process by name.
@@ -102,6 +104,7 @@ _RECORDS: dict[str, type] = {
     "tracking": TrackingOptions,
     "overrides": ConfigOverrides,
     "backend": BackendOptions,
+    "nwb": NwbMetadata,
 }
 _OWN = ("batch_size", "centroid_only")
 _NOT_OPTIONS = {"return_confmaps"}  # a debugging field, not an option
@@ -181,6 +184,7 @@ def bind(
         overrides=overrides if overrides.active else None,
         project=project if project.active else None,
         centroid_only=bool(own.get("centroid_only", False)),
+        nwb=NwbMetadata(**groups["nwb"]),
     )
 
 

@@ -472,6 +472,7 @@ class VideoJob:
             polygon_epsilon=pipeline.options.polygon_epsilon,
             box_categories=pipeline.box_categories,
             poses=Product.POSES in pipeline.products,
+            nwb=pipeline.spec.nwb,
         )
 
     def _remaining(

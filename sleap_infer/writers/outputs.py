@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import sleap_io as sio
 
 from sleap_infer.core.errors import OutputError, OutputExistsError
+from sleap_infer.core.nwb_metadata import NwbMetadata
 from sleap_infer.core.options import POLYGON_EPSILON
 from sleap_infer.core.polygons import check_mask_output
 from sleap_infer.core.products import Product
@@ -231,6 +232,7 @@ def write_from_journal(
     polygon_epsilon: float = POLYGON_EPSILON,
     box_categories: tuple[str, ...] = (),
     poses: bool = True,
+    nwb: NwbMetadata | None = None,
 ) -> None:
     """Build the output file for a finished video from its journal, atomically.
 
@@ -240,7 +242,8 @@ def write_from_journal(
     that never drops masks silently), and likewise for boxes and re-ID vectors;
     the journal is left as it is. ``mask_output`` (``mask``, ``polygon``, ``both``) and
     ``polygon_epsilon`` only matter for ``.slp``; ``box_categories`` (the box
-    detector's class names, which ``BoxSet.category`` indexes) for ``.slp`` and CSV.
+    detector's class names, which ``BoxSet.category`` indexes) for ``.slp`` and CSV;
+    ``nwb`` (the session and subject) for NWB.
     """
     check_mask_output(mask_output)
     product = missing_product(fmt, (p for p in Product if journal.totals.of(p)))
@@ -260,6 +263,7 @@ def write_from_journal(
         polygon_epsilon,
         tuple(box_categories),
         poses,
+        nwb or NwbMetadata(),
     )
     write = _writer(fmt)
     needs = estimate_bytes(journal, len(skeleton.nodes), fmt, mask_output)

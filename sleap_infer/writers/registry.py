@@ -3,8 +3,9 @@
 Like the model-type registry (:mod:`sleap_infer.model.registry`), adding a
 format is one entry here plus its writer module; nothing else branches on
 format names. An entry says which products it has a place for (``holds``):
-only ``.slp`` holds segmentation masks, ``.slp`` and CSV (a row per box) hold
-boxes, only ``.slp`` holds re-ID vectors (on their instances); the per-track
+only ``.slp`` holds segmentation masks, ``.slp``, CSV (a row per box) and
+VIA-tracks CSV (boxes alone) hold boxes, only ``.slp`` holds re-ID vectors (on
+their instances); the per-track
 formats would keep the poses and lose the rest without a word, so
 :func:`missing_product` refuses them before predicting, and again (the
 backstop) before writing. Writers are named as ``"module:function"`` and
@@ -66,6 +67,10 @@ class OutputFormat:
         return (self.suffix, *self.also_suffixes)
 
     @property
+    def holds_poses(self) -> bool:
+        return Product.POSES in self.holds
+
+    @property
     def holds_masks(self) -> bool:
         return Product.MASKS in self.holds
 
@@ -112,6 +117,27 @@ FORMATS: dict[str, OutputFormat] = {
             ("pandas",),
             hdf5_keys=None,
         ),
+        # DeepLabCut-style CSV through sleap-io's writer: a row per video frame, x, y and
+        # likelihood per node per track (the per-instance sizes bound the numbers).
+        OutputFormat(
+            "dlc-csv",
+            ".dlc.csv",
+            f"{_W}.dlc_csv:write_dlc_csv",
+            Sizes(1_000, 30, 60),
+            needs=("pandas",),
+            also_suffixes=(".csv",),
+            hdf5_keys=None,
+        ),
+        # VIA-tracks CSV: a row per box (about 230 bytes), boxes only.
+        OutputFormat(
+            "via-csv",
+            ".via.csv",
+            f"{_W}.via_csv:write_via_csv",
+            Sizes(200, 0, 0, box_tables=0, box_row=260),
+            frozenset({Product.BOXES}),
+            also_suffixes=(".csv",),
+            hdf5_keys=None,
+        ),
     )
 }
 
@@ -135,9 +161,9 @@ def missing_product(fmt: OutputFormat, products: Iterable[Product]) -> Product |
 
 
 def use_instead(product: Product) -> str:
-    """``use --format slp or csv``: the formats that do hold ``product``."""
+    """``use --format slp, csv or via-csv``: the formats that do hold ``product``."""
     names = [f.name for f in FORMATS.values() if product in f.holds]
-    return "use --format " + " or ".join(names)
+    return "use --format " + " or ".join([", ".join(names[:-1]), names[-1]] if names[1:] else names)
 
 
 def refuse(fmt: OutputFormat, products: Iterable[Product], models: str) -> None:

@@ -53,15 +53,16 @@ def test_masks_are_written_and_counted(seg_inputs: tuple[Path, Path], tmp_path: 
     assert f"{len(masks)} masks" in res.stderr  # the per-video line counts masks
 
 
+@pytest.mark.parametrize("fmt", ["csv", "dlc-csv", "via-csv"])
 def test_formats_without_masks_are_refused_before_predicting(
-    seg_inputs: tuple[Path, Path], tmp_path: Path
+    seg_inputs: tuple[Path, Path], tmp_path: Path, fmt: str
 ) -> None:
     model, video = seg_inputs
     out = tmp_path / "out.csv"
-    res = infer("predict", str(video), "-m", str(model), "-o", str(out), "--format", "csv")
+    res = infer("predict", str(video), "-m", str(model), "-o", str(out), "--format", fmt)
     assert res.returncode == 2
     lines = [line for line in res.stderr.splitlines() if "error" in line]
-    assert len(lines) == 1 and "--format csv cannot hold segmentation masks" in lines[0]
+    assert len(lines) == 1 and f"--format {fmt} cannot hold segmentation masks" in lines[0]
     assert list(tmp_path.iterdir()) == []  # no output, no journal
 
 

@@ -373,7 +373,7 @@ def test_csv_of_a_box_detector_that_found_nothing_has_the_box_header(tmp_path: P
     assert out.read_text() == "frame_idx,x1,y1,x2,y2,score,category\n"
 
 
-@pytest.mark.parametrize("fmt", ["analysis-h5", "nwb"])
+@pytest.mark.parametrize("fmt", ["analysis-h5", "nwb", "dlc-csv"])
 def test_formats_without_boxes_refuse_a_journal_with_boxes(tmp_path: Path, fmt: str) -> None:
     rng = np.random.default_rng(12)
     batches = [_batch(rng, 0, poses=True), _batch(rng, 4)]
@@ -384,25 +384,25 @@ def test_formats_without_boxes_refuse_a_journal_with_boxes(tmp_path: Path, fmt: 
     assert "\n" not in message
     assert message == (
         f"{tmp_path / f'out.{fmt}'}: --format {fmt} has no place for bounding boxes "
-        f"({n} predicted, kept in {tmp_path / 'j.partial'}); use --format slp or csv"
+        f"({n} predicted, kept in {tmp_path / 'j.partial'}); use --format slp, csv or via-csv"
     )
     assert not (tmp_path / f"out.{fmt}").exists()
 
 
-@pytest.mark.parametrize("fmt", ["analysis-h5", "nwb"])
+@pytest.mark.parametrize("fmt", ["analysis-h5", "nwb", "dlc-csv"])
 def test_the_per_track_formats_refuse_boxes_before_writing(tmp_path: Path, fmt: str) -> None:
     """The backstop every format goes through (the registry's ``holds``), not one per writer."""
     rng = np.random.default_rng(13)
     batches = [_batch(rng, 0), _batch(rng, 4, poses=True)]  # boxes, and poses with boxes
     journal = read_journal(write_journal(tmp_path / "j.partial", batches))
     out = tmp_path / f"x{FORMATS[fmt].suffix}"
-    with pytest.raises(OutputError, match="has no place for bounding boxes .*slp or csv"):
+    with pytest.raises(OutputError, match="has no place for bounding boxes .*slp, csv or via"):
         write_from_journal(journal, out, FORMATS[fmt], _video(), _skeleton(), (), {})
     assert not out.exists()
 
 
 def test_formats_hold_boxes() -> None:
-    assert {n for n, f in FORMATS.items() if f.holds_boxes} == {"slp", "csv"}
+    assert {n for n, f in FORMATS.items() if f.holds_boxes} == {"slp", "csv", "via-csv"}
     assert {n for n, f in FORMATS.items() if f.holds_masks} == {"slp"}
 
 

@@ -352,7 +352,7 @@ def test_write_from_journal_passes_the_mask_output_on(tmp_path: Path, mask_outpu
         assert [r.geometry.wkt for lf in labels for r in lf.rois] == coarse
 
 
-@pytest.mark.parametrize("fmt", ["csv", "analysis-h5", "nwb"])
+@pytest.mark.parametrize("fmt", ["csv", "analysis-h5", "nwb", "dlc-csv", "via-csv"])
 def test_formats_without_masks_refuse_a_journal_with_masks(tmp_path: Path, fmt: str) -> None:
     assert [f.name for f in FORMATS.values() if f.holds_masks] == ["slp"]
     batches, expected = _batches(2, seed=8)
