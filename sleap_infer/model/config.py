@@ -28,6 +28,7 @@ from sleap_infer.model.backbones import first_non_null, get, parse_backbone
 from sleap_infer.model.registry import (
     CLASSES,
     EMBEDDING_DIM,
+    MODEL_TYPES,
     NODES,
     ONE,
     PAF_COMPONENTS,
@@ -393,7 +394,7 @@ def parse_config(
     """
     try:
         if audit:
-            check_keys(raw, source)
+            check_keys(raw, source, frozenset(MODEL_TYPES))
         return _parse(raw, Path(source).parent)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from exc
