@@ -203,3 +203,36 @@ def xysr_update(
     i_kh[:, :4] -= gain
     new_cov = i_kh @ cov @ i_kh.T + (gain * _R) @ gain.T
     return new_mean, 0.5 * (new_cov + new_cov.T)
+
+
+def assign_masked(score: np.ndarray, valid: np.ndarray) -> list[tuple[int, int]]:
+    """Maximum-``score`` pairs over the whole matrix, then the inadmissible ones dropped.
+
+    OC-SORT's rule: admissibility is decided on geometry alone and the score
+    (geometry plus momentum) only orders; an inadmissible pair's own low score
+    is what leaving its row and column unmatched is worth.
+    """
+    from sleap_infer.ops.assignment import linear_sum_assignment
+
+    if score.size == 0:
+        return []
+    finite = np.isfinite(score)
+    valid = valid & finite
+    if not valid.any():
+        return []
+    floor = float(score[finite].min()) - 1e5
+    rows, cols = linear_sum_assignment(-np.where(finite, score, floor))
+    return [(int(r), int(c)) for r, c in zip(rows, cols) if valid[r, c]]
+
+
+def unit_directions(dy: np.ndarray, dx: np.ndarray) -> np.ndarray:
+    """``(..., 2)`` unit ``(dy, dx)``; zero-length or non-finite gives ``(0, 0)``."""
+    norm = np.hypot(dy, dx)
+    ok = np.isfinite(norm) & (norm > 0)
+    safe = np.where(ok, norm, 1.0)
+    return np.stack([np.where(ok, dy / safe, 0.0), np.where(ok, dx / safe, 0.0)], axis=-1)
+
+
+def centres(boxes: np.ndarray) -> np.ndarray:
+    """``(..., 2)`` ``(cx, cy)`` of ``xyxy`` boxes."""
+    return 0.5 * (boxes[..., :2] + boxes[..., 2:])

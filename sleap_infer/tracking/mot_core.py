@@ -43,6 +43,9 @@ BODY_SIZE_HISTORY = 2048  # pose diagonals remembered for the running body size
 STATE_FORMAT = 1
 _INT_FIELDS = ("tid", "public_id", "status", "hits", "hit_streak", "age", "tsu", "seen_step")
 
+# A per-track array a subclass adds: (name, shape of one track's entry, fill of a new track).
+ExtraField = tuple[str, tuple[int, ...], float]
+
 
 @dataclass
 class MotParams:
@@ -89,6 +92,7 @@ class MotCore:
     tentative_dies_on_miss: ClassVar[bool] = False
     hits_start: ClassVar[int] = 0
     confirm_on_streak: ClassVar[bool] = True
+    extra_fields: ClassVar[tuple[ExtraField, ...]] = ()  # float64 per-track memory
 
     def __init__(self, params: MotParams, carrier: str, n_nodes: int) -> None:
         self.params = params
@@ -99,6 +103,8 @@ class MotCore:
         self.cov = np.zeros((0, d, d))
         for name in _INT_FIELDS:
             setattr(self, name, np.zeros(0, np.int64))
+        for name, shape, _ in self.extra_fields:
+            setattr(self, name, np.zeros((0, *shape)))
         self.next_tid = 0
         self.next_public = 0
         self.clock = -1  # step of the latest frame (-1: none yet)
@@ -174,7 +180,7 @@ class MotCore:
 
     def _keep(self, keep: np.ndarray) -> None:
         self.mean, self.cov = self.mean[keep], self.cov[keep]
-        for name in _INT_FIELDS:
+        for name in (*_INT_FIELDS, *(f[0] for f in self.extra_fields)):
             setattr(self, name, getattr(self, name)[keep])
 
     def _steps(self, frame_idx: int) -> int:
@@ -201,8 +207,10 @@ class MotCore:
             gone |= self.status == TENTATIVE
         self._keep(~gone)
         mean, cov = self.mean, self.cov
-        for _ in range(steps):
+        for k in range(steps):
             mean, cov = self.predict(mean, cov)
+            if k == 0 and steps > 1:
+                self.on_gap(mean, cov, self.clock - steps + 1)
         self.mean, self.cov = mean.reshape(-1, self.kalman_dim), cov
         self.tsu = self.tsu + steps
         self.age = self.age + steps
@@ -218,6 +226,8 @@ class MotCore:
         row |= dict(hit_streak=self.hits_start, age=0, tsu=0, seen_step=self.clock)
         for name in _INT_FIELDS:
             setattr(self, name, np.append(getattr(self, name), np.int64(row[name])))
+        for name, shape, fill in self.extra_fields:
+            setattr(self, name, np.concatenate([getattr(self, name), np.full((1, *shape), fill)]))
         self.next_tid += 1
 
     # ----------------------------------------------------------------- step
@@ -235,9 +245,7 @@ class MotCore:
             used.add(j)
             sim = float(np.clip(sim, 0.0, 1.0)) if np.isfinite(sim) else 0.0
             matched_rows[row] = (j, sim)
-            self.mean[row], self.cov[row] = self.update(
-                self.mean[row], self.cov[row], frame.boxes[j]
-            )
+            self.correct(row, frame.boxes[j])
             self.hits[row] += 1
             self.hit_streak[row] += 1
             self.tsu[row] = 0
@@ -279,6 +287,13 @@ class MotCore:
         return Assignment(ids, scores)
 
     # ------------------------------------------------- subclass extensions
+    def correct(self, row: int, box: np.ndarray) -> None:
+        """Kalman-update track ``row`` with its matched padded box."""
+        self.mean[row], self.cov[row] = self.update(self.mean[row], self.cov[row], box)
+
+    def on_gap(self, mean: np.ndarray, cov: np.ndarray, first_step: int) -> None:
+        """After a frame gap's first predicted step (``mean``/``cov``: every live track's)."""
+
     def on_match(self, row: int, frame: Frame, j: int) -> None:
         """A subclass's own per-track memory after a match (OC-SORT's observations)."""
 
@@ -304,7 +319,8 @@ class MotCore:
             "cov": self.cov.copy(),
             "diagonals": self.diagonals.copy(),
         }
-        arrays |= {name: getattr(self, name).copy() for name in _INT_FIELDS}
+        names = (*_INT_FIELDS, *(f[0] for f in self.extra_fields))
+        arrays |= {name: getattr(self, name).copy() for name in names}
         return TrackerState(meta=meta, arrays=arrays)
 
     def load_state(self, state: TrackerState) -> None:
@@ -321,6 +337,8 @@ class MotCore:
         self.diagonals = np.array(arrays["diagonals"], np.float64).reshape(-1)
         for name in _INT_FIELDS:
             setattr(self, name, np.array(arrays[name], np.int64).reshape(-1))
+        for name, shape, _ in self.extra_fields:
+            setattr(self, name, np.array(arrays[name], np.float64).reshape(-1, *shape))
 
 
 def mot_params(options: TrackingOptions) -> MotParams:
