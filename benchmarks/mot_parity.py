@@ -148,6 +148,8 @@ def main() -> None:
     sys.path.insert(0, str(sleap_nn_source(args.sleap_nn_src)))
     from loguru import logger
 
+    import sleap_nn.tracking.mot  # noqa: F401  (its import adds a log handler)
+
     logger.remove()  # sleap-nn's once-per-tracker notices
     print("| tracker | carrier | cases | frames same | detections | same online | retro | other |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")

@@ -15,7 +15,7 @@ from typing import Any
 
 from sleap_infer.core.errors import UsageError
 
-TRACKERS = ("classic", "bytetrack", "sort", "ocsort")
+TRACKERS = ("classic", "bytetrack", "sort", "botsort", "ocsort")
 FEATURES = ("keypoints", "centroids", "bboxes", "masks", "embeddings")
 SCORINGS = ("oks", "iou", "mask_iou", "euclidean_dist", "cosine_sim")
 REDUCTIONS = ("mean", "max", "robust_quantile")
@@ -37,6 +37,9 @@ MIN_MATCH_SIMILARITY = 0.3  # sleap-nn's MOT trackers: weakest geometric match
 MOT_PRESETS: dict[str, dict[str, float]] = {
     "sort": dict(track_high_threshold=0.1, track_low_threshold=0.1, new_track_threshold=0.1),
     "ocsort": dict(track_high_threshold=0.6),
+    "botsort": dict(
+        track_high_threshold=0.6, new_track_threshold=0.7, min_hits=2, min_match_similarity=0.2
+    ),
 }
 
 

@@ -21,7 +21,7 @@ from sleap_infer.tracking.base import (
 )
 from sleap_infer.tracking.resolve import resolve_options
 
-MOT_TRACKERS = ("sort", "ocsort")  # sleap-nn's SORT family (tracking/mot_core.py)
+MOT_TRACKERS = ("sort", "botsort", "ocsort")  # sleap-nn's SORT family (tracking/mot_core.py)
 
 __all__ = [
     "MASKS",
@@ -56,8 +56,9 @@ def make_tracker(
 
 def _mot_tracker(options: TrackingOptions, carrier: str, n_nodes: int) -> Tracker:
     from sleap_infer.tracking.mot_core import mot_params
+    from sleap_infer.tracking.botsort import BotSortTracker
     from sleap_infer.tracking.ocsort import OcSortTracker
     from sleap_infer.tracking.sort import SortTracker
 
-    classes = {"sort": SortTracker, "ocsort": OcSortTracker}
+    classes = {"sort": SortTracker, "botsort": BotSortTracker, "ocsort": OcSortTracker}
     return classes[options.tracker](mot_params(options), carrier, n_nodes)

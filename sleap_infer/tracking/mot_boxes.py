@@ -236,3 +236,111 @@ def unit_directions(dy: np.ndarray, dx: np.ndarray) -> np.ndarray:
 def centres(boxes: np.ndarray) -> np.ndarray:
     """``(..., 2)`` ``(cx, cy)`` of ``xyxy`` boxes."""
     return 0.5 * (boxes[..., :2] + boxes[..., 2:])
+
+
+# ------------------------------------------------------- BoT-SORT's xywh filter
+# State [cx, cy, w, h, vx, vy, vw, vh]; noise in fractions of the box's width (x, w
+# terms) and height (y, h terms), sides clamped to 1 px (sleap-nn's KalmanFilterXYWH).
+XYWH_DIM = 8
+STD_POSITION = 1.0 / 20
+STD_VELOCITY = 1.0 / 160
+_MOTION8 = np.eye(XYWH_DIM)
+_MOTION8[:4, 4:] = np.eye(4)
+
+
+def cxcywh_from_xyxy(box: np.ndarray) -> np.ndarray:
+    """``[cx, cy, w, h]`` of ``xyxy`` box(es), sides at least 1 px."""
+    b = np.asarray(box, np.float64)
+    w = np.maximum(b[..., 2] - b[..., 0], MIN_SIDE)
+    h = np.maximum(b[..., 3] - b[..., 1], MIN_SIDE)
+    return np.stack([0.5 * (b[..., 0] + b[..., 2]), 0.5 * (b[..., 1] + b[..., 3]), w, h], -1)
+
+
+def xyxy_from_xywh(mean: np.ndarray) -> np.ndarray:
+    """``xyxy`` boxes of ``(..., 8)`` states (sides at least 1 px)."""
+    m = np.asarray(mean, np.float64)
+    half = 0.5 * np.maximum(m[..., 2:4], MIN_SIDE)
+    return np.concatenate([m[..., :2] - half, m[..., :2] + half], axis=-1)
+
+
+def xywh_initiate(box: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    z = cxcywh_from_xyxy(box)
+    w, h = max(z[2], MIN_SIDE), max(z[3], MIN_SIDE)
+    p, v = 2 * STD_POSITION, 10 * STD_VELOCITY
+    mean = np.zeros(XYWH_DIM)
+    mean[:4] = z
+    return mean, np.diag(np.square([p * w, p * h, p * w, p * h, v * w, v * h, v * w, v * h]))
+
+
+def xywh_predict(means: np.ndarray, covs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One step for ``(n, 8)`` means; a side about to vanish stops shrinking."""
+    means = np.array(means, np.float64).reshape(-1, XYWH_DIM)
+    for size, vel in ((2, 6), (3, 7)):
+        means[means[:, size] + means[:, vel] <= 0, vel] = 0.0
+    w, h = np.maximum(means[:, 2], MIN_SIDE), np.maximum(means[:, 3], MIN_SIDE)
+    whwh = np.stack([w, h, w, h], axis=1)
+    q = np.square(np.concatenate([STD_POSITION * whwh, STD_VELOCITY * whwh], axis=1))
+    means = means @ _MOTION8.T
+    covs = np.einsum("ij,njk,lk->nil", _MOTION8, covs, _MOTION8)
+    idx = np.arange(XYWH_DIM)
+    covs[:, idx, idx] += q
+    return means, 0.5 * (covs + np.swapaxes(covs, -1, -2))
+
+
+def xywh_update(mean: np.ndarray, cov: np.ndarray, box: np.ndarray):
+    z = cxcywh_from_xyxy(box)
+    w, h = max(mean[2], MIN_SIDE), max(mean[3], MIN_SIDE)
+    r = np.square(STD_POSITION * np.array([w, h, w, h]))
+    s = cov[:4, :4] + np.diag(r)
+    s = 0.5 * (s + s.T)
+    gain = cho_solve(cho_factor(s, lower=True), cov[:4, :]).T
+    new_mean = mean + gain @ (z - mean[:4])
+    i_kh = np.eye(XYWH_DIM)
+    i_kh[:, :4] -= gain
+    new_cov = i_kh @ cov @ i_kh.T + (gain * r) @ gain.T
+    return new_mean, 0.5 * (new_cov + new_cov.T)
+
+
+MIN_SHARED_NODES = 2  # a pair's shared-node boxes need this many nodes seen on both sides
+MIN_SHARED_EXTENT = 1.0  # px, on at least one axis (the floor gives the other a size)
+
+
+def _padded_extent(lo, hi, padding: float, min_side: float):
+    pad = padding * (hi - lo).max(axis=-1, keepdims=True)
+    lo, hi = lo - pad, hi + pad
+    if np.isfinite(min_side) and min_side > 0:
+        grow = 0.5 * np.maximum(min_side - (hi - lo), 0.0)
+        lo, hi = lo - grow, hi + grow
+    return lo, hi
+
+
+def shared_node_iou(trk: np.ndarray, det: np.ndarray, padding: float, min_side: float) -> np.ndarray:
+    """``(n, m)`` IoU of boxes over only the nodes visible in both poses (NaN: too few).
+
+    A partly occluded detection is thus compared with the same part of the
+    track's pose, not with its whole-body box (sleap-nn's ByteTrack/BoT-SORT).
+    """
+    n, m = len(trk), len(det)
+    out = np.full((n, m), np.nan)
+    if n == 0 or m == 0:
+        return out
+    shared = np.isfinite(trk).all(-1)[:, None, :] & np.isfinite(det).all(-1)[None]
+    sel = shared[..., None]
+    lo_t = np.where(sel, trk[:, None], np.inf).min(axis=2)
+    hi_t = np.where(sel, trk[:, None], -np.inf).max(axis=2)
+    lo_d = np.where(sel, det[None], np.inf).min(axis=2)
+    hi_d = np.where(sel, det[None], -np.inf).max(axis=2)
+    with np.errstate(invalid="ignore"):
+        wide_t = ((hi_t - lo_t) >= MIN_SHARED_EXTENT).any(axis=-1)
+        wide_d = ((hi_d - lo_d) >= MIN_SHARED_EXTENT).any(axis=-1)
+    ok = (shared.sum(axis=-1) >= MIN_SHARED_NODES) & wide_t & wide_d
+    if not ok.any():
+        return out
+    lo_t, hi_t = _padded_extent(lo_t[ok], hi_t[ok], padding, min_side)
+    lo_d, hi_d = _padded_extent(lo_d[ok], hi_d[ok], padding, min_side)
+    inter = np.clip(np.minimum(hi_t, hi_d) - np.maximum(lo_t, lo_d), 0.0, None).prod(axis=-1)
+    union = (hi_t - lo_t).prod(axis=-1) + (hi_d - lo_d).prod(axis=-1) - inter
+    iou_ = np.zeros_like(inter)
+    np.divide(inter, union, out=iou_, where=union > 0)
+    out[ok] = np.clip(iou_, 0.0, 1.0)
+    return out

@@ -70,6 +70,8 @@ class Frame:
     centroids: np.ndarray  # (I, 2) raw-box centres
     scores: np.ndarray  # (I,)
     valid: np.ndarray  # (I,) bool: something visible
+    frame_idx: int = 0
+    keypoints: np.ndarray | None = None  # (I, N, 2) poses, NaN = hidden; None for masks
 
     def __len__(self) -> int:
         return int(self.scores.shape[0])
@@ -81,6 +83,7 @@ class Association:
 
     matches: list[tuple[int, int, float]] = field(default_factory=list)  # (row, det, sim)
     no_spawn: set[int] = field(default_factory=set)
+    removed: set[int] = field(default_factory=set)  # rows dropped now (BoT-SORT's duplicates)
 
 
 class MotCore:
@@ -92,7 +95,9 @@ class MotCore:
     tentative_dies_on_miss: ClassVar[bool] = False
     hits_start: ClassVar[int] = 0
     confirm_on_streak: ClassVar[bool] = True
-    extra_fields: ClassVar[tuple[ExtraField, ...]] = ()  # float64 per-track memory
+    extra_fields: tuple[ExtraField, ...] = ()  # float64 per-track memory
+    zero_on_miss: ClassVar[tuple[int, ...]] = ()  # state entries zeroed before predicting a
+    # track not matched at the previous step (BoT-SORT: the size velocities)
 
     def __init__(self, params: MotParams, carrier: str, n_nodes: int) -> None:
         self.params = params
@@ -160,7 +165,9 @@ class MotCore:
         valid = np.isfinite(raw).all(axis=1)
         scores = np.asarray(det.scores, np.float64)
         scores = np.clip(np.where(np.isfinite(scores), scores, 1.0), 0.0, 1.0)
-        return Frame(boxes, raw, 0.5 * (raw[:, :2] + raw[:, 2:]), scores, valid)
+        points = None if self.carrier == MASKS else np.asarray(det.points, np.float64)
+        centroids = 0.5 * (raw[:, :2] + raw[:, 2:])
+        return Frame(boxes, raw, centroids, scores, valid, int(det.frame_idx), points)
 
     def _observe_body_size(self, det: Detections, frame: Frame) -> None:
         """Remember the frame's extents (poses: of two or more visible nodes) as body-size evidence.
@@ -208,6 +215,9 @@ class MotCore:
         self._keep(~gone)
         mean, cov = self.mean, self.cov
         for k in range(steps):
+            if self.zero_on_miss:
+                missed = self.tsu + k > 0
+                mean[np.ix_(missed, self.zero_on_miss)] = 0.0
             mean, cov = self.predict(mean, cov)
             if k == 0 and steps > 1:
                 self.on_gap(mean, cov, self.clock - steps + 1)
@@ -256,7 +266,9 @@ class MotCore:
         n_old = len(self.tid)
         keep = np.ones(n_old, bool)
         for row in range(n_old):
-            if row in matched_rows:
+            if row in found.removed:
+                keep[row] = False
+            if row in matched_rows or row in found.removed:
                 continue
             self.on_miss(row)
             if self.status[row] == CONFIRMED:
@@ -348,16 +360,10 @@ def mot_params(options: TrackingOptions) -> MotParams:
     ``--new_track_threshold 0.6`` with ``--tracker sort`` is read as SORT's 0.1.
     """
     shared = TrackingOptions()
-    values = {
-        name: getattr(options, name)
-        for name in ("track_high_threshold", "track_low_threshold", "new_track_threshold")
-    }
+    names = ("track_high_threshold", "track_low_threshold", "new_track_threshold")
+    names += ("min_hits", "min_match_similarity")
+    values = {name: getattr(options, name) for name in names}
     for name, value in MOT_PRESETS.get(options.tracker, {}).items():
         if values[name] == getattr(shared, name):
             values[name] = value
-    return MotParams(
-        track_buffer=options.track_buffer,
-        min_hits=options.min_hits,
-        min_match_similarity=options.min_match_similarity,
-        **values,
-    )
+    return MotParams(track_buffer=options.track_buffer, **values)
