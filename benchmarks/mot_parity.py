@@ -100,7 +100,9 @@ def _sleap_nn_objects(det: Detections, carrier: str, skeleton):
 
     if carrier == MASKS:
         return [
-            sio.PredictedSegmentationMask.from_numpy(m.bitmap, scale=m.scale, offset=m.offset, score=float(s))
+            sio.PredictedSegmentationMask.from_numpy(
+                m.bitmap, scale=m.scale, offset=m.offset, score=float(s)
+            )
             for m, s in zip(det.masks or [], det.scores)
         ]
     # No point scores: sleap-nn then scores a pose by its instance score, as we do.
@@ -146,9 +148,8 @@ def main() -> None:
     parser.add_argument("--sleap-nn-src", type=Path, default=SRC)
     args = parser.parse_args()
     sys.path.insert(0, str(sleap_nn_source(args.sleap_nn_src)))
-    from loguru import logger
-
     import sleap_nn.tracking.mot  # noqa: F401  (its import adds a log handler)
+    from loguru import logger
 
     logger.remove()  # sleap-nn's once-per-tracker notices
     print("| tracker | carrier | cases | frames same | detections | same online | retro | other |")

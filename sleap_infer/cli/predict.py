@@ -278,6 +278,8 @@ def predict(
     track_high_threshold: trk.TrackHigh = trk.DEFAULTS.track_high_threshold,
     track_low_threshold: trk.TrackLow = trk.DEFAULTS.track_low_threshold,
     new_track_threshold: trk.NewTrack = trk.DEFAULTS.new_track_threshold,
+    min_hits: trk.MinHits = trk.DEFAULTS.min_hits,
+    min_match_similarity: trk.MinMatchSimilarity = trk.DEFAULTS.min_match_similarity,
     # --- post-filters and training-config overrides (sleap-nn's).
     filter_overlapping: adj.FilterOverlapping = False,
     filter_overlapping_method: adj.FilterOverlappingMethod = adj.DEFAULT_OVERLAP_METHOD,

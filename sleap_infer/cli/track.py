@@ -64,6 +64,8 @@ def track(
     track_high_threshold: trk.TrackHigh = trk.DEFAULTS.track_high_threshold,
     track_low_threshold: trk.TrackLow = trk.DEFAULTS.track_low_threshold,
     new_track_threshold: trk.NewTrack = trk.DEFAULTS.new_track_threshold,
+    min_hits: trk.MinHits = trk.DEFAULTS.min_hits,
+    min_match_similarity: trk.MinMatchSimilarity = trk.DEFAULTS.min_match_similarity,
 ) -> None:
     """Re-track a prediction file (ours or sleap-nn's) without a model."""
     from sleap_infer.pipeline.retrack import retrack_file

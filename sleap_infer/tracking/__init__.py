@@ -25,13 +25,13 @@ MOT_TRACKERS = ("sort", "botsort", "ocsort")  # sleap-nn's SORT family (tracking
 
 __all__ = [
     "MASKS",
+    "MOT_TRACKERS",
     "POSES",
     "Assignment",
     "Detections",
     "MaskBitmap",
     "Tracker",
     "TrackerState",
-    "MOT_TRACKERS",
     "make_tracker",
     "resolve_options",
     "track_name",
@@ -55,8 +55,8 @@ def make_tracker(
 
 
 def _mot_tracker(options: TrackingOptions, carrier: str, n_nodes: int) -> Tracker:
-    from sleap_infer.tracking.mot_core import mot_params
     from sleap_infer.tracking.botsort import BotSortTracker
+    from sleap_infer.tracking.mot_core import mot_params
     from sleap_infer.tracking.ocsort import OcSortTracker
     from sleap_infer.tracking.sort import SortTracker
 

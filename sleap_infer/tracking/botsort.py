@@ -152,7 +152,7 @@ class BotSortTracker(MotCore):
         return left_r, left_c
 
     def _remove_duplicates(self, frame: Frame, left_high, spawnable, out: Association) -> None:
-        """A lost track and a matched (or new) detection on the same spot: the shorter history goes."""
+        """A lost track and a matched or new detection on one spot: the shorter history goes."""
         matched = {r for r, _, _ in out.matches}
         lost = [
             r

@@ -135,7 +135,7 @@ def assign_capped(cost: np.ndarray, max_cost: float) -> list[tuple[int, int]]:
 
 
 def one_to_one(valid: np.ndarray) -> list[tuple[int, int]] | None:
-    """The admissible pairs when each row and column has at most one, else None (SORT's shortcut)."""
+    """The admissible pairs if each row and column has at most one, else None (SORT)."""
     if valid.size == 0 or not valid.any():
         return None
     if valid.sum(axis=1).max() > 1 or valid.sum(axis=0).max() > 1:
@@ -314,7 +314,9 @@ def _padded_extent(lo, hi, padding: float, min_side: float):
     return lo, hi
 
 
-def shared_node_iou(trk: np.ndarray, det: np.ndarray, padding: float, min_side: float) -> np.ndarray:
+def shared_node_iou(
+    trk: np.ndarray, det: np.ndarray, padding: float, min_side: float
+) -> np.ndarray:
     """``(n, m)`` IoU of boxes over only the nodes visible in both poses (NaN: too few).
 
     A partly occluded detection is thus compared with the same part of the

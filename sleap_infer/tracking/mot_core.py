@@ -246,15 +246,36 @@ class MotCore:
         self._advance(self._steps(int(det.frame_idx)))
         self._observe_body_size(det, frame)
         found = self.associate(frame) if len(frame) else Association()
+        matched = self._apply_matches(found, frame)
+        n_old = len(self.tid)
+        keep = self._age_unmatched(found, matched)
+        used = {j for j, _ in matched.values()}
+        for j in range(len(frame)):
+            if j in used or j in found.no_spawn or not frame.valid[j]:
+                continue
+            if frame.scores[j] >= self.params.new_track_threshold:
+                self._spawn(frame, j)
+                self.on_spawn(len(self.tid) - 1, frame, j)
+        self._confirm_ready()
+        ids = np.full(len(frame), -1, np.int64)
+        scores = np.full(len(frame), np.nan, np.float32)
+        for row, (j, sim) in matched.items():
+            if keep[row] and self.status[row] == CONFIRMED:
+                ids[j], scores[j] = self.public_id[row], sim
+        keep = np.concatenate([keep, np.ones(len(self.tid) - n_old, bool)])
+        self._keep(keep & (self.tsu <= self.params.track_buffer))
+        return Assignment(ids, scores)
 
-        matched_rows: dict[int, tuple[int, float]] = {}
+    def _apply_matches(self, found: Association, frame: Frame) -> dict[int, tuple[int, float]]:
+        """Update the matched tracks; ``{row: (detection, similarity)}``."""
+        matched: dict[int, tuple[int, float]] = {}
         used: set[int] = set()
         for row, j, sim in found.matches:
-            if row in matched_rows or j in used or not frame.valid[j]:
+            if row in matched or j in used or not frame.valid[j]:
                 continue
             used.add(j)
             sim = float(np.clip(sim, 0.0, 1.0)) if np.isfinite(sim) else 0.0
-            matched_rows[row] = (j, sim)
+            matched[row] = (j, sim)
             self.correct(row, frame.boxes[j])
             self.hits[row] += 1
             self.hit_streak[row] += 1
@@ -263,25 +284,25 @@ class MotCore:
             if self.status[row] == LOST:
                 self.status[row] = CONFIRMED
             self.on_match(row, frame, j)
-        n_old = len(self.tid)
-        keep = np.ones(n_old, bool)
-        for row in range(n_old):
+        return matched
+
+    def _age_unmatched(self, found: Association, matched: dict) -> np.ndarray:
+        """Unmatched confirmed tracks become lost; which rows survive this frame."""
+        keep = np.ones(len(self.tid), bool)
+        for row in range(len(self.tid)):
             if row in found.removed:
                 keep[row] = False
-            if row in matched_rows or row in found.removed:
+            if row in matched or row in found.removed:
                 continue
             self.on_miss(row)
             if self.status[row] == CONFIRMED:
                 self.status[row] = LOST
             elif self.status[row] == TENTATIVE and self.tentative_dies_on_miss:
                 keep[row] = False
-        for j in range(len(frame)):
-            if j in used or j in found.no_spawn or not frame.valid[j]:
-                continue
-            if frame.scores[j] < self.params.new_track_threshold:
-                continue
-            self._spawn(frame, j)
-            self.on_spawn(len(self.tid) - 1, frame, j)
+        return keep
+
+    def _confirm_ready(self) -> None:
+        """Confirm the tentative tracks matched now that reached ``min_hits``; next public id."""
         for row in range(len(self.tid)):
             if self.status[row] == TENTATIVE and self.tsu[row] == 0:
                 count = self.hit_streak[row] if self.confirm_on_streak else self.hits[row]
@@ -289,14 +310,6 @@ class MotCore:
                     self.status[row] = CONFIRMED
                     self.public_id[row] = self.next_public
                     self.next_public += 1
-        ids = np.full(len(frame), -1, np.int64)
-        scores = np.full(len(frame), np.nan, np.float32)
-        for row, (j, sim) in matched_rows.items():
-            if keep[row] and self.status[row] == CONFIRMED:
-                ids[j], scores[j] = self.public_id[row], sim
-        keep = np.concatenate([keep, np.ones(len(self.tid) - n_old, bool)])
-        self._keep(keep & (self.tsu <= self.params.track_buffer))
-        return Assignment(ids, scores)
 
     # ------------------------------------------------- subclass extensions
     def correct(self, row: int, box: np.ndarray) -> None:
