@@ -43,8 +43,8 @@ def mask_tracks(path: Path) -> dict[tuple[int, bytes], str | None]:
 
 @pytest.mark.parametrize(
     "extra",
-    [[], ["--use-flow"], ["--tracker", "bytetrack"]],
-    ids=["classic", "optical-flow", "bytetrack"],
+    [[], ["--use-flow"], *(["--tracker", n] for n in ("bytetrack", "sort", "botsort", "ocsort"))],
+    ids=["classic", "optical-flow", "bytetrack", "sort", "botsort", "ocsort"],
 )
 def test_killed_tracked_run_resumes_to_identical_tracks(
     shared: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, extra: list[str]
