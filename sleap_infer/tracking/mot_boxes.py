@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
+from sleap_infer.ops.assignment import linear_sum_assignment
 from sleap_infer.tracking.base import MASKS, Detections
 
 MIN_SIDE = 1.0  # px: boxes narrower than this are degenerate; Kalman sides floor here
@@ -123,8 +124,6 @@ def assign_capped(cost: np.ndarray, max_cost: float) -> list[tuple[int, int]]:
     detection unmatched costs about the cap and the solver never breaks a good
     match to make two poor ones.
     """
-    from sleap_infer.ops.assignment import linear_sum_assignment
-
     if cost.size == 0:
         return []
     feasible = np.isfinite(cost) & (cost <= max_cost)
@@ -212,8 +211,6 @@ def assign_masked(score: np.ndarray, valid: np.ndarray) -> list[tuple[int, int]]
     (geometry plus momentum) only orders; an inadmissible pair's own low score
     is what leaving its row and column unmatched is worth.
     """
-    from sleap_infer.ops.assignment import linear_sum_assignment
-
     if score.size == 0:
         return []
     finite = np.isfinite(score)
