@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sleap_infer.core.tracking import MOT_PRESETS, TrackingOptions
+from sleap_infer.tracking import mot_body as body
 from sleap_infer.tracking import mot_boxes as mb
 from sleap_infer.tracking.base import MASKS, Assignment, Detections, TrackerState
 
@@ -116,6 +117,10 @@ class MotCore:
         self.last_frame: int | None = None
         self.delta_counts: dict[int, int] = {}
         self.diagonals = np.zeros(0)
+        self.spacings = np.zeros(0)  # same-frame nearest-animal distances (no extent yet)
+        self.step_lengths = np.zeros(0)  # per-step lengths of unambiguous links (ditto)
+        self.prev_geometry: tuple[np.ndarray, np.ndarray] | None = None  # previous frame's
+        self.last_delta: int | None = None  # frame-index change to this frame
 
     # --------------------------------------------------------------- kinds
     def initiate(self, box: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -139,9 +144,12 @@ class MotCore:
         return self.next_public
 
     def body_size(self) -> float:
+        """Median diagonal of the extents seen so far, else :mod:`.mot_body`'s fallbacks."""
         if self.diagonals.size:
             return float(np.median(self.diagonals))
-        return mb.DEFAULT_BODY_SIZE
+        p99 = float(np.percentile(self.step_lengths, 99)) if self.step_lengths.size else np.nan
+        spacing = float(np.median(self.spacings)) if self.spacings.size else np.nan
+        return body.resolve_body_size(np.nan, p99, spacing)
 
     def similarity_to(self, rows: np.ndarray, frame: Frame) -> np.ndarray:
         """``(len(rows), I)`` geometric similarity of the tracks' predictions to the detections."""
@@ -169,21 +177,29 @@ class MotCore:
         centroids = 0.5 * (raw[:, :2] + raw[:, 2:])
         return Frame(boxes, raw, centroids, scores, valid, int(det.frame_idx), points)
 
-    def _observe_body_size(self, det: Detections, frame: Frame) -> None:
-        """Remember the frame's extents (poses: of two or more visible nodes) as body-size evidence.
-
-        A one-node skeleton gives none, so its body size stays the default
-        (sleap-nn falls back to motion and spacing estimates there).
-        """
-        if len(frame) == 0:
+    def _observe_body_size(self, det: Detections, frame: Frame, steps: int) -> None:
+        """Remember this frame's body-size evidence (see :meth:`body_size`)."""
+        if len(frame):
+            if self.carrier == MASKS:
+                wh = (frame.raw[:, 2:] - frame.raw[:, :2])[frame.valid]
+                keep = np.isfinite(wh).all(axis=1) & (wh >= 1.0).all(axis=1)
+                new = np.hypot(wh[keep, 0], wh[keep, 1])
+            else:
+                new = mb.pose_diagonals(det)
+            self.diagonals = np.concatenate([self.diagonals, new])[-BODY_SIZE_HISTORY:]
+        if self.diagonals.size:
+            self.prev_geometry = None
             return
-        if self.carrier == MASKS:
-            wh = (frame.raw[:, 2:] - frame.raw[:, :2])[frame.valid]
-            keep = np.isfinite(wh).all(axis=1) & (wh >= 1.0).all(axis=1)
-            new = np.hypot(wh[keep, 0], wh[keep, 1])
-        else:
-            new = mb.pose_diagonals(det)
-        self.diagonals = np.concatenate([self.diagonals, new])[-BODY_SIZE_HISTORY:]
+        # No extent seen yet (one-node skeletons): spacing and motion, as sleap-nn.
+        prev = self.prev_geometry if (self.last_delta is None or self.last_delta > 0) else None
+        max_dist = 0.5 * float(np.median(self.spacings)) if self.spacings.size else None
+        cur = body.geometry(frame.keypoints, frame.raw, frame.valid)
+        spacings, links = body.pair_geometry(prev, cur, max_dist)
+        self.spacings = np.concatenate([self.spacings, spacings])[-BODY_SIZE_HISTORY:]
+        if steps > 0 and links.size:
+            moved = np.concatenate([self.step_lengths, links / steps])
+            self.step_lengths = moved[-BODY_SIZE_HISTORY:]
+        self.prev_geometry = cur
 
     def _keep(self, keep: np.ndarray) -> None:
         self.mean, self.cov = self.mean[keep], self.cov[keep]
@@ -193,9 +209,10 @@ class MotCore:
     def _steps(self, frame_idx: int) -> int:
         """Steps since the previous frame; the stride is the commonest gap (sleap-nn's rule)."""
         if self.clock < 0:
-            self.clock, self.last_frame = 0, frame_idx
+            self.clock, self.last_frame, self.last_delta = 0, frame_idx, None
             return 0
         delta = frame_idx - int(self.last_frame)  # type: ignore[arg-type]
+        self.last_delta = delta
         steps = 1
         if delta > 0:
             self.delta_counts[delta] = self.delta_counts.get(delta, 0) + 1
@@ -243,8 +260,9 @@ class MotCore:
     # ----------------------------------------------------------------- step
     def step(self, det: Detections) -> Assignment:
         frame = self._frame(det)
-        self._advance(self._steps(int(det.frame_idx)))
-        self._observe_body_size(det, frame)
+        steps = self._steps(int(det.frame_idx))
+        self._advance(steps)
+        self._observe_body_size(det, frame, steps)
         found = self.associate(frame) if len(frame) else Association()
         matched = self._apply_matches(found, frame)
         n_old = len(self.tid)
@@ -338,11 +356,23 @@ class MotCore:
             clock=self.clock,
             last_frame=self.last_frame,
             delta_counts=[[int(k), int(v)] for k, v in self.delta_counts.items()],
+            last_delta=self.last_delta,
+            has_prev_geometry=self.prev_geometry is not None,
         )
+        if self.prev_geometry is not None:
+            arrays_prev = {
+                "prev_centroids": self.prev_geometry[0],
+                "prev_extents": self.prev_geometry[1],
+            }
+        else:
+            arrays_prev = {}
         arrays = {
+            **{k: v.copy() for k, v in arrays_prev.items()},
             "mean": self.mean.copy(),
             "cov": self.cov.copy(),
             "diagonals": self.diagonals.copy(),
+            "spacings": self.spacings.copy(),
+            "step_lengths": self.step_lengths.copy(),
         }
         names = (*_INT_FIELDS, *(f[0] for f in self.extra_fields))
         arrays |= {name: getattr(self, name).copy() for name in names}
@@ -360,6 +390,15 @@ class MotCore:
         self.mean = np.array(arrays["mean"], np.float64).reshape(-1, d)
         self.cov = np.array(arrays["cov"], np.float64).reshape(-1, d, d)
         self.diagonals = np.array(arrays["diagonals"], np.float64).reshape(-1)
+        self.spacings = np.array(arrays["spacings"], np.float64).reshape(-1)
+        self.step_lengths = np.array(arrays["step_lengths"], np.float64).reshape(-1)
+        self.last_delta = None if meta["last_delta"] is None else int(meta["last_delta"])
+        self.prev_geometry = None
+        if meta["has_prev_geometry"]:
+            self.prev_geometry = (
+                np.array(arrays["prev_centroids"], np.float64).reshape(-1, 2),
+                np.array(arrays["prev_extents"], np.float64).reshape(-1, 4),
+            )
         for name in _INT_FIELDS:
             setattr(self, name, np.array(arrays[name], np.int64).reshape(-1))
         for name, shape, _ in self.extra_fields:
