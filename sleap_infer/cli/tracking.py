@@ -26,7 +26,8 @@ Tracker = Annotated[
     typer.Option(
         metavar="NAME",
         help=_choice_help(
-            "classic: sleap-nn's candidate-window tracker (default). bytetrack: Kalman "
+            "classic: sleap-nn's candidate-window tracker (default). sort, botsort, ocsort: "
+            "sleap-nn's MOT trackers (docs/tracking-mot.md). bytetrack: Kalman "
             "motion + two-stage association by score; never drops a detection. Implies "
             "--tracking.",
             t.TRACKERS,
@@ -129,6 +130,27 @@ TrackLow = Annotated[
 ]
 NewTrack = Annotated[
     float, typer.Option(metavar="FLOAT", help="bytetrack: score needed to start a track.")
+]
+MinHits = Annotated[
+    int,
+    typer.Option(
+        "--min_hits",
+        "--min-hits",
+        min=0,
+        metavar="N",
+        help="sort, botsort, ocsort: matches before a track is confirmed (3; botsort: 2).",
+    ),
+]
+MinMatchSimilarity = Annotated[
+    float,
+    typer.Option(
+        "--min_match_similarity",
+        "--min-match-similarity",
+        min=0.0,
+        max=1.0,
+        metavar="FLOAT",
+        help="sort, botsort, ocsort: weakest overlap a match may have (0.3; botsort: 0.2).",
+    ),
 ]
 TargetCount = Annotated[
     int | None,
