@@ -51,6 +51,9 @@ class PipelineSpec:
     overrides: ConfigOverrides | None = None  # None: the training config as trained
     project: ProjectSelection | None = None  # which video and frames of .slp inputs
     centroid_only: bool = False  # a top-down pair's centroid model alone
+    # Drop frames left without instances when the output is written (sleap-nn's
+    # --no_empty_frames); not an instance filter, so it lives here, not in ``filters``.
+    no_empty_frames: bool = False
     # What :meth:`build` makes, as "module:Class" (imported on first use, as the registries
     # name their classes): the Pipeline sits above this module, and a test's stand-in can
     # travel to a ``--devices`` worker process by name.
@@ -103,7 +106,7 @@ _RECORDS: dict[str, type] = {
     "overrides": ConfigOverrides,
     "backend": BackendOptions,
 }
-_OWN = ("batch_size", "centroid_only")
+_OWN = ("batch_size", "centroid_only", "no_empty_frames")
 _NOT_OPTIONS = {"return_confmaps"}  # a debugging field, not an option
 
 
@@ -179,6 +182,7 @@ def bind(
         overrides=overrides if overrides.active else None,
         project=project if project.active else None,
         centroid_only=bool(own.get("centroid_only", False)),
+        no_empty_frames=bool(own.get("no_empty_frames", False)),
     )
 
 

@@ -143,7 +143,22 @@ def test_default_output_name_next_to_video(tmp_path: Path) -> None:
         (["export", "{model}", "{model}"], 2, "cannot export models of types single_instance"),
         (["export", "{model}", "--batch", "2", "--dynamic-batch"], 2, "exclude each other"),
         (["export", "{model}", "--input-size", "big"], 2, "--input-size 'big'"),
-        (["export", "{model}", "--runtime", "tflite"], 2, "--runtime: 'tflite' is not one of"),
+        (["export", "{model}", "--runtime", "tflite"], 2, "--format: 'tflite' is not one of"),
+        # Lists take commas; a space-separated list is a usage error, not a missing model.
+        (["bench", "{model}", "--batch-sizes", "1", "4"], 2, "a list takes commas"),
+        (["bench", "{model}", "--backend", "torch", "onnx"], 2, "--backend torch onnx"),
+        (["bench", "{model}", "--backend", "torch,caffe"], 2, "unknown backend 'caffe'"),
+        # sleap-nn's flags: refused by name, with the reason.
+        (
+            ["predict", "-i", "{video}", "--model_paths", "{model}", "--tracker", "botsort"],
+            2,
+            "--tracker botsort: not implemented yet in infer (classic, bytetrack available)",
+        ),
+        (
+            ["predict", "{video}", "-m", "{model}", "--mask_backend", "sam"],
+            2,
+            "--mask_backend: SAM",
+        ),
         (["export", "{model}", "-o", "{video}"], 1, "exists and is not an export directory"),
     ],
 )
