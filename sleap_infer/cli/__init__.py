@@ -175,6 +175,9 @@ def _main(args: list[str]) -> None:
     except SleapInferError as exc:
         _fail(str(exc), exc.exit_code)
     except typer.TyperException as exc:  # usage errors found while parsing the command line
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a command alone: its help, as written
+            sys.stderr.write(exc.format_message() + "\n")
+            sys.exit(exc.exit_code)
         _fail(_usage_message(exc), exc.exit_code)
     except typer.Abort:
         _fail("aborted", EXIT_FAILED)

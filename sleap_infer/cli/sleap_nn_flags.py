@@ -500,7 +500,8 @@ def _by_value(
     key = value.strip().lower()
     tokens = flag.values.get(key)
     if tokens is None:
-        raise UsageError(f"{name} {value!r}: choose one of {', '.join(flag.values)}")
+        taken = [v for v, t in flag.values.items() if not isinstance(t, str)]
+        raise UsageError(f"{name} {value!r}: choose one of {', '.join(taken)}")
     if isinstance(tokens, str):
         raise UsageError(f"{name} {value}: {tokens}")
     if flag.one_value:

@@ -8,10 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sleap_infer.cli.console import CliConsole
+
 import scene
 from conftest import SYNTHETIC_MODEL
-
-from sleap_infer.cli.console import CliConsole
 
 
 def test_errors_only_console_drops_everything_but_error_lines() -> None:
@@ -35,7 +35,9 @@ def test_quiet_predict_prints_only_the_failed_video(tmp_path: Path) -> None:
     good, bad = tmp_path / "good.mp4", tmp_path / "bad.mp4"
     scene.write_video(good, n_frames=3)
     bad.write_bytes(b"not a video")
-    res = _infer("predict", str(good), str(bad), "-m", str(SYNTHETIC_MODEL), "--device", "cpu", "-q")
+    res = _infer(
+        "predict", str(good), str(bad), "-m", str(SYNTHETIC_MODEL), "--device", "cpu", "-q"
+    )
     assert res.returncode == 1 and res.stdout == ""
     assert [line.split(":")[0] for line in res.stderr.splitlines()] == ["error"], res.stderr
     assert "bad.mp4" in res.stderr and (tmp_path / "good.mp4.predictions.slp").exists()
@@ -43,5 +45,21 @@ def test_quiet_predict_prints_only_the_failed_video(tmp_path: Path) -> None:
 
 def test_quiet_bench_prints_nothing_when_all_is_well() -> None:
     args = ["--size", "32x32", "--iters", "1", "--warmup", "0", "--batch-sizes", "1"]
-    res = _infer("bench", str(SYNTHETIC_MODEL), "--device", "cpu", "--backend", "torch", *args, "-q")
+    res = _infer(
+        "bench", str(SYNTHETIC_MODEL), "--device", "cpu", "--backend", "torch", *args, "-q"
+    )
     assert (res.returncode, res.stdout, res.stderr) == (0, "", "")
+
+
+def test_a_command_alone_prints_its_help_whole(capsys) -> None:  # type: ignore[no-untyped-def]
+    """Not squashed into one ``error:`` line (as it was): the help, exit code 2 (usage)."""
+    import pytest
+
+    from sleap_infer.cli import main
+
+    for command in ("track", "info", "predict"):
+        with pytest.raises(SystemExit) as exit_:
+            main([command])
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and err.startswith(f"Usage: infer {command}")
+        assert "\n\nOptions:\n" in err and "error:" not in err

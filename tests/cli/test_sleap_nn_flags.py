@@ -206,6 +206,11 @@ def test_sleap_nn_command_lines_mean_what_they_meant() -> None:
     ]
 
 
+def test_an_unknown_value_lists_only_what_infer_takes() -> None:
+    with pytest.raises(UsageError, match="^--tracker 'foo': choose one of classic, bytetrack$"):
+        snf.translate(["predict", "--tracker", "foo"])
+
+
 def test_several_output_formats_are_refused_by_name() -> None:
     with pytest.raises(UsageError, match="^--output_format: several output formats"):
         snf.translate(["predict", "--output_format", "slp", "--output_format", "analysis_h5"])
