@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from sleap_infer.cli import main
 from sleap_infer.cli.console import CliConsole
 
 import scene
@@ -51,12 +54,8 @@ def test_quiet_bench_prints_nothing_when_all_is_well() -> None:
     assert (res.returncode, res.stdout, res.stderr) == (0, "", "")
 
 
-def test_a_command_alone_prints_its_help_whole(capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_command_alone_prints_its_help_whole(capsys: pytest.CaptureFixture[str]) -> None:
     """Not squashed into one ``error:`` line (as it was): the help, exit code 2 (usage)."""
-    import pytest
-
-    from sleap_infer.cli import main
-
     for command in ("track", "info", "predict"):
         with pytest.raises(SystemExit) as exit_:
             main([command])
