@@ -132,11 +132,11 @@ PREDICT_IO: dict[str, Flag] = {
         "--no-restore_source_videos is what infer always does", takes_value=False
     ),
     "--save_embeddings": by_value(
-        "(embedding models)",
+        "(re-ID vectors)",
         {
-            "none": (),
-            "slp": "writing re-ID vectors is automatic in infer for an embedding model: "
-            "drop --save_embeddings",
+            "slp": (),  # what infer's .slp always does with an embedding model's vectors
+            "none": "infer's .slp always keeps an embedding model's re-ID vectors "
+            "(sleap-nn's --save_embeddings slp); stripping them is not implemented",
         },
     ),
     "--stream-to-file": alias("--output"),
