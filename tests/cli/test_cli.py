@@ -283,7 +283,8 @@ def test_export_command_writes_onnx_and_metadata(tmp_path: Path) -> None:
 def test_predict_onnx_writes_the_same_instances_as_torch(tmp_path: Path) -> None:
     video = tmp_path / "synthetic.mp4"
     scene.write_video(video, n_frames=12, seed=3)
-    common = ["-m", str(SYNTHETIC_MODEL), "--device", "cpu", "-b", "4", "-q"]
+    # --progress none, not -q: -q would hide the export notice (it prints only errors).
+    common = ["-m", str(SYNTHETIC_MODEL), "--device", "cpu", "-b", "4", "--progress", "none"]
     res = infer("predict", str(video), *common, "-o", str(tmp_path / "torch.slp"))
     assert res.returncode == 0, res.stderr
     res = infer(
