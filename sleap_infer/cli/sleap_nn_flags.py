@@ -304,10 +304,15 @@ TRACKING: dict[str, Flag] = {
             "--track_high_threshold",
             "--track_low_threshold",
             "--new_track_threshold",
+            "--tracking_target_instance_count",
+            "--tracking_pre_cull_to_target",
+            "--tracking_pre_cull_iou_threshold",
+            "--tracking_clean_instance_count",
+            "--tracking_clean_iou_threshold",
+            "--post_connect_single_breaks",
         )
     ),
     "--use_kalman": refused(LATER),
-    "--post_connect_single_breaks": refused(LATER),
     "--link_tracklets": refused(LATER),
     **{
         n: refused(LATER)
@@ -316,11 +321,6 @@ TRACKING: dict[str, Flag] = {
             "--kf_init_frame_count",
             "--kf_node_indices",
             "--kf_reset_gap_size",
-            "--tracking_target_instance_count",
-            "--tracking_pre_cull_to_target",
-            "--tracking_pre_cull_iou_threshold",
-            "--tracking_clean_instance_count",
-            "--tracking_clean_iou_threshold",
             "--min_hits",
             "--min_match_similarity",
             "--appearance_threshold",
