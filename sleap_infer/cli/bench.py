@@ -20,7 +20,7 @@ from rich.table import Table
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_FAILED, exit_codes
 from sleap_infer.cli.options import (
-    BenchBackend,
+    BENCH_BACKENDS,
     Device,
     ModelDirs,
     PeakThreshold,
@@ -44,13 +44,12 @@ def bench(
     model: ModelDirs,
     device: Device = "auto",
     backend: Annotated[
-        list[BenchBackend] | None,  # type: ignore[valid-type]
+        list[str] | None,
         typer.Option(
             "--backend",
-            case_sensitive=False,
-            metavar=f"<{'|'.join(b.value for b in BenchBackend)}>",
-            help="Backends to measure (repeat the option), or all; default torch and onnx. "
-            "torch always runs: it is the baseline.",
+            metavar="LIST",
+            help=f"Backends to measure, comma-separated or repeated ({', '.join(BENCH_BACKENDS)}); "
+            "default torch,onnx. torch always runs: it is the baseline.",
             show_default=False,
         ),
     ] = None,
@@ -128,7 +127,7 @@ def bench(
     config = BenchConfig(
         model_paths=model,
         device=device,
-        backends=parse_backends([b.value for b in backend] if backend else DEFAULT_BACKENDS),
+        backends=parse_backends(",".join(backend) if backend else DEFAULT_BACKENDS),
         batch_sizes=parse_batch_sizes(batch_sizes),
         video=input,
         size=parse_size(size, "--size", minimum=8) if size else None,
@@ -140,6 +139,9 @@ def bench(
     def show(row: Measurement) -> None:
         if row.status == OK:
             console.print(f"  {row.backend} batch {row.batch}: {row.fps:.1f} FPS", highlight=False)
+        elif row.status == FAILED:  # an error line: -q shows it
+            line = f"[red]error:[/] {row.backend} batch {row.batch}: {escape(row.reason)}"
+            console.print(line, highlight=False, soft_wrap=True)
         else:
             console.print(f"  {row.backend}: {row.status}", highlight=False)
 
@@ -149,7 +151,8 @@ def bench(
     ]
     with console.status("benchmarking..."):
         rows, context = run_bench(config, on_row=show)
-    Console(width=None if console.is_terminal else 140).print(_table(rows, context))
+    if not console.errors_only:  # -q: the table is not an error
+        Console(width=None if console.is_terminal else 140).print(_table(rows, context))
     _print_profile(rows)
     if json_path is not None:
         payload = {"config": _config_json(config), **context, "rows": [r.to_json() for r in rows]}

@@ -275,6 +275,9 @@ def predict(
     min_match_points: trk.MinMatchPoints = trk.DEFAULTS.min_match_points,
     oks_stddev: trk.OksStddev = trk.DEFAULTS.oks_stddev,
     use_flow: trk.UseFlow = False,
+    of_img_scale: trk.OfImgScale = trk.DEFAULTS.of_img_scale,
+    of_window_size: trk.OfWindowSize = trk.DEFAULTS.of_window_size,
+    of_max_levels: trk.OfMaxLevels = trk.DEFAULTS.of_max_levels,
     track_buffer: trk.TrackBuffer = trk.DEFAULTS.track_buffer,
     track_high_threshold: trk.TrackHigh = trk.DEFAULTS.track_high_threshold,
     track_low_threshold: trk.TrackLow = trk.DEFAULTS.track_low_threshold,
@@ -322,6 +325,13 @@ def predict(
     nwb_lab: nwb.Lab = None,
     nwb_session_description: nwb.SessionDescription = None,
     nwb_metadata: nwb.MetadataFile = None,
+    no_empty_frames: Annotated[
+        bool,
+        typer.Option(
+            "--no-empty-frames",
+            help="Leave out frames without any instance (sleap-nn's --no_empty_frames).",
+        ),
+    ] = False,
 ) -> None:
     """Predict poses on videos and save them as SLEAP .slp (or NWB, analysis HDF5, CSV)."""
     startup.mark("command")

@@ -117,6 +117,16 @@ UseFlow = Annotated[
         "matching; needs opencv-python-headless.",
     ),
 ]
+OfImgScale = Annotated[
+    float,
+    typer.Option(metavar="FLOAT", help="With --use-flow: image scale the flow is computed at."),
+]
+OfWindowSize = Annotated[
+    int, typer.Option(min=1, metavar="PX", help="With --use-flow: Lucas-Kanade window side.")
+]
+OfMaxLevels = Annotated[
+    int, typer.Option(min=0, metavar="N", help="With --use-flow: pyramid levels.")
+]
 TrackBuffer = Annotated[
     int,
     typer.Option(min=0, metavar="N", help="bytetrack: frames a lost track waits to be re-found."),

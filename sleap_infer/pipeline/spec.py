@@ -53,6 +53,9 @@ class PipelineSpec:
     project: ProjectSelection | None = None  # which video and frames of .slp inputs
     centroid_only: bool = False  # a top-down pair's centroid model alone
     nwb: NwbMetadata = field(default_factory=NwbMetadata)  # what an NWB output says of its session
+    # Drop frames left without instances when the output is written (sleap-nn's
+    # --no_empty_frames); not an instance filter, so it lives here, not in ``filters``.
+    no_empty_frames: bool = False
     # What :meth:`build` makes, as "module:Class" (imported on first use, as the registries
     # name their classes): the Pipeline sits above this module, and a test's stand-in can
     # travel to a ``--devices`` worker process by name.
@@ -106,7 +109,7 @@ _RECORDS: dict[str, type] = {
     "backend": BackendOptions,
     "nwb": NwbMetadata,
 }
-_OWN = ("batch_size", "centroid_only")
+_OWN = ("batch_size", "centroid_only", "no_empty_frames")
 _NOT_OPTIONS = {"return_confmaps"}  # a debugging field, not an option
 
 
@@ -185,6 +188,7 @@ def bind(
         project=project if project.active else None,
         centroid_only=bool(own.get("centroid_only", False)),
         nwb=NwbMetadata(**groups["nwb"]),
+        no_empty_frames=bool(own.get("no_empty_frames", False)),
     )
 
 
