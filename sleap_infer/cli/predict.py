@@ -147,6 +147,14 @@ def predict(
         ),
     ] = None,
     output_format: OutputFormatOption = DEFAULT_FORMAT,
+    no_empty_frames: Annotated[
+        bool,
+        typer.Option(
+            "--no-empty-frames",
+            help="Leave out predicted frames where nothing was found (kept by default, "
+            "as sleap-nn does).",
+        ),
+    ] = False,
     recursive: Annotated[
         bool, typer.Option("--recursive", "-r", help="Search folders' subfolders too.")
     ] = False,

@@ -66,7 +66,7 @@ from sleap_infer.writers.outputs import (
 )
 from sleap_infer.writers.registry import OutputFormat
 
-OUTPUT_ONLY_OPTIONS = frozenset({"mask_output", "polygon_epsilon"})
+OUTPUT_ONLY_OPTIONS = frozenset({"mask_output", "polygon_epsilon", "no_empty_frames"})
 
 
 @dataclass
@@ -452,6 +452,7 @@ class VideoJob:
             polygon_epsilon=pipeline.options.polygon_epsilon,
             box_categories=pipeline.box_categories,
             poses=Product.POSES in pipeline.products,
+            empty_frames=not pipeline.options.no_empty_frames,
         )
 
     def _remaining(

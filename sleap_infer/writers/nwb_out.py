@@ -14,6 +14,12 @@ track, so readers find the skeleton.
 The series are built from the journal's arrays (x, y and score per point
 occupied by a track), not from a per-point table as sleap-io does; all
 series of a track share one timestamps dataset (``frame_idx / fps``).
+
+Every predicted frame is in the file, those where nothing was found too: each
+track's series has a timestamp for every predicted frame, NaN where the track has
+no instance (as NWB marks a missing pose), so a reader's time axis is the frames
+that were predicted, as in sleap-nn's ``.slp``. With ``--no-empty-frames`` a
+track's series holds only the frames it occupies.
 """
 
 from __future__ import annotations
@@ -86,7 +92,8 @@ def _add_skeleton(nwbfile: NWBFile, source: Source) -> Skeleton:
 
 
 def _trajectories(source: Source, names: list[str]) -> list[Trajectory]:
-    """Each slot's instances, gathered in one pass over the journal (arrays, not objects)."""
+    """Each slot's instances, gathered in one pass over the journal (arrays, not objects);
+    with ``source.empty_frames`` spread over every predicted frame, NaN where it is empty."""
     parts: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in names]
     for preds, slots in slotted_batches(source):
         frames = np.asarray(preds.frame_indices)
@@ -101,8 +108,20 @@ def _trajectories(source: Source, names: list[str]) -> list[Trajectory]:
         frames, xy, scores = (np.concatenate(a) for a in zip(*found)) if found else empty
         order = np.argsort(frames, kind="stable")
         xy, scores = xy[order].astype(np.float64), scores[order].astype(np.float64)
-        out.append(Trajectory(name, frames[order], xy, scores))
+        track = Trajectory(name, frames[order].astype(np.int64), xy, scores)
+        out.append(_on_frames(track, source.journal.predicted) if source.empty_frames else track)
     return out
+
+
+def _on_frames(track: Trajectory, frames: np.ndarray) -> Trajectory:
+    """``track`` spread over ``frames`` (sorted, unique, a superset of its own): NaN points
+    and scores where it has no instance."""
+    frames = np.asarray(frames, np.int64)
+    at = np.searchsorted(frames, track.frames)
+    xy = np.full((len(frames), *track.xy.shape[1:]), np.nan)
+    scores = np.full((len(frames), *track.scores.shape[1:]), np.nan)
+    xy[at], scores[at] = track.xy, track.scores
+    return Trajectory(track.name, frames, xy, scores)
 
 
 def _pose_estimation(

@@ -43,6 +43,7 @@ class Source:
     polygon_epsilon: float = POLYGON_EPSILON
     box_categories: tuple[str, ...] = ()  # a box detector's class names (slp and csv hold boxes)
     poses: bool = True  # the models predict keypoint instances (a lone box detector does not)
+    empty_frames: bool = True  # predicted frames where nothing was found are written too
 
     @property
     def node_names(self) -> list[str]:
