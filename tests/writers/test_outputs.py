@@ -69,6 +69,11 @@ class Case:
                 )
         return out
 
+    @property
+    def predicted(self) -> list[int]:
+        """Every frame the batches hold, those where nothing was found too."""
+        return [int(f) for b in self.batches for f in b.frame_indices]
+
     def by_frame(self, placed_only: bool = False) -> dict[int, list[Expected]]:
         """Instances per frame; ``placed_only`` drops those an identity model gave no class."""
         frames: dict[int, list[Expected]] = {}
@@ -94,6 +99,8 @@ def make_case(kind: str, seed: int = 0) -> Case:
         points[rng.uniform(size=(n, n_inst, 3)) < 0.15] = np.nan  # nodes not found
         valid = rng.uniform(size=(n, n_inst)) < 0.75
         valid[0, : min(2, n_inst)] = True  # at least one frame with two animals
+        if start == 4:
+            valid[1] = False  # and frame 6 where nothing was found, in every case
         if kind == "empty":
             valid[:] = False
         batch = BatchPredictions(
@@ -112,7 +119,7 @@ def make_case(kind: str, seed: int = 0) -> Case:
     return Case(batches, model_type, class_names)
 
 
-def write(tmp_path: Path, case: Case, fmt_name: str) -> Path:
+def write(tmp_path: Path, case: Case, fmt_name: str, empty_frames: bool = True) -> Path:
     journal_file = tmp_path / "j.partial"
     with JournalWriter(journal_file, header={"fingerprint": {}}) as w:
         for batch in case.batches:
@@ -129,20 +136,24 @@ def write(tmp_path: Path, case: Case, fmt_name: str) -> Path:
         make_skeleton(cfg),
         case.class_names,
         {"run": "test"},
+        empty_frames=empty_frames,
     )
     assert is_complete(out, fmt)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["j.partial", out.name]  # no temp
     return out
 
 
+@pytest.mark.parametrize("empty_frames", [True, False])
 @pytest.mark.parametrize("kind", CASES)
-def test_slp(tmp_path: Path, kind: str) -> None:
+def test_slp(tmp_path: Path, kind: str, empty_frames: bool) -> None:
     case = make_case(kind)
-    labels = sio.load_slp(str(write(tmp_path, case, "slp")))
+    labels = sio.load_slp(str(write(tmp_path, case, "slp", empty_frames)))
     expected = case.by_frame()
-    assert [lf.frame_idx for lf in labels] == sorted(expected)
+    # Every predicted frame, as sleap-nn writes them; --no-empty-frames: those with instances.
+    assert [lf.frame_idx for lf in labels] == (case.predicted if empty_frames else sorted(expected))
+    assert len(case.predicted) > len(expected)  # the cases do have empty frames
     for lf in labels:
-        want = expected[lf.frame_idx]
+        want = expected.get(lf.frame_idx, [])
         assert len(lf.instances) == len(want)
         for inst, exp in zip(lf.instances, want):
             np.testing.assert_array_equal(inst.numpy(), exp.points)
@@ -156,15 +167,28 @@ def _cell(text: str) -> float:
     return float(text) if text else float("nan")
 
 
+@pytest.mark.parametrize("empty_frames", [True, False])
 @pytest.mark.parametrize("kind", CASES)
-def test_csv_has_a_header_and_one_row_per_instance(tmp_path: Path, kind: str) -> None:
+def test_csv_has_a_header_and_one_row_per_instance(
+    tmp_path: Path, kind: str, empty_frames: bool
+) -> None:
     case = make_case(kind)
-    out = write(tmp_path, case, "csv")
+    out = write(tmp_path, case, "csv", empty_frames)
     with out.open(newline="") as fh:
         rows = list(csv.reader(fh))
     nodes = [f"{n}.{f}" for n in ("head", "thorax", "tail") for f in ("x", "y", "score")]
     assert rows[0] == ["track", "frame_idx", "instance.score", *nodes]
     expected = case.instances
+    # A predicted frame without instances is one row with only its frame_idx (sleap-io's
+    # CSV row for an empty frame), in frame order; --no-empty-frames leaves it out.
+    found = {exp.frame for exp in expected}
+    empty = [f for f in case.predicted if f not in found] if empty_frames else []
+    order = sorted([(exp.frame, 0) for exp in expected] + [(f, 1) for f in empty])
+    assert [int(row[1]) for row in rows[1:]] == [f for f, _ in order]
+    blank = [row for row in rows[1:] if not row[2]]
+    assert [int(row[1]) for row in blank] == empty
+    assert all(set(row[:1] + row[2:]) == {""} for row in blank)
+    rows = [row for row in rows if row[2]]  # header and instance rows
     assert len(rows) - 1 == len(expected)
     for row, exp in zip(rows[1:], expected):
         assert row[0] == (exp.track or "")  # no identity unless the model gave one
@@ -175,7 +199,8 @@ def test_csv_has_a_header_and_one_row_per_instance(tmp_path: Path, kind: str) ->
         np.testing.assert_array_equal(values[:, 2], exp.point_scores.astype(np.float64))
     if expected:
         labels = sio.load_csv(str(out))
-        assert sum(len(lf.instances) for lf in labels) == len(expected)
+        # sleap-io reads its own empty-frame row back as an instance without points.
+        assert sum(len(lf.instances) for lf in labels) == len(expected) + len(empty)
 
 
 def _analysis(path: Path) -> dict[str, object]:
@@ -232,10 +257,26 @@ def test_analysis_h5_never_presents_ranks_as_identities(tmp_path: Path, kind: st
 
 
 @needs_nwb
+@pytest.mark.parametrize("empty_frames", [True, False])
 @pytest.mark.parametrize("kind", CASES)
-def test_nwb_loads_back_every_instance(tmp_path: Path, kind: str) -> None:
+def test_nwb_loads_back_every_instance(tmp_path: Path, kind: str, empty_frames: bool) -> None:
     case = make_case(kind)
-    out = write(tmp_path, case, "nwb")
+    out = write(tmp_path, case, "nwb", empty_frames)
+    # Every track's series spans every predicted frame (NaN where it has no instance), so
+    # a reader's time axis is the predicted frames; --no-empty-frames: its own frames only.
+    stamps = _nwb_timestamps(out)
+    assert stamps
+    placed = case.by_frame(placed_only=True)
+    for times in stamps.values():
+        frames = np.rint(times * 30.0).astype(int).tolist()
+        if empty_frames:
+            assert frames == case.predicted
+        else:
+            assert set(frames) <= set(placed)
+    if not empty_frames:
+        assert set().union(*(np.rint(t * 30.0).astype(int) for t in stamps.values())) == set(
+            placed
+        )
     with warnings.catch_warnings():
         # sleap-io 0.9.5's reader touches fields pynwb 4 deprecates: not ours.
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -252,6 +293,21 @@ def test_nwb_loads_back_every_instance(tmp_path: Path, kind: str) -> None:
         assert sorted(descriptions) == ["track=female", "track=male"]
     else:
         assert descriptions and all("(not an identity)" in d for d in descriptions.values())
+
+
+def _nwb_timestamps(path: Path) -> dict[str, np.ndarray]:
+    """Each track's timestamps (seconds), read from the file."""
+    with h5py.File(path, "r") as f:
+        (module,) = [k for k in f["processing"] if k.startswith("SLEAP_VIDEO_")]
+        group = f["processing"][module]
+        out = {}
+        for track in group:
+            items = group[track]
+            series = [k for k in items if isinstance(items[k], h5py.Group) and "data" in items[k]]
+            stamps = [items[k]["timestamps"][()] for k in series if "timestamps" in items[k]]
+            assert stamps and all(np.array_equal(t, stamps[0]) for t in stamps)
+            out[track] = stamps[0]
+        return out
 
 
 def _nwb_track_descriptions(path: Path) -> dict[str, str]:
@@ -359,6 +415,12 @@ def test_real_models_every_format_matches_the_slp(real_outputs: dict[str, Path],
     assert all((i.track is not None) == tracked for lf in slp for i in lf.instances)
     with real_outputs[f"{case}/csv"].open(newline="") as fh:
         rows = list(csv.DictReader(fh))
+    # The .slp keeps every predicted frame, empty ones too, and the CSV has a row for each.
+    assert [lf.frame_idx for lf in slp] == list(range(12))
+    assert {int(r["frame_idx"]) for r in rows} == set(range(12))
+    empty = [int(r["frame_idx"]) for r in rows if not r["instance.score"]]
+    assert empty == [lf.frame_idx for lf in slp if not lf.instances]
+    rows = [r for r in rows if r["instance.score"]]
     assert len(rows) == sum(per_frame)
     assert [r["frame_idx"] for r in rows] == [str(lf.frame_idx) for lf in slp for _ in lf.instances]
     assert [r["A.x"] for r in rows] == [
@@ -373,7 +435,7 @@ def test_real_models_every_format_matches_the_slp(real_outputs: dict[str, Path],
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             nwb = sio.load_nwb(str(real_outputs[f"{case}/nwb"]))
-        assert [len(lf.instances) for lf in nwb] == per_frame
+        assert [len(lf.instances) for lf in nwb] == [n for n in per_frame if n]
 
 
 def test_real_model_with_nothing_found_writes_every_format(shared: Path, tmp_path: Path) -> None:
@@ -394,5 +456,9 @@ def test_real_model_with_nothing_found_writes_every_format(shared: Path, tmp_pat
         result = pipe.predict_to_file(video, output=out, frames="0-3", format=fmt)
         assert result.counts.instances == 0 and is_complete(out, fmt)
     assert (tmp_path / "empty.csv").read_text().splitlines()[0].startswith("track,frame_idx,")
-    assert len((tmp_path / "empty.csv").read_text().splitlines()) == 1
+    # Nothing found, yet every predicted frame is there (as sleap-nn writes it).
+    assert (tmp_path / "empty.csv").read_text().splitlines()[1:] == [
+        "," + str(i) + "," * (1 + 3 * 2) for i in range(4)  # 2 nodes
+    ]
+    assert [lf.frame_idx for lf in sio.load_slp(str(tmp_path / "empty.slp"))] == [0, 1, 2, 3]
     assert len(sio.load_analysis_h5(str(tmp_path / "empty.analysis.h5"))) == 0
