@@ -274,9 +274,7 @@ def test_nwb_loads_back_every_instance(tmp_path: Path, kind: str, empty_frames: 
         else:
             assert set(frames) <= set(placed)
     if not empty_frames:
-        assert set().union(*(np.rint(t * 30.0).astype(int) for t in stamps.values())) == set(
-            placed
-        )
+        assert set().union(*(np.rint(t * 30.0).astype(int) for t in stamps.values())) == set(placed)
     with warnings.catch_warnings():
         # sleap-io 0.9.5's reader touches fields pynwb 4 deprecates: not ours.
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -458,7 +456,8 @@ def test_real_model_with_nothing_found_writes_every_format(shared: Path, tmp_pat
     assert (tmp_path / "empty.csv").read_text().splitlines()[0].startswith("track,frame_idx,")
     # Nothing found, yet every predicted frame is there (as sleap-nn writes it).
     assert (tmp_path / "empty.csv").read_text().splitlines()[1:] == [
-        "," + str(i) + "," * (1 + 3 * 2) for i in range(4)  # 2 nodes
+        "," + str(i) + "," * (1 + 3 * 2)
+        for i in range(4)  # 2 nodes
     ]
     assert [lf.frame_idx for lf in sio.load_slp(str(tmp_path / "empty.slp"))] == [0, 1, 2, 3]
     assert len(sio.load_analysis_h5(str(tmp_path / "empty.analysis.h5"))) == 0
