@@ -1,0 +1,113 @@
+"""``infer predict -m EXPORT_DIR``: a folder written by ``infer export`` runs on its own,
+moved away from its model directory (no checkpoint), on the runtime it was exported for."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sleap_io as sio
+
+import sleap_infer
+from sleap_infer.core.errors import UsageError
+
+import scene
+from conftest import SYNTHETIC_MODEL, predicted_poses
+
+
+def infer(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sleap_infer", *args], capture_output=True, text=True, timeout=600
+    )
+
+
+@pytest.fixture(scope="module")
+def moved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The synthetic model exported, then moved where no model directory is."""
+    work = tmp_path_factory.mktemp("export")
+    res = infer("export", str(SYNTHETIC_MODEL), "-o", str(work / "exp"), "--device", "cpu")
+    assert res.returncode == 0, res.stderr
+    target = tmp_path_factory.mktemp("elsewhere") / "model_export"
+    shutil.move(str(work / "exp"), target)
+    shutil.rmtree(work)
+    return target
+
+
+@pytest.fixture(scope="module")
+def video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("videos") / "synthetic.mp4"
+    scene.write_video(path, n_frames=12, seed=3)
+    return path
+
+
+def test_the_folder_holds_what_a_run_needs(moved: Path) -> None:
+    assert sorted(p.name for p in moved.iterdir()) == [
+        "export_metadata.json",
+        "model.onnx",
+        "training_config.yaml",
+    ]
+    meta = json.loads((moved / "export_metadata.json").read_text())
+    assert not Path(meta["source"]["model_dir"]).is_relative_to(moved)  # not where it was made
+
+
+def test_a_moved_export_predicts_as_the_torch_path(
+    moved: Path, video: Path, tmp_path: Path
+) -> None:
+    common = ["--device", "cpu", "-b", "4", "-q"]
+    res = infer(
+        "predict", str(video), "-m", str(SYNTHETIC_MODEL), *common, "-o", str(tmp_path / "t.slp")
+    )
+    assert res.returncode == 0, res.stderr
+    res = infer("predict", str(video), "-m", str(moved), *common, "-o", str(tmp_path / "e.slp"))
+    assert res.returncode == 0, res.stderr
+    assert "Exporting" not in res.stderr  # the folder's own graph, nothing exported again
+    frames_t, points_t, scores_t = predicted_poses(tmp_path / "t.slp")
+    frames_e, points_e, scores_e = predicted_poses(tmp_path / "e.slp")
+    assert frames_e == frames_t == list(range(12))
+    assert np.array_equal(np.isnan(points_t), np.isnan(points_e))
+    np.testing.assert_allclose(points_e, points_t, atol=0.05)
+    np.testing.assert_allclose(scores_e, scores_t, atol=1e-4)
+    prov = sio.load_slp(str(tmp_path / "e.slp")).provenance
+    assert prov["backend"] == "onnx" and prov["export"]["exports"] == [str(moved)]
+
+
+def test_torch_on_an_export_folder_is_one_line(moved: Path, video: Path, tmp_path: Path) -> None:
+    res = infer(
+        "predict", str(video), "-m", str(moved), "--backend", "torch", "-o", str(tmp_path / "x.slp")
+    )
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(moved) in lines[0] and "not torch" in lines[0]
+    assert not (tmp_path / "x.slp").exists()
+
+
+def test_an_export_folder_without_engine_refuses_trt(
+    moved: Path, video: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(UsageError, match="exported for ONNX only"):
+        sleap_infer.load(moved, backend="trt", device="cpu")
+
+
+def test_the_python_api_runs_the_folder_in_memory(moved: Path, video: Path) -> None:
+    pipe = sleap_infer.load(moved, device="cpu")
+    assert pipe.backend_name == "onnx"
+    pred = pipe.predict(video, frames="0-3")
+    torch_pred = sleap_infer.load(SYNTHETIC_MODEL, device="cpu").predict(video, frames="0-3")
+    assert pred.frame_indices.tolist() == [0, 1, 2, 3]
+    np.testing.assert_allclose(pred.points, torch_pred.points, atol=0.05)
+
+
+def test_options_the_export_cannot_serve_fail_the_video_in_one_line(
+    moved: Path, video: Path, tmp_path: Path
+) -> None:
+    res = infer(
+        "predict", str(video), "-m", str(moved), "--no-refine", "-o", str(tmp_path / "n.slp")
+    )
+    assert res.returncode == 1
+    assert f"{moved}: this exported model cannot run the request" in " ".join(res.stderr.split())
+    assert "integral refinement" in res.stderr
