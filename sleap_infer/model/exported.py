@@ -82,6 +82,7 @@ def load_exported(folder: Path) -> LoadedModel:
     """The model of an export folder: its training config and checkpoint hash, no network."""
     from sleap_infer.model.loader import LoadedModel
 
+    _refuse_sleap_nn_export(folder)
     try:
         info = read_export(folder)
     except ExportError as exc:
@@ -106,6 +107,22 @@ def load_exported(folder: Path) -> LoadedModel:
         legacy=config_file.suffix == ".json",
         export_dir=folder,
     )
+
+
+def _refuse_sleap_nn_export(folder: Path) -> None:
+    """sleap-nn's own exports (``sleap-nn export``) share the file names, not the graphs:
+    theirs decode differently (one top-down graph, their output names), so they are named
+    and refused rather than misread."""
+    try:
+        data = json.loads((folder / METADATA_NAME).read_text())
+    except (OSError, ValueError):
+        return
+    if isinstance(data, dict) and "sleap_nn_version" in data:
+        raise ModelError(
+            f"{folder}: exported by sleap-nn {data['sleap_nn_version']} "
+            f"({data.get('model_type', '?')}); infer runs folders written by 'infer export': "
+            "export the model directory with 'infer export MODEL_DIR -o DIR'"
+        )
 
 
 def _config(config_file: Path, data: dict[str, Any]) -> Any:

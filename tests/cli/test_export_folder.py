@@ -14,7 +14,7 @@ import pytest
 import sleap_io as sio
 
 import sleap_infer
-from sleap_infer.core.errors import UsageError
+from sleap_infer.core.errors import ModelError, UsageError
 
 import scene
 from conftest import SYNTHETIC_MODEL, predicted_poses
@@ -111,3 +111,14 @@ def test_options_the_export_cannot_serve_fail_the_video_in_one_line(
     assert res.returncode == 1
     assert f"{moved}: this exported model cannot run the request" in " ".join(res.stderr.split())
     assert "integral refinement" in res.stderr
+
+
+def test_a_sleap_nn_export_folder_is_named_and_refused(tmp_path: Path) -> None:
+    """sleap-nn 0.3.5's ``export_metadata.json`` (its fields) next to its ``model.onnx``."""
+    folder = tmp_path / "sleap_nn_export"
+    folder.mkdir()
+    meta = {"sleap_nn_version": "0.3.5", "export_format": "onnx", "model_type": "bottomup"}
+    (folder / "export_metadata.json").write_text(json.dumps(meta))
+    (folder / "model.onnx").write_bytes(b"")
+    with pytest.raises(ModelError, match=r"exported by sleap-nn 0\.3\.5 \(bottomup\); infer runs"):
+        sleap_infer.load(folder, device="cpu")
