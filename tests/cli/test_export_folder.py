@@ -17,7 +17,7 @@ import sleap_infer
 from sleap_infer.core.errors import ModelError, UsageError
 
 import scene
-from conftest import SYNTHETIC_MODEL, predicted_poses
+from conftest import SYNTHETIC_MODEL, fixture_model, predicted_poses
 
 
 def infer(*args: str) -> subprocess.CompletedProcess[str]:
@@ -122,3 +122,57 @@ def test_a_sleap_nn_export_folder_is_named_and_refused(tmp_path: Path) -> None:
     (folder / "model.onnx").write_bytes(b"")
     with pytest.raises(ModelError, match=r"exported by sleap-nn 0\.3\.5 \(bottomup\); infer runs"):
         sleap_infer.load(folder, device="cpu")
+
+
+def test_a_moved_top_down_pair_export_runs_as_one_model(shared: Path, tmp_path: Path) -> None:
+    """``infer export -m centroid -m instance`` writes one folder with both stages; given as
+    the one ``-m`` it runs the pair, as the two model directories do on torch."""
+    models = [fixture_model(shared, t) for t in ("centroid", "centered_instance")]
+    res = infer("export", *map(str, models), "-o", str(tmp_path / "pair"), "--device", "cpu")
+    assert res.returncode == 0, res.stderr
+    moved = tmp_path / "elsewhere" / "pair"
+    moved.parent.mkdir()
+    shutil.move(str(tmp_path / "pair"), moved)
+    video = shared / "videos" / "centered_pair_small.mp4"
+    common = ["--frames", "0-7", "--device", "cpu", "-q"]
+    torch_args = [a for m in models for a in ("-m", str(m))]
+    res = infer("predict", str(video), *torch_args, *common, "-o", str(tmp_path / "t.slp"))
+    assert res.returncode == 0, res.stderr
+    res = infer("predict", str(video), "-m", str(moved), *common, "-o", str(tmp_path / "e.slp"))
+    assert res.returncode == 0, res.stderr
+    frames_t, points_t, _ = predicted_poses(tmp_path / "t.slp")
+    frames_e, points_e, _ = predicted_poses(tmp_path / "e.slp")
+    assert frames_e == frames_t == list(range(8))
+    assert np.array_equal(np.isnan(points_t), np.isnan(points_e))
+    np.testing.assert_allclose(points_e, points_t, atol=1e-3)
+    prov = sio.load_slp(str(tmp_path / "e.slp")).provenance
+    assert prov["layer"] == "TopDownLayer" and prov["backend"] == "onnx"
+
+
+@pytest.mark.gpu
+def test_a_moved_tensorrt_export_runs_on_its_own(video: Path, tmp_path: Path) -> None:
+    """On a CUDA machine with TensorRT: the folder holds an engine, so it runs on trt."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    pytest.importorskip("tensorrt")
+    args = ["--runtime", "trt", "--device", "cuda", "-o", str(tmp_path / "exp")]
+    res = infer("export", str(SYNTHETIC_MODEL), *args)
+    assert res.returncode == 0, res.stderr
+    moved = tmp_path / "elsewhere" / "trt_export"
+    moved.parent.mkdir()
+    shutil.move(str(tmp_path / "exp"), moved)
+    assert (moved / "model.trt").is_file()
+    common = ["--device", "cuda", "-b", "1", "-q"]
+    res = infer(
+        "predict", str(video), "-m", str(SYNTHETIC_MODEL), *common, "-o", str(tmp_path / "t.slp")
+    )
+    assert res.returncode == 0, res.stderr
+    res = infer("predict", str(video), "-m", str(moved), *common, "-o", str(tmp_path / "e.slp"))
+    assert res.returncode == 0, res.stderr
+    assert sio.load_slp(str(tmp_path / "e.slp")).provenance["backend"] == "trt"
+    frames_t, points_t, _ = predicted_poses(tmp_path / "t.slp")
+    frames_e, points_e, _ = predicted_poses(tmp_path / "e.slp")
+    assert frames_e == frames_t
+    np.testing.assert_allclose(points_e, points_t, atol=0.01)
