@@ -66,6 +66,11 @@ class Case:
                 )
         return out
 
+    @property
+    def predicted(self) -> list[int]:
+        """Every frame the batches hold, those where nothing was found too."""
+        return [int(f) for b in self.batches for f in b.frame_indices]
+
     def by_frame(self, placed_only: bool = False) -> dict[int, list[Expected]]:
         """Instances per frame; ``placed_only`` drops those an identity model gave no class."""
         frames: dict[int, list[Expected]] = {}
@@ -91,6 +96,8 @@ def make_case(kind: str, seed: int = 0) -> Case:
         points[rng.uniform(size=(n, n_inst, 3)) < 0.15] = np.nan  # nodes not found
         valid = rng.uniform(size=(n, n_inst)) < 0.75
         valid[0, : min(2, n_inst)] = True  # at least one frame with two animals
+        if start == 4:
+            valid[1] = False  # and frame 6 where nothing was found, in every case
         if kind == "empty":
             valid[:] = False
         batch = BatchPredictions(
@@ -110,7 +117,12 @@ def make_case(kind: str, seed: int = 0) -> Case:
 
 
 def write(
-    tmp_path: Path, case: Case, fmt_name: str, nwb: NwbMetadata | None = None, fps: float = 30.0
+    tmp_path: Path,
+    case: Case,
+    fmt_name: str,
+    empty_frames: bool = True,
+    nwb: NwbMetadata | None = None,
+    fps: float = 30.0,
 ) -> Path:
     journal_file = tmp_path / "j.partial"
     with JournalWriter(journal_file, header={"fingerprint": {}}) as w:
@@ -129,6 +141,7 @@ def write(
         case.class_names,
         {"run": "test"},
         nwb=nwb,
+        empty_frames=empty_frames,
     )
     assert is_complete(out, fmt)
     left = sorted(p.name for p in tmp_path.iterdir() if p.name != "v.mp4")  # a test's video

@@ -148,6 +148,14 @@ def predict(
         ),
     ] = None,
     output_format: OutputFormatOption = DEFAULT_FORMAT,
+    no_empty_frames: Annotated[
+        bool,
+        typer.Option(
+            "--no-empty-frames",
+            help="Leave out predicted frames where nothing was found (kept by default, "
+            "as sleap-nn does).",
+        ),
+    ] = False,
     recursive: Annotated[
         bool, typer.Option("--recursive", "-r", help="Search folders' subfolders too.")
     ] = False,
@@ -325,13 +333,6 @@ def predict(
     nwb_lab: nwb.Lab = None,
     nwb_session_description: nwb.SessionDescription = None,
     nwb_metadata: nwb.MetadataFile = None,
-    no_empty_frames: Annotated[
-        bool,
-        typer.Option(
-            "--no-empty-frames",
-            help="Leave out frames without any instance (sleap-nn's --no_empty_frames).",
-        ),
-    ] = False,
 ) -> None:
     """Predict poses on videos and save them as SLEAP .slp (or NWB, analysis HDF5, CSV)."""
     startup.mark("command")
@@ -347,11 +348,14 @@ def predict(
     # Every flag that is not about this run's files and display is a pipeline option: bound
     # to its record once, by the same names sleap_infer.load() takes.
     options = {k: v for k, v in ctx.params.items() if k not in RUN_FLAGS}
-    spec = bind(model, backend.value, notify=print_export_notice, **options)
+    # Unset --backend: torch, or the runtime an export folder given as -m was made for.
+    # (By name: typer carries its own copy of click, whose enum is not click's.)
+    given = getattr(ctx.get_parameter_source("backend"), "name", "DEFAULT") != "DEFAULT"
+    spec = bind(model, backend.value if given else None, notify=print_export_notice, **options)
     cli_args = {
         "videos": list(videos),
         "model": [str(m) for m in model],
-        "backend": backend.value,
+        "backend": spec.backend,
         "device": device,
         "devices": devices,
         "batch_size": batch_size,

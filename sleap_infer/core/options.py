@@ -93,6 +93,10 @@ class PredictOptions:
     # ... and what the output holds (writers).
     mask_output: str = "mask"
     polygon_epsilon: float = POLYGON_EPSILON
+    # Every predicted frame is written, the empty ones too, as sleap-nn 0.3.5 writes them
+    # (downstream tools then see the frames that were looked at); True drops them
+    # (sleap-nn's --no_empty_frames).
+    no_empty_frames: bool = False
     # Box detectors: class-wise IoU NMS; None = the type's default (SSD 0.45, CenterNet
     # off), 1.0 suppresses nothing.
     bbox_nms_iou: float | None = None

@@ -184,5 +184,6 @@ def predict_in_memory(
         box_categories=pipeline.box_categories,
         mask_output=pipeline.options.mask_output,
         polygon_epsilon=pipeline.options.polygon_epsilon,
+        empty_frames=not pipeline.options.no_empty_frames,
         batches=batches,
     )

@@ -29,6 +29,7 @@ from sleap_infer.core.options import BATCH_SIZE, BackendOptions, PredictOptions,
 from sleap_infer.core.overrides import ConfigOverrides
 from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.layers import build_layer
+from sleap_infer.model.exported import export_runtime
 from sleap_infer.model.registry import load_class
 from sleap_infer.pipeline import models as model_set
 from sleap_infer.runtimes import backend_maker
@@ -53,9 +54,6 @@ class PipelineSpec:
     project: ProjectSelection | None = None  # which video and frames of .slp inputs
     centroid_only: bool = False  # a top-down pair's centroid model alone
     nwb: NwbMetadata = field(default_factory=NwbMetadata)  # what an NWB output says of its session
-    # Drop frames left without instances when the output is written (sleap-nn's
-    # --no_empty_frames); not an instance filter, so it lives here, not in ``filters``.
-    no_empty_frames: bool = False
     # What :meth:`build` makes, as "module:Class" (imported on first use, as the registries
     # name their classes): the Pipeline sits above this module, and a test's stand-in can
     # travel to a ``--devices`` worker process by name.
@@ -79,7 +77,15 @@ class PipelineSpec:
             model_set.check_format(models, fmt)
         for device in devices:
             backend_maker(self.backend, device, **self.backend_options.maker_kwargs())
-        layer = build_layer(models, backend_maker("torch", "cpu"), self.options)
+        # An export folder has no network for torch: its own runtime (backends made
+        # lazily, nothing runs before the first batch).
+        exported = any(m.export_dir is not None for m in models)
+        maker = (
+            backend_maker(self.backend, devices[0], **self.backend_options.maker_kwargs())
+            if exported and devices
+            else backend_maker("torch", "cpu")
+        )
+        layer = build_layer(models, maker, self.options)
         if self.tracking is not None:
             model_set.resolve_tracking(models, self.tracking, len(layer.config.node_names))
         return model_set.skeleton_warnings(models, model_set.output_model(models, layer.config))
@@ -109,7 +115,7 @@ _RECORDS: dict[str, type] = {
     "backend": BackendOptions,
     "nwb": NwbMetadata,
 }
-_OWN = ("batch_size", "centroid_only", "no_empty_frames")
+_OWN = ("batch_size", "centroid_only")
 _NOT_OPTIONS = {"return_confmaps"}  # a debugging field, not an option
 
 
@@ -151,10 +157,13 @@ def _plain(value: Any) -> Any:
 
 def bind(
     model_paths: tuple[str, ...] | list[str],
-    backend: str = "torch",
+    backend: str | None = None,
     **params: Any,
 ) -> PipelineSpec:
     """The spec for ``model_paths`` from option names; unset names keep their defaults.
+
+    ``backend`` None: torch for model directories, the runtime an ``infer export``
+    folder was made for (``onnx``, or ``trt`` when it holds engines).
 
     ``tracking=True`` (or any tracker knob with ``tracker=``) turns tracking on; a
     tracker knob without it is refused, as on the command line.
@@ -174,6 +183,8 @@ def bind(
     filters = InstanceFilters(**groups["filters"])
     overrides = ConfigOverrides(**groups["overrides"])
     project = ProjectSelection(**groups["project"])
+    if backend is None:
+        backend = export_runtime(tuple(str(p) for p in model_paths)) or "torch"
     return PipelineSpec(
         model_paths=tuple(str(p) for p in model_paths),
         backend=str(_plain(backend)),
@@ -188,7 +199,6 @@ def bind(
         project=project if project.active else None,
         centroid_only=bool(own.get("centroid_only", False)),
         nwb=NwbMetadata(**groups["nwb"]),
-        no_empty_frames=bool(own.get("no_empty_frames", False)),
     )
 
 

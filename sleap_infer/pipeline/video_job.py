@@ -66,7 +66,7 @@ from sleap_infer.writers.outputs import (
 )
 from sleap_infer.writers.registry import OutputFormat
 
-OUTPUT_ONLY_OPTIONS = frozenset({"mask_output", "polygon_epsilon"})
+OUTPUT_ONLY_OPTIONS = frozenset({"mask_output", "polygon_epsilon", "no_empty_frames"})
 
 
 @dataclass
@@ -473,6 +473,7 @@ class VideoJob:
             box_categories=pipeline.box_categories,
             poses=Product.POSES in pipeline.products,
             nwb=pipeline.spec.nwb,
+            empty_frames=not pipeline.options.no_empty_frames,
         )
 
     def _remaining(

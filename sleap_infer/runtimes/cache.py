@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -154,7 +154,10 @@ def ensure_export(
     notify: Callable[[str], None] | None = None,
     partners: Sequence[Path] = (),
 ) -> ExportInfo:
-    """An export serving ``request``: next to the model, in the cache, or freshly made."""
+    """An export serving ``request``: next to the model, in the cache, or freshly made
+    (an export folder run on its own: that folder, or an error saying why it cannot)."""
+    if model.export_dir is not None:
+        return own_export(model, request)
     say = notify or (lambda _msg: None)
     skipped: list[str] = []
     for candidate in candidates_next_to(model.path, partners):
@@ -198,4 +201,22 @@ def ensure_export(
     why = misfit(info, model, request)
     if why is not None:  # a bug, not a user error: say so plainly
         raise ExportError(f"{target}: fresh export does not fit its own request ({why})")
+    return info
+
+
+def own_export(model: LoadedModel, request: ExportRequest) -> ExportInfo:
+    """The export folder a model was loaded from, if it can serve ``request``: there is no
+    checkpoint to export again from. Its precision is its own (an fp16 export runs in fp16
+    without ``--fp16``)."""
+    assert model.export_dir is not None
+    info = read_export(model.export_dir)
+    fp16 = info.data.get("precision") == "fp16"
+    if request.fp16 and not fp16:
+        raise ExportError(f"{model.export_dir}: --fp16 asked, but the export is fp32")
+    why = misfit(info, model, replace(request, fp16=fp16))
+    if why is not None:
+        raise ExportError(
+            f"{model.export_dir}: this exported model cannot run the request: {why} "
+            "(export the model again with matching options, or run its model directory)"
+        )
     return info

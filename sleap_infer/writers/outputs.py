@@ -187,12 +187,19 @@ def _with_hint(message: str, kept: Path | None) -> str:
 
 
 def estimate_bytes(
-    journal: Journal, n_nodes: int, fmt: OutputFormat, mask_output: str = "mask"
+    journal: Journal,
+    n_nodes: int,
+    fmt: OutputFormat,
+    mask_output: str = "mask",
+    empty_frames: bool = True,
 ) -> int:
     """An upper bound of the output's size (before compression) from the journal's counts."""
     sizes = fmt.sizes
     totals = journal.totals
     size = sizes.fixed + totals.instances * (sizes.instance + n_nodes * sizes.point)
+    if empty_frames:
+        empty = max(0, journal.n_predicted - totals.frames_with_instances)
+        size += empty * (sizes.empty_frame + n_nodes * sizes.empty_frame_node)
     if fmt.holds_boxes and totals.boxes:
         size += sizes.box_tables + totals.boxes * sizes.box_row
     if fmt.holds_embeddings and totals.embeddings:
@@ -233,6 +240,7 @@ def write_from_journal(
     box_categories: tuple[str, ...] = (),
     poses: bool = True,
     nwb: NwbMetadata | None = None,
+    empty_frames: bool = True,
 ) -> None:
     """Build the output file for a finished video from its journal, atomically.
 
@@ -244,6 +252,8 @@ def write_from_journal(
     ``polygon_epsilon`` only matter for ``.slp``; ``box_categories`` (the box
     detector's class names, which ``BoxSet.category`` indexes) for ``.slp`` and CSV;
     ``nwb`` (the session and subject) for NWB.
+    ``empty_frames``: every predicted frame is in the output, those where nothing was
+    found too (sleap-nn's default); False leaves them out (``--no-empty-frames``).
     """
     check_mask_output(mask_output)
     product = missing_product(fmt, (p for p in Product if journal.totals.of(p)))
@@ -264,7 +274,8 @@ def write_from_journal(
         tuple(box_categories),
         poses,
         nwb or NwbMetadata(),
+        empty_frames,
     )
     write = _writer(fmt)
-    needs = estimate_bytes(journal, len(skeleton.nodes), fmt, mask_output)
+    needs = estimate_bytes(journal, len(skeleton.nodes), fmt, mask_output, empty_frames)
     atomic_write(path, lambda tmp: write(tmp, source), needs=needs, kept=journal.path)

@@ -42,6 +42,8 @@ class Sizes:
     point: int  # ... plus per node of it
     box_tables: int = 0  # the boxes' tables, once (formats that hold boxes)
     box_row: int = 0  # per box
+    empty_frame: int = 0  # per predicted frame without instances (kept by default) ...
+    empty_frame_node: int = 0  # ... plus per node (a CSV row's empty cells, NWB's NaNs)
 
 
 @dataclass(frozen=True)
@@ -93,12 +95,18 @@ FORMATS: dict[str, OutputFormat] = {
             "slp",
             ".slp",
             f"{_W}.slp_stream:write_slp",
-            Sizes(32_000, 93, 26, box_tables=48_000, box_row=69 + 3 * 16 + 17),
+            Sizes(32_000, 93, 26, box_tables=48_000, box_row=69 + 3 * 16 + 17, empty_frame=36),
             frozenset(Product),
             hdf5_keys=("frames", "metadata"),
         ),
         OutputFormat(
-            "nwb", ".nwb", f"{_W}.nwb_out:write_nwb", Sizes(256_000, 8, 24), needs=NWB_PACKAGES
+            "nwb",
+            ".nwb",
+            f"{_W}.nwb_out:write_nwb",
+            # An empty frame: NaN points and scores in every track's series (one track
+            # counted), and its timestamp.
+            Sizes(256_000, 8, 24, empty_frame=8, empty_frame_node=24),
+            needs=NWB_PACKAGES,
         ),
         OutputFormat(
             "analysis-h5",
@@ -112,7 +120,7 @@ FORMATS: dict[str, OutputFormat] = {
             "csv",
             ".csv",
             f"{_W}.csv_out:write_csv",
-            Sizes(1_000, 50, 60, box_tables=100, box_row=130),
+            Sizes(1_000, 50, 60, box_tables=100, box_row=130, empty_frame=12, empty_frame_node=3),
             frozenset({Product.POSES, Product.BOXES}),
             ("pandas",),
             hdf5_keys=None,

@@ -45,6 +45,7 @@ class Source:
     box_categories: tuple[str, ...] = ()  # a box detector's class names (slp and csv hold boxes)
     poses: bool = True  # the models predict keypoint instances (a lone box detector does not)
     nwb: NwbMetadata = field(default_factory=NwbMetadata)  # session and subject (NWB only)
+    empty_frames: bool = True  # predicted frames where nothing was found are written too
 
     @property
     def node_names(self) -> list[str]:

@@ -32,14 +32,17 @@ from output_cases import (
 )
 
 
+@pytest.mark.parametrize("empty_frames", [True, False])
 @pytest.mark.parametrize("kind", CASES)
-def test_slp(tmp_path: Path, kind: str) -> None:
+def test_slp(tmp_path: Path, kind: str, empty_frames: bool) -> None:
     case = make_case(kind)
-    labels = sio.load_slp(str(write(tmp_path, case, "slp")))
+    labels = sio.load_slp(str(write(tmp_path, case, "slp", empty_frames)))
     expected = case.by_frame()
-    assert [lf.frame_idx for lf in labels] == sorted(expected)
+    # Every predicted frame, as sleap-nn writes them; --no-empty-frames: those with instances.
+    assert [lf.frame_idx for lf in labels] == (case.predicted if empty_frames else sorted(expected))
+    assert len(case.predicted) > len(expected)  # the cases do have empty frames
     for lf in labels:
-        want = expected[lf.frame_idx]
+        want = expected.get(lf.frame_idx, [])
         assert len(lf.instances) == len(want)
         for inst, exp in zip(lf.instances, want):
             np.testing.assert_array_equal(inst.numpy(), exp.points)
@@ -53,15 +56,28 @@ def _cell(text: str) -> float:
     return float(text) if text else float("nan")
 
 
+@pytest.mark.parametrize("empty_frames", [True, False])
 @pytest.mark.parametrize("kind", CASES)
-def test_csv_has_a_header_and_one_row_per_instance(tmp_path: Path, kind: str) -> None:
+def test_csv_has_a_header_and_one_row_per_instance(
+    tmp_path: Path, kind: str, empty_frames: bool
+) -> None:
     case = make_case(kind)
-    out = write(tmp_path, case, "csv")
+    out = write(tmp_path, case, "csv", empty_frames)
     with out.open(newline="") as fh:
         rows = list(csv.reader(fh))
     nodes = [f"{n}.{f}" for n in ("head", "thorax", "tail") for f in ("x", "y", "score")]
     assert rows[0] == ["track", "frame_idx", "instance.score", *nodes]
     expected = case.instances
+    # A predicted frame without instances is one row with only its frame_idx (sleap-io's
+    # CSV row for an empty frame), in frame order; --no-empty-frames leaves it out.
+    found = {exp.frame for exp in expected}
+    empty = [f for f in case.predicted if f not in found] if empty_frames else []
+    order = sorted([(exp.frame, 0) for exp in expected] + [(f, 1) for f in empty])
+    assert [int(row[1]) for row in rows[1:]] == [f for f, _ in order]
+    blank = [row for row in rows[1:] if not row[2]]
+    assert [int(row[1]) for row in blank] == empty
+    assert all(set(row[:1] + row[2:]) == {""} for row in blank)
+    rows = [row for row in rows if row[2]]  # header and instance rows
     assert len(rows) - 1 == len(expected)
     for row, exp in zip(rows[1:], expected):
         assert row[0] == (exp.track or "")  # no identity unless the model gave one
@@ -72,7 +88,8 @@ def test_csv_has_a_header_and_one_row_per_instance(tmp_path: Path, kind: str) ->
         np.testing.assert_array_equal(values[:, 2], exp.point_scores.astype(np.float64))
     if expected:
         labels = sio.load_csv(str(out))
-        assert sum(len(lf.instances) for lf in labels) == len(expected)
+        # sleap-io reads its own empty-frame row back as an instance without points.
+        assert sum(len(lf.instances) for lf in labels) == len(expected) + len(empty)
 
 
 def _analysis(path: Path) -> dict[str, object]:
@@ -115,10 +132,21 @@ def test_analysis_h5_never_presents_ranks_as_identities(tmp_path: Path, kind: st
 
 
 @needs_nwb
+@pytest.mark.parametrize("empty_frames", [True, False])
 @pytest.mark.parametrize("kind", CASES)
-def test_nwb_loads_back_every_instance(tmp_path: Path, kind: str) -> None:
+def test_nwb_loads_back_every_instance(tmp_path: Path, kind: str, empty_frames: bool) -> None:
     case = make_case(kind)
-    out = write(tmp_path, case, "nwb")
+    out = write(tmp_path, case, "nwb", empty_frames)
+    # NWB series cover every frame of the video (NaN where a track has no instance), as
+    # analysis HDF5 does: the time axis is the video's, with or without --no-empty-frames.
+    with h5py.File(out, "r") as f:
+        behavior = f["processing/behavior"]
+        for track in behavior:
+            if track == "Skeletons":
+                continue
+            for series in behavior[track].values():
+                if isinstance(series, h5py.Group) and "data" in series:
+                    assert series["data"].shape[0] == N_FRAMES
     with warnings.catch_warnings():
         # sleap-io 0.9.5's reader touches fields pynwb 4 deprecates: not ours.
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -228,6 +256,12 @@ def test_real_models_every_format_matches_the_slp(real_outputs: dict[str, Path],
     assert all((i.track is not None) == tracked for lf in slp for i in lf.instances)
     with real_outputs[f"{case}/csv"].open(newline="") as fh:
         rows = list(csv.DictReader(fh))
+    # The .slp keeps every predicted frame, empty ones too, and the CSV has a row for each.
+    assert [lf.frame_idx for lf in slp] == list(range(12))
+    assert {int(r["frame_idx"]) for r in rows} == set(range(12))
+    empty = [int(r["frame_idx"]) for r in rows if not r["instance.score"]]
+    assert empty == [lf.frame_idx for lf in slp if not lf.instances]
+    rows = [r for r in rows if r["instance.score"]]
     assert len(rows) == sum(per_frame)
     assert [r["frame_idx"] for r in rows] == [str(lf.frame_idx) for lf in slp for _ in lf.instances]
     assert [r["A.x"] for r in rows] == [
@@ -242,7 +276,7 @@ def test_real_models_every_format_matches_the_slp(real_outputs: dict[str, Path],
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             nwb = sio.load_nwb(str(real_outputs[f"{case}/nwb"]))
-        assert [len(lf.instances) for lf in nwb] == per_frame
+        assert [len(lf.instances) for lf in nwb] == [n for n in per_frame if n]
 
 
 def test_real_model_with_nothing_found_writes_every_format(shared: Path, tmp_path: Path) -> None:
@@ -263,5 +297,10 @@ def test_real_model_with_nothing_found_writes_every_format(shared: Path, tmp_pat
         result = pipe.predict_to_file(video, output=out, frames="0-3", format=fmt)
         assert result.counts.instances == 0 and is_complete(out, fmt)
     assert (tmp_path / "empty.csv").read_text().splitlines()[0].startswith("track,frame_idx,")
-    assert len((tmp_path / "empty.csv").read_text().splitlines()) == 1
+    # Nothing found, yet every predicted frame is there (as sleap-nn writes it).
+    assert (tmp_path / "empty.csv").read_text().splitlines()[1:] == [
+        "," + str(i) + "," * (1 + 3 * 2)
+        for i in range(4)  # 2 nodes
+    ]
+    assert [lf.frame_idx for lf in sio.load_slp(str(tmp_path / "empty.slp"))] == [0, 1, 2, 3]
     assert len(sio.load_analysis_h5(str(tmp_path / "empty.analysis.h5"))) == 0
