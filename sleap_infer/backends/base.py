@@ -7,7 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 
 from sleap_infer.core.artifact import ExportInfo
-from sleap_infer.core.errors import BackendError
+from sleap_infer.core.errors import BackendError, NonFiniteOutputError
 from sleap_infer.core.options import DecodeSettings
 
 
@@ -37,6 +37,32 @@ class GraphBackend(ModelBackend, Protocol):
     relies on before the first batch, and refuse (or re-export for) one it cannot serve."""
 
     def bind_decode(self, decode: DecodeSettings) -> None: ...
+
+
+def check_finite(
+    outputs: dict[str, torch.Tensor], decoded: bool = False
+) -> dict[str, torch.Tensor]:
+    """``outputs`` unchanged, or :class:`NonFiniteOutputError` when one holds NaN or Inf.
+
+    One reduction per floating output, on the outputs' device, and one host sync for all
+    of them: cheap next to the network. Raw maps must be finite everywhere; a graph that
+    decodes in-graph (``decoded``) marks its empty peak slots with ``-inf``, so there only
+    NaN and ``+inf`` count (``x < inf`` is False for both).
+    """
+    checks = [
+        (value < float("inf")).all() if decoded else torch.isfinite(value).all()
+        for value in outputs.values()
+        if value.is_floating_point() and value.numel()
+    ]
+    if checks and not bool(torch.stack([c.to(checks[0].device) for c in checks]).all()):
+        bad = [
+            name
+            for name, value in outputs.items()
+            if value.is_floating_point()
+            and not bool(((value < float("inf")) if decoded else torch.isfinite(value)).all())
+        ]
+        raise NonFiniteOutputError(f"the network returned NaN or Inf (output {bad[0]!r})")
+    return outputs
 
 
 def check_export_input(export: ExportInfo, x: torch.Tensor) -> None:

@@ -40,6 +40,16 @@ class OutputExistsError(OutputError):
     without ``overwrite``."""
 
 
+class NonFiniteOutputError(SleapInferError):
+    """A network returned NaN or Inf for a batch.
+
+    Raised by the layers' one check per backend call
+    (:func:`sleap_infer.backends.base.check_finite`); the runner catches it and
+    predicts that batch's frames one by one, so the frames whose outputs are not
+    finite become recorded bad frames instead of points at (0, 0) or "nothing detected".
+    """
+
+
 class ResumeError(OutputError):
     """A partial-predictions journal exists but cannot (or may not) be continued."""
 
