@@ -19,6 +19,7 @@ from rich.table import Table
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import exit_codes
 from sleap_infer.core.errors import UsageError
+from sleap_infer.core.options import check_number
 
 EPILOG = exit_codes(
     ok="scored (and --json written)",
@@ -34,6 +35,8 @@ def parse_stddev(text: str) -> float | list[float]:
         raise UsageError(
             f"--oks-stddev {text!r}: not a number or comma-separated numbers"
         ) from None
+    for value in values:  # at parse time, before either file is read
+        check_number("oks_stddev", value, "--oks-stddev")
     return values[0] if len(values) == 1 else values
 
 

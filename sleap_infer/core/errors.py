@@ -60,5 +60,10 @@ class UsageError(SleapInferError):
     exit_code = 2
 
 
+class OptionValueError(UsageError, ValueError):
+    """A numeric option that is NaN, Inf or out of its range (also a ``ValueError``, so
+    Python callers of ``sleap_infer.load(...)`` may catch it as one)."""
+
+
 class ExportError(SleapInferError):
     """A model cannot be exported, or an export on disk is missing, corrupt or incompatible."""
