@@ -108,6 +108,15 @@ def eval_cmd(
         float,
         typer.Option(metavar="OKS", help="A pair matches only when its OKS is above this."),
     ] = 0.0,
+    node_map: Annotated[
+        str | None,
+        typer.Option(
+            metavar="PRED=GT[,PRED=GT...]",
+            help="Predicted node names and the ground-truth names they stand for, where the "
+            "skeletons name them differently (nodes are matched by name, not position).",
+            show_default=False,
+        ),
+    ] = None,
     user_labels_only: Annotated[
         bool,
         typer.Option(
@@ -119,8 +128,10 @@ def eval_cmd(
     """Score predictions against ground truth: OKS mAP/mAR, PCK, distances, visibility."""
     from sleap_infer.cli.summary import write_json
     from sleap_infer.evaluation import evaluate_files, metrics_json
+    from sleap_infer.evaluation.nodes import parse_node_map
 
     options = {
+        "node_map": parse_node_map(node_map),
         "oks_stddev": parse_stddev(oks_stddev),
         "oks_scale": oks_scale,
         "match_threshold": match_threshold,
