@@ -24,6 +24,7 @@ from sleap_infer.core.config import (
 )
 from sleap_infer.core.errors import ConfigError
 from sleap_infer.model.backbones import first_non_null, get, parse_backbone
+from sleap_infer.model.config_values import check_config_values
 from sleap_infer.model.registry import (
     CLASSES,
     EMBEDDING_DIM,
@@ -360,6 +361,7 @@ def _parse(raw: dict[str, Any]) -> ModelConfig:
 def parse_config(raw: dict[str, Any], source: str = "training_config.yaml") -> ModelConfig:
     """Build a :class:`ModelConfig` from a parsed YAML dict; every error names ``source``."""
     try:
+        check_config_values(raw)
         return _parse(raw)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from exc
