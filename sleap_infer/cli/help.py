@@ -51,6 +51,19 @@ def whole_hyphenated_words() -> Iterator[None]:
 class HelpCommand(TyperCommand):
     """A command whose plain help shows ``VIDEOS...`` and arguments without Python types."""
 
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command; Ctrl-C becomes :class:`~sleap_infer.core.errors.Interrupted`.
+
+        Typer turns a ``KeyboardInterrupt`` into a silent exit code 130, so the command
+        line's one-line report never ran; an error of ours passes through to it instead.
+        """
+        from sleap_infer.core.errors import Interrupted
+
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted("interrupted") from None
+
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         """Parse, then refuse NaN, Inf and out-of-range numbers before the command runs
         (exit 2): a threshold of ``nan`` must not fail only after predicting."""
