@@ -91,11 +91,12 @@ def _layer(bad_values: set[int]) -> SingleInstanceLayer:
     return SingleInstanceLayer(cfg, FakeBackend(make), PredictOptions(refine=False))
 
 
-@pytest.mark.parametrize("overlap", [False, True])
-def test_runner_records_non_finite_frames_and_keeps_the_others(overlap: bool) -> None:
+@pytest.mark.parametrize(("overlap", "stage"), [(False, False), (True, False), (True, True)])
+def test_runner_records_non_finite_frames_and_keeps_the_others(overlap: bool, stage: bool) -> None:
+    """Overlapped and staged (the CUDA path; a tensor view on the CPU) runs too."""
     frames = [(i * 2, np.full((16, 16, 1), i, np.uint8)) for i in range(8)]
     got, bad = [], []
-    runner = Runner(_layer({3, 6}), batch_size=3, overlap=overlap)
+    runner = Runner(_layer({3, 6}), batch_size=3, overlap=overlap, stage=stage)
     stats = runner.run(frames, sink=got.append, on_bad_frame=bad.append)
     assert [(e.index, e.kind) for e in bad] == [(6, NON_FINITE), (12, NON_FINITE)]
     assert "NaN or Inf" in bad[0].reason
@@ -139,3 +140,74 @@ def test_predict_records_non_finite_frames_as_bad_frames(tmp_path, capsys, monke
     kinds = {e["kind"] for e in provenance["bad_frames"]}
     assert kinds == {NON_FINITE}
     assert sum(e["count"] for e in provenance["bad_frames"]) == 3
+
+
+def test_top_down_second_stage_non_finite_frames_are_bad_frames(shared) -> None:
+    """NaN from the crop network (run while postprocessing) costs the frames whose crops
+    gave it, never the whole run; the other frames keep their instances."""
+    import sleap_infer
+    from sleap_infer.sources.slp import FILE, read_slp
+
+    from conftest import fixture_model
+
+    pipe = sleap_infer.load(
+        fixture_model(shared, "centroid"), fixture_model(shared, "centered_instance"),
+        device="cpu", batch_size=2,
+    )  # fmt: skip
+    labels = read_slp(shared / "videos" / "minimal_instance.pkg.slp", FILE)
+    frame = labels.video.backend.get_frame(labels[0].frame_idx)
+    frames = np.stack([frame, frame[::-1], frame, frame[::-1]])  # 1 and 3: flipped
+    clean = pipe.predict(frames)
+    assert clean.valid.sum(axis=1).tolist()[0] > 0
+    crop_backend = pipe.layer.instance.backend
+    real_call = type(crop_backend).__call__
+    flipped_crops = set()
+
+    class Poisoned:
+        """The crop network, NaN for crops of the flipped frames (their crops' own pixels)."""
+
+        def __getattr__(self, name):
+            return getattr(crop_backend, name)
+
+        def __call__(self, x):
+            out = real_call(crop_backend, x)
+            for i in range(x.shape[0]):
+                if hash(x[i].numpy().tobytes()) in flipped_crops:
+                    for value in out.values():
+                        value[i] = math.nan
+            return out
+
+    flipped = pipe.predict(frames[[1]])  # learn the flipped frame's crops
+    for x in crop_backend_inputs(pipe, frames[1]):
+        flipped_crops.add(hash(x.numpy().tobytes()))
+    assert flipped.valid.sum() > 0 and flipped_crops
+    pipe.layer.instance.backend = Poisoned()
+    with pytest.warns(UserWarning, match=r"frame \d: the network returned NaN or Inf"):
+        pred = pipe.predict(frames)
+    bad = pred.provenance["bad_frames"]
+    assert [(e["frame_idx"], e["kind"]) for e in bad] == [(1, NON_FINITE), (3, NON_FINITE)]
+    assert pred.frame_indices.tolist() == [0, 2]  # no prediction for the bad frames
+    width = pred.points.shape[1]
+    np.testing.assert_allclose(pred.points, clean.points[[0, 2], :width], atol=1e-4)
+
+
+def crop_backend_inputs(pipe, frame: np.ndarray) -> list[torch.Tensor]:
+    """The crop network's inputs for ``frame`` alone (recorded on a wrapped backend)."""
+    seen: list[torch.Tensor] = []
+    backend = pipe.layer.instance.backend
+    real_call = type(backend).__call__
+
+    class Recording:
+        def __getattr__(self, name):
+            return getattr(backend, name)
+
+        def __call__(self, x):
+            seen.extend(x[i].clone() for i in range(x.shape[0]))
+            return real_call(backend, x)
+
+    pipe.layer.instance.backend = Recording()
+    try:
+        pipe.predict(np.stack([frame, np.zeros_like(frame)]))
+    finally:
+        pipe.layer.instance.backend = backend
+    return seen
