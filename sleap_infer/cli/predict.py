@@ -301,6 +301,7 @@ def predict(
     only_predicted_frames: adj.OnlyPredicted = False,
     merge_into_project: adj.MergeIntoProject = False,
     centroid_only: adj.CentroidOnly = False,
+    keep_corrupt_frames: adj.KeepCorruptFrames = False,
 ) -> None:
     """Predict poses on videos and save them as SLEAP .slp (or NWB, analysis HDF5, CSV)."""
     startup.mark("command")
