@@ -39,6 +39,13 @@ class GraphBackend(ModelBackend, Protocol):
     def bind_decode(self, decode: DecodeSettings) -> None: ...
 
 
+def _checked(name: str, decoded: bool) -> bool:
+    """Which outputs must be finite. Raw maps: all. A graph that decodes in-graph: the
+    values it read off the maps (``*_vals``, ``class_probs``); its geometry may hold NaN
+    by design (PAF line scores of empty or coincident peak slots divide 0 by 0)."""
+    return not decoded or name.endswith("_vals") or name == "class_probs"
+
+
 def _looks_finite(value: torch.Tensor, decoded: bool) -> torch.Tensor:
     """One cheap reduction, True when ``value`` holds no NaN or Inf (no false negatives).
 
@@ -63,10 +70,15 @@ def check_finite(
 
     One reduction per floating output, on the outputs' device, and one host sync for all
     of them: next to the network, nothing (a sum costs what a copy of the maps costs).
-    Raw maps must be finite everywhere; a graph that decodes in-graph (``decoded``) marks
-    its empty peak slots with ``-inf``, so there only NaN and ``+inf`` count.
+    Raw maps must be finite everywhere; of a graph that decodes in-graph (``decoded``)
+    only the peak values and class probabilities are checked, and as it marks its empty
+    peak slots with ``-inf``, only NaN and ``+inf`` count there.
     """
-    floats = {k: v for k, v in outputs.items() if v.is_floating_point() and v.numel()}
+    floats = {
+        k: v
+        for k, v in outputs.items()
+        if v.is_floating_point() and v.numel() and _checked(k, decoded)
+    }
     if not floats:
         return outputs
     checks = [_looks_finite(v, decoded) for v in floats.values()]

@@ -70,11 +70,16 @@ def test_check_finite_raw_maps_and_decoded_graphs() -> None:
     huge = {"a": torch.full((2, 3), 3e38)}
     assert check_finite(huge) is huge
     # A graph that decodes in-graph marks empty peak slots with -inf: not an error there.
-    decoded = {"vals": torch.tensor([[0.5, -math.inf]]), "valid": torch.tensor([[True, False]])}
+    # Its geometry may hold NaN by design (PAF line scores of empty slots): not checked.
+    decoded = {
+        "peak_vals": torch.tensor([[0.5, -math.inf]]),
+        "peak_valid": torch.tensor([[True, False]]),
+        "line_scores": torch.tensor([[math.nan]]),
+    }
     assert check_finite(decoded, decoded=True) is decoded
     for bad in (math.nan, math.inf):
-        decoded["vals"][0, 0] = bad
-        with pytest.raises(NonFiniteOutputError, match="'vals'"):
+        decoded["peak_vals"][0, 0] = bad
+        with pytest.raises(NonFiniteOutputError, match="'peak_vals'"):
             check_finite(decoded, decoded=True)
 
 
