@@ -219,3 +219,16 @@ def crop_backend_inputs(pipe, frame: np.ndarray) -> list[torch.Tensor]:
     finally:
         pipe.layer.instance.backend = backend
     return seen
+
+
+def test_exported_bottom_up_graph_is_not_a_bad_frame(shared) -> None:
+    """Its PAF line scores are NaN by design for empty peak slots: only the values read
+    off the maps are checked on a graph that decodes in-graph (every frame was flagged)."""
+    pytest.importorskip("onnxruntime")
+    import sleap_infer
+
+    from conftest import fixture_model
+
+    pipe = sleap_infer.load(fixture_model(shared, "bottomup"), backend="onnx", device="cpu")
+    pred = pipe.predict(shared / "videos" / "centered_pair_small.mp4", frames="0-1")
+    assert pred.provenance["bad_frames"] == [] and pred.frame_indices.tolist() == [0, 1]
