@@ -23,7 +23,7 @@ from sleap_infer.cli import sleap_nn_flags
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_FAILED, EXIT_INTERRUPTED, HelpCommand
 from sleap_infer.core import startup
-from sleap_infer.core.errors import SleapInferError
+from sleap_infer.core.errors import Interrupted, SleapInferError, plain
 
 # name: (module, function, short help, no_args_is_help). Each command's module is imported
 # only when a command line names it (or asks for the list): the others' imports (torch,
@@ -172,6 +172,8 @@ def _main(args: list[str]) -> None:
         app = build_app(_commands_for(args))
         startup.mark("cli_imported")
         code = app(args=args, prog_name="infer", standalone_mode=False)
+    except Interrupted:
+        _interrupted()
     except SleapInferError as exc:
         _fail(str(exc), exc.exit_code)
     except typer.TyperException as exc:  # usage errors found while parsing the command line
@@ -181,9 +183,8 @@ def _main(args: list[str]) -> None:
         _fail(_usage_message(exc), exc.exit_code)
     except typer.Abort:
         _fail("aborted", EXIT_FAILED)
-    except KeyboardInterrupt:  # outside a batch (e.g. while loading the model)
-        console.print("[yellow]interrupted[/]")
-        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt:  # outside a command (e.g. while parsing)
+        _interrupted()
     sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -214,10 +215,17 @@ def value_options(command: str) -> frozenset[str]:
     )
 
 
+def _interrupted() -> None:
+    """One plain line (colour only on a terminal) and exit 130, whichever command it was."""
+    console.print("[yellow]interrupted[/]", highlight=False)
+    sys.exit(EXIT_INTERRUPTED)
+
+
 def _fail(message: str, code: int) -> None:
     if message:  # empty: help was printed instead (a command given no arguments)
-        # escape: messages may hold brackets (e.g. "sleap-infer[tensorrt]") that rich would eat.
-        console.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+        # escape: messages may hold brackets (e.g. "sleap-infer[tensorrt]") that rich would eat;
+        # plain: a library's message may carry its own colour codes.
+        console.print(f"[red]error:[/] {escape(plain(message))}", highlight=False, soft_wrap=True)
     sys.exit(code)
 
 

@@ -19,6 +19,7 @@ from rich.table import Table
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import exit_codes
 from sleap_infer.core.errors import UsageError
+from sleap_infer.core.options import check_number
 
 EPILOG = exit_codes(
     ok="scored (and --json written)",
@@ -34,6 +35,8 @@ def parse_stddev(text: str) -> float | list[float]:
         raise UsageError(
             f"--oks-stddev {text!r}: not a number or comma-separated numbers"
         ) from None
+    for value in values:  # at parse time, before either file is read
+        check_number("oks_stddev", value, "--oks-stddev")
     return values[0] if len(values) == 1 else values
 
 
@@ -105,6 +108,15 @@ def eval_cmd(
         float,
         typer.Option(metavar="OKS", help="A pair matches only when its OKS is above this."),
     ] = 0.0,
+    node_map: Annotated[
+        str | None,
+        typer.Option(
+            metavar="PRED=GT[,PRED=GT...]",
+            help="Predicted node names and the ground-truth names they stand for, where the "
+            "skeletons name them differently (nodes are matched by name, not position).",
+            show_default=False,
+        ),
+    ] = None,
     user_labels_only: Annotated[
         bool,
         typer.Option(
@@ -116,8 +128,10 @@ def eval_cmd(
     """Score predictions against ground truth: OKS mAP/mAR, PCK, distances, visibility."""
     from sleap_infer.cli.summary import write_json
     from sleap_infer.evaluation import evaluate_files, metrics_json
+    from sleap_infer.evaluation.nodes import parse_node_map
 
     options = {
+        "node_map": parse_node_map(node_map),
         "oks_stddev": parse_stddev(oks_stddev),
         "oks_scale": oks_scale,
         "match_threshold": match_threshold,

@@ -129,6 +129,18 @@ def _load_sleap_nn(model_dir: Path) -> tuple[ModelConfig, torch.nn.Module]:
     return config, network
 
 
+def first_non_finite(network: torch.nn.Module) -> str | None:
+    """The name of the first weight (parameter or buffer) holding NaN or Inf, or None.
+
+    Such weights make every output NaN: single-instance points at (0, 0) with NaN
+    scores, and no peaks at all for the other types, which reads as "nothing detected".
+    """
+    for name, tensor in network.state_dict().items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            return name
+    return None
+
+
 def load_model(path: str | Path) -> LoadedModel:
     """Load a sleap-nn (``best.ckpt``) or SLEAP 1.x (``best_model.h5``) model directory."""
     from sleap_infer.model.exported import is_export_dir, load_exported, stage_dirs
@@ -143,10 +155,17 @@ def load_model(path: str | Path) -> LoadedModel:
         return load_exported(stages[0])
     legacy = not (model_dir / CONFIG_NAME).exists()
     config, network = load_legacy(model_dir) if legacy else _load_sleap_nn(model_dir)
+    weights = model_dir / (LEGACY_WEIGHTS if legacy else CKPT_NAME)
+    with span("weights_check"):
+        bad = first_non_finite(network)
+    if bad is not None:
+        raise ModelError(
+            f"{model_dir}: {weights.name} holds NaN or Inf weights (first: {bad!r}); "
+            "the model cannot predict (retrain, or use an earlier checkpoint)"
+        )
     network.eval()
     for param in network.parameters():
         param.requires_grad_(False)
-    weights = model_dir / (LEGACY_WEIGHTS if legacy else CKPT_NAME)
     with span("checkpoint_hash"):
         digest = file_sha256(weights)
     return LoadedModel(model_dir, config, network, digest, legacy=legacy)

@@ -25,7 +25,13 @@ from typing import Any
 from sleap_infer.core.errors import UsageError
 from sleap_infer.core.filters import InstanceFilters
 from sleap_infer.core.nwb_metadata import NwbMetadata
-from sleap_infer.core.options import BATCH_SIZE, BackendOptions, PredictOptions, parse_thresholds
+from sleap_infer.core.options import (
+    BATCH_SIZE,
+    BackendOptions,
+    PredictOptions,
+    check_number,
+    parse_thresholds,
+)
 from sleap_infer.core.overrides import ConfigOverrides
 from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.layers import build_layer
@@ -148,7 +154,10 @@ def thresholds(value: str | Any) -> tuple[float, ...]:
     """``"0.85,0.6,0.4"`` (the command line's form) or a sequence, as floats."""
     if isinstance(value, str):
         return parse_thresholds(value)
-    return tuple(float(x) for x in value)
+    values = tuple(float(x) for x in value)
+    for x in values:
+        check_number("merge_thresholds", x, "merge_thresholds")
+    return values
 
 
 def _plain(value: Any) -> Any:
@@ -172,6 +181,7 @@ def bind(
     own: dict[str, Any] = {}
     tracking = bool(params.pop("tracking", False))
     for name, value in params.items():
+        check_number(name, value, name)
         if name in _OWN:
             own[name] = value
             continue

@@ -413,6 +413,7 @@ class VideoJob:
                 keep_images=online is not None and online.needs_images,
                 # One batch in all: warming up first would only run the network twice.
                 warmup=total > (batch_size or pipeline.batch_size),
+                on_bad_frame=bad.add,
             )
         finally:
             with contextlib.suppress(OutputError):  # keep the original error, if any
