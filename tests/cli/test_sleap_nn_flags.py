@@ -19,6 +19,7 @@ import typer.main
 from sleap_infer.cli import build_app, main, value_options
 from sleap_infer.cli import sleap_nn_flags as snf
 from sleap_infer.core.errors import UsageError
+from sleap_infer.core.options import NUMBER_RANGES, NumberRange
 
 FLAG_LIST = Path(__file__).with_name("sleap_nn_0.3.5_flags.txt")
 DOC = Path(__file__).parents[2] / "docs" / "from_sleap_nn.md"
@@ -75,7 +76,10 @@ def _sample(option: Any) -> list[str]:
     if kind is int:
         return [str((default or 1) + 2)]
     if kind is float:
-        return [str((default or 0.0) + 0.25)]
+        value = (default or 0.0) + 0.25
+        if not NUMBER_RANGES.get(option.name, NumberRange()).holds(value):
+            value = (default or 0.0) - 0.25  # a unit-range option near its top
+        return [str(value)]
     return ["0.9,0.5"]  # a string: merge thresholds, frames, names all take it
 
 
@@ -207,7 +211,7 @@ def test_sleap_nn_command_lines_mean_what_they_meant() -> None:
 
 
 def test_an_unknown_value_lists_only_what_infer_takes() -> None:
-    with pytest.raises(UsageError, match="^--tracker 'foo': choose one of classic, bytetrack$"):
+    with pytest.raises(UsageError, match="^--tracker 'foo': choose one of classic, bytetrack, sort, botsort, ocsort$"):
         snf.translate(["predict", "--tracker", "foo"])
 
 
@@ -219,8 +223,8 @@ def test_several_output_formats_are_refused_by_name() -> None:
 def test_no_empty_frames_reaches_the_spec() -> None:
     from sleap_infer.pipeline.spec import bind
 
-    assert bind(["m"], no_empty_frames=True).no_empty_frames
-    assert not bind(["m"]).no_empty_frames
+    assert bind(["m"], no_empty_frames=True).options.no_empty_frames
+    assert not bind(["m"]).options.no_empty_frames
 
 
 @pytest.mark.parametrize(
