@@ -68,11 +68,12 @@ def check_side_file(
     """Refuse (one :class:`UsageError` line, exit 2) a side-file path the rule forbids.
 
     ``option`` names the flag in the message (``--summary-json``), ``schema`` the kind
-    of report. Also refuses a folder, and a folder that cannot be created or written.
+    of report. A folder, or a folder that cannot be created or written, is an
+    :class:`OutputError` (exit 1), as before.
     """
     where = f"{option} {path}"
     if path.is_dir():
-        raise UsageError(f"{where}: is a folder; give a file name")
+        raise OutputError(f"{where}: is a folder; give a file name")
     for given in inputs:
         if same_file(path, Path(given)):
             raise UsageError(f"{where}: is an input of this run ({given}); give another name")

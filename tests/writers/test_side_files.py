@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sleap_infer.core.errors import UsageError
+from sleap_infer.core.errors import OutputError, UsageError
 from sleap_infer.writers.side_files import check_side_file, is_ours, write_json
 
 import scene
@@ -37,7 +37,7 @@ def test_the_helper_refuses_inputs_outputs_and_foreign_files(tmp_path: Path) -> 
     with pytest.raises(UsageError, match="pass --overwrite"):
         check_side_file(foreign, "--json", KIND)
     check_side_file(foreign, "--json", KIND, overwrite=True)  # asked for
-    with pytest.raises(UsageError, match="is a folder"):
+    with pytest.raises(OutputError, match="is a folder"):
         check_side_file(tmp_path, "--json", KIND, overwrite=True)
     ours = tmp_path / "ours.json"
     write_json(ours, {"schema": KIND, "x": 1}, "x")
