@@ -25,6 +25,7 @@ from sleap_infer.batch.pool import run_on_devices
 from sleap_infer.batch.projects import ProjectStep, finish_projects
 from sleap_infer.batch.tasks import VideoOutcome, VideoTask, plan_tasks, settled_before_running
 from sleap_infer.core.errors import UsageError
+from sleap_infer.pipeline.request import checkpoint_hashes, request_record
 from sleap_infer.pipeline.spec import PipelineSpec
 from sleap_infer.sources.inputs import expand_inputs, take_shard
 from sleap_infer.writers.registry import OutputFormat, get_format
@@ -102,8 +103,12 @@ class Batch:
         # that cannot be attempted. When that is every task, the model is never loaded.
         self.skipped: list[VideoOutcome] = []
         self.todo: list[VideoTask] = []
+        # Every model path is checked (and hashed) before anything is skipped: a finished
+        # output is skipped only for the same request (models, options, frames).
+        hashes = checkpoint_hashes(spec.model_paths)
+        wanted = request_record(spec, hashes, settings.frames)
         for task in tasks:
-            settled = settled_before_running(task, fmt, settings.overwrite)
+            settled = settled_before_running(task, fmt, settings.overwrite, wanted)
             if settled is None:
                 self.todo.append(task)
             else:

@@ -6,16 +6,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sleap_infer.core.errors import SleapInferError, UsageError
 from sleap_infer.core.products import Counts
 from sleap_infer.journal import journal_path, read_journal
+from sleap_infer.pipeline.request import request_changes
 from sleap_infer.sources.inputs import VideoInput, is_labels_path, is_pattern
 from sleap_infer.writers.outputs import (
     COMPLETE,
     default_output_path,
     existing_message,
     existing_output,
+    stored_provenance,
 )
 from sleap_infer.writers.projects import count_videos, part_path
 from sleap_infer.writers.registry import FORMATS, OutputFormat
@@ -173,20 +176,37 @@ def plan_tasks(
 
 
 def settled_before_running(
-    task: VideoTask, fmt: OutputFormat, overwrite: bool
+    task: VideoTask,
+    fmt: OutputFormat,
+    overwrite: bool,
+    wanted: dict[str, Any] | None = None,
 ) -> VideoOutcome | None:
     """The outcome of a task that needs no model: an input that cannot be attempted, or
     an output that is already there (the rule: :func:`~sleap_infer.writers.outputs.
-    refuse_existing`; a finished output is skipped, anything else there fails)."""
+    refuse_existing`). A finished output is skipped only when it answers the request
+    ``wanted`` (:func:`~sleap_infer.pipeline.request.request_record`: models by checkpoint
+    hash, options, frames); one that answers another request fails with what differs,
+    and so does anything else there. A journal beside a finished output does not change
+    that: its run may be another one (a ``--frames`` test), and is never let replace it.
+    """
     if task.problem is not None:
         return VideoOutcome(task, FAILED, message=f"{task.video}: {task.problem}")
-    if overwrite or journal_path(task.output).exists():
-        return None  # a journal is the pipeline's to judge (resume, or ask for a flag)
+    if overwrite:
+        return None
     found = existing_output(task.output, fmt)
     if found is None:
-        return None
-    status = SKIPPED if found == COMPLETE else FAILED
-    return VideoOutcome(task, status, message=existing_message(task.output, fmt, found))
+        return None  # a journal is the pipeline's to judge (resume, or ask for a flag)
+    if found != COMPLETE:
+        return VideoOutcome(task, FAILED, message=existing_message(task.output, fmt, found))
+    changes = [] if wanted is None else request_changes(stored_provenance(task.output), wanted)
+    if changes:
+        return VideoOutcome(
+            task,
+            FAILED,
+            message=f"{task.output}: exists but was predicted with other settings "
+            f"({'; '.join(changes)}); --overwrite replaces it",
+        )
+    return VideoOutcome(task, SKIPPED, message=existing_message(task.output, fmt, found))
 
 
 def saved_frames(task: VideoTask) -> int:
