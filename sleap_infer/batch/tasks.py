@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from sleap_infer.writers.outputs import (
     default_output_path,
     existing_message,
     existing_output,
+    name_problem,
     stored_provenance,
 )
 from sleap_infer.writers.projects import count_videos, part_path
@@ -93,6 +95,9 @@ def _output_for(
     # An image glob (``frames/cam1_*.png``) is named after its folder, as the predictor
     # names it (its VideoInfo.path is the folder), never with a literal ``*``.
     source = item.path.parent if is_pattern(item.path) else item.path
+    if source.name in ("", ".", ".."):
+        # ``.``, ``..``, or a glob in the current folder: named after the folder it is.
+        source = source.absolute().resolve()
     if video_index is not None and is_labels_path(source):
         # Runs on different videos of one project must not share (and skip) one output.
         source = source.with_name(f"{source.name}.video{video_index}")
@@ -102,6 +107,15 @@ def _output_for(
     if item.root is not None:
         sub = source.parent.relative_to(item.root)
     return output / sub / default_output_path(Path(source.name), fmt).name
+
+
+def _check_name(task: VideoTask) -> VideoTask:
+    """A task whose output name the file system cannot take fails alone (its problem),
+    never the batch at planning."""
+    if task.problem is not None:
+        return task
+    problem = name_problem(task.output)
+    return task if problem is None else dataclasses.replace(task, problem=problem)
 
 
 def _video_count(path: Path) -> tuple[int, str | None]:
@@ -158,12 +172,13 @@ def plan_tasks(
             raise UsageError(
                 f"-o/--output {output}: a --format {fmt.name} file should end in {fmt.suffix}"
             )
-        return _tasks_for(0, inputs[0], output, fmt, video_index)
+        return [_check_name(t) for t in _tasks_for(0, inputs[0], output, fmt, video_index)]
     tasks: list[VideoTask] = []
     owners: dict[Path, Path] = {}
     for item in inputs:
         out = _output_for(item, output, fmt, video_index)
         for task in _tasks_for(len(tasks), item, out, fmt, video_index):
+            task = _check_name(task)
             key = task.output.resolve()
             if key in owners and item.problem is None:
                 raise UsageError(

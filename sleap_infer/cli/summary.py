@@ -72,8 +72,16 @@ def video_record(outcome: VideoOutcome) -> dict[str, Any]:
         "resumed_frames": outcome.resumed_frames,
         "message": outcome.message or None,
         "warnings": list(outcome.warnings),
-        "journal": str(journal) if journal.exists() else None,
+        "journal": str(journal) if _exists(journal) else None,
     }
+
+
+def _exists(path: Path) -> bool:
+    """``path.exists()`` that says no for a name the file system cannot even hold."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
 
 
 def _pending_record(task: VideoTask) -> dict[str, Any]:

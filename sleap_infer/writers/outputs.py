@@ -35,7 +35,7 @@ from sleap_infer.core.errors import OutputError, OutputExistsError
 from sleap_infer.core.options import POLYGON_EPSILON
 from sleap_infer.core.polygons import check_mask_output
 from sleap_infer.core.products import Product
-from sleap_infer.journal import Journal, fsync_path
+from sleap_infer.journal import Journal, fsync_path, journal_path
 from sleap_infer.writers.isolate import WriteFailure, reason, run_isolated
 from sleap_infer.writers.registry import FORMATS, OutputFormat, Writer, missing_product, use_instead
 from sleap_infer.writers.slots import Source
@@ -131,6 +131,36 @@ def existing_message(path: Path, fmt: OutputFormat, found: str) -> str:
     return (
         f"{path}: exists but is not a complete {fmt.name} output; "
         "move it away or pass --overwrite to replace it"
+    )
+
+
+_NAME_MAX = 255  # bytes per file name on every common file system (ext4, XFS, APFS, NTFS)
+_PID_WIDTH = 7  # Linux pids reach 4194304
+
+
+def _name_limit(folder: Path) -> int:
+    """The longest file name (bytes) the file system under ``folder`` takes."""
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        return int(os.pathconf(folder, "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError):
+        return _NAME_MAX
+
+
+def name_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be an output here: its name, or its journal's or temporary
+    sibling's, is longer than the file system allows (a 234-character video name plus
+    ``.predictions.slp.partial``). None when it fits."""
+    siblings = (journal_path(path).name, f".{path.stem}.{'9' * _PID_WIDTH}.tmp{path.suffix}")
+    longest = max(len(name.encode("utf-8", "surrogateescape")) for name in siblings)
+    limit = _name_limit(path.parent)
+    if longest <= limit:
+        return None
+    return (
+        f"its output name is too long for the file system ({longest} bytes with the "
+        f"journal's or temporary file's additions, at most {limit}); rename the video, "
+        "or give -o a shorter file name"
     )
 
 
