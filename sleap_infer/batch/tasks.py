@@ -24,6 +24,7 @@ from sleap_infer.writers.outputs import (
 )
 from sleap_infer.writers.projects import count_videos, part_path
 from sleap_infer.writers.registry import FORMATS, OutputFormat
+from sleap_infer.writers.side_files import same_file
 
 # VideoOutcome.status values.
 DONE = "done"
@@ -151,6 +152,28 @@ def _tasks_for(
     return [VideoTask(start, item.path, out, item.problem)]
 
 
+def check_output_arg(output: Path, inputs: Sequence[VideoInput], fmt: OutputFormat) -> None:
+    """One clear line (exit 2) for an ``-o`` that can be neither an output file nor a
+    folder of outputs: ``-`` (no stdout output), an input, a path under a file, an
+    existing file that is not an output of this format."""
+    where = f"-o/--output {output}"
+    if str(output) == "-":
+        raise UsageError(f"{where}: predictions cannot go to stdout; give a file or folder name")
+    for item in inputs:
+        if same_file(output, item.path):
+            raise UsageError(f"{where}: is an input of this run; give another name")
+    for above in output.parents:
+        if above.exists():
+            if not above.is_dir():
+                raise UsageError(f"{where}: {above} is a file, not a folder")
+            break
+    if output.is_file() and not output.name.endswith(fmt.suffixes):
+        raise UsageError(
+            f"{where}: is an existing file, not a --format {fmt.name} output "
+            f"(a {fmt.suffix} file name or a folder)"
+        )
+
+
 def plan_tasks(
     inputs: Sequence[VideoInput],
     output: Path | None,
@@ -163,6 +186,8 @@ def plan_tasks(
     ``.videoN``), unless ``video_index`` picks one. Raises :class:`UsageError` when
     two videos would write the same file.
     """
+    if output is not None:
+        check_output_arg(output, inputs, fmt)
     if output is not None and output.name.endswith(_FILE_SUFFIXES) and not output.is_dir():
         if len(inputs) != 1:
             raise UsageError(

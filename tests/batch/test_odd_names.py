@@ -64,3 +64,34 @@ def test_a_glob_matching_nothing_here_is_one_line(
     assert code == 1
     [line] = error_lines(err)
     assert line == "error: nothing*.png: no files match this pattern"
+
+
+@pytest.mark.parametrize(
+    ("target", "says"),
+    [
+        ("-", "cannot go to stdout"),
+        ("video", "is an input of this run"),
+        ("under_file", "is a file, not a folder"),
+        ("file", "is an existing file, not a --format slp output"),
+    ],
+)
+def test_unusable_output_arguments_are_one_usage_line(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    target: str,
+    says: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    video = tmp_path / "v.mp4"
+    scene.write_video(video, n_frames=2)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    output = {"-": "-", "video": video, "under_file": notes / "x.slp", "file": notes}[target]
+    before = video.read_bytes()
+    code, err = run_cli(capsys, "predict", video, "-m", MODEL, "-o", output, "-q")
+    assert code == 2
+    [line] = error_lines(err)
+    assert says in line
+    assert not (tmp_path / "-").exists()
+    assert video.read_bytes() == before and notes.read_text() == "mine"
