@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import sleap_io as sio
 
 from sleap_infer.core.errors import OutputError, OutputExistsError
+from sleap_infer.core.leftovers import owner_tag, remove_stale
 from sleap_infer.core.options import POLYGON_EPSILON
 from sleap_infer.core.polygons import check_mask_output
 from sleap_infer.core.products import Product
@@ -152,7 +153,7 @@ def name_problem(path: Path) -> str | None:
     """Why ``path`` cannot be an output here: its name, or its journal's or temporary
     sibling's, is longer than the file system allows (a 234-character video name plus
     ``.predictions.slp.partial``). None when it fits."""
-    siblings = (journal_path(path).name, f".{path.stem}.{'9' * _PID_WIDTH}.tmp{path.suffix}")
+    siblings = (journal_path(path).name, _tmp_path(path, pid=10**_PID_WIDTH - 1).name)
     longest = max(len(name.encode("utf-8", "surrogateescape")) for name in siblings)
     limit = _name_limit(path.parent)
     if longest <= limit:
@@ -164,9 +165,15 @@ def name_problem(path: Path) -> str | None:
     )
 
 
-def _tmp_path(path: Path) -> Path:
-    """A hidden sibling that keeps the real suffix (some exporters check it)."""
-    return path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+def _tmp_path(path: Path, pid: int | None = None) -> Path:
+    """A hidden sibling that keeps the real suffix (some exporters check it), named by its
+    owner so a later run can remove it once that process is dead (SIGKILL)."""
+    return path.with_name(f".{path.stem}.{owner_tag(pid)}.tmp{path.suffix}")
+
+
+def remove_stale_tmp(path: Path) -> list[Path]:
+    """Remove temporary siblings of ``path`` left by killed runs (dead owners only)."""
+    return remove_stale(path.parent, f".{path.stem}.", f".tmp{path.suffix}")
 
 
 def _discard(path: Path) -> None:
@@ -251,6 +258,7 @@ def atomic_write(
     tmp = _tmp_path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_tmp(path)
         run_isolated(lambda: write(tmp))
         fsync_path(tmp)
         if not replace:

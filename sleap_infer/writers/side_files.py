@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from sleap_infer.core.errors import OutputError, UsageError
+from sleap_infer.core.leftovers import owner_tag, remove_stale
 
 SCHEMA_KEY = "schema"
 # A report of ours is small; a bigger file is not read to find out (it is not ours).
@@ -123,9 +124,10 @@ def write_json(
     With ``schema`` and not ``overwrite``, a file at ``path`` that is not ours of that
     kind (one that appeared after :func:`check_side_file` looked) is left alone.
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{owner_tag()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale(path.parent, f".{path.name}.", ".tmp")  # left by killed runs
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=indent, allow_nan=allow_nan)
             f.write("\n")
