@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sleap_infer.batch.execute import BatchEvents, JobSettings, QuietEvents, run_sequential
 from sleap_infer.batch.pool import run_on_devices
@@ -103,10 +103,17 @@ class Batch:
         # that cannot be attempted. When that is every task, the model is never loaded.
         self.skipped: list[VideoOutcome] = []
         self.todo: list[VideoTask] = []
-        # Every model path is checked (and hashed) before anything is skipped: a finished
-        # output is skipped only for the same request (models, options, frames).
-        hashes = checkpoint_hashes(spec.model_paths)
-        wanted = request_record(spec, hashes, settings.frames)
+        # A finished output is skipped only for the same request (models by checkpoint hash,
+        # options, frames): the model paths are checked (and hashed) before the first skip,
+        # and only then (missing inputs alone never need the model).
+        asked: list[dict[str, Any]] = []
+
+        def wanted() -> dict[str, Any]:
+            if not asked:
+                hashes = checkpoint_hashes(spec.model_paths)
+                asked.append(request_record(spec, hashes, settings.frames))
+            return asked[0]
+
         for task in tasks:
             settled = settled_before_running(task, fmt, settings.overwrite, wanted)
             if settled is None:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -219,15 +219,18 @@ def settled_before_running(
     task: VideoTask,
     fmt: OutputFormat,
     overwrite: bool,
-    wanted: dict[str, Any] | None = None,
+    wanted: Callable[[], dict[str, Any]] | None = None,
 ) -> VideoOutcome | None:
     """The outcome of a task that needs no model: an input that cannot be attempted, or
     an output that is already there (the rule: :func:`~sleap_infer.writers.outputs.
-    refuse_existing`). A finished output is skipped only when it answers the request
-    ``wanted`` (:func:`~sleap_infer.pipeline.request.request_record`: models by checkpoint
-    hash, options, frames); one that answers another request fails with what differs,
-    and so does anything else there. A journal beside a finished output does not change
-    that: its run may be another one (a ``--frames`` test), and is never let replace it.
+    refuse_existing`).
+
+    A finished output is skipped only when it answers the request ``wanted()`` returns
+    (:func:`~sleap_infer.pipeline.request.request_record`: models by checkpoint hash,
+    options, frames; called only then, so it may raise for a bad model path); one that
+    answers another request fails with what differs, and so does anything else there.
+    A journal beside a finished output does not change that: its run may be another
+    one (a ``--frames`` test), and is never let replace it.
     """
     if task.problem is not None:
         return VideoOutcome(task, FAILED, message=f"{task.video}: {task.problem}")
@@ -238,7 +241,7 @@ def settled_before_running(
         return None  # a journal is the pipeline's to judge (resume, or ask for a flag)
     if found != COMPLETE:
         return VideoOutcome(task, FAILED, message=existing_message(task.output, fmt, found))
-    changes = [] if wanted is None else request_changes(stored_provenance(task.output), wanted)
+    changes = [] if wanted is None else request_changes(stored_provenance(task.output), wanted())
     if changes:
         return VideoOutcome(
             task,
