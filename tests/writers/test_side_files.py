@@ -93,9 +93,7 @@ def test_predict_replaces_its_own_earlier_summary(
 ) -> None:
     summary = tmp_path / "summary.json"
     for _ in range(2):  # the second run finds (and may replace) the first run's summary
-        code, err = run_cli(
-            capsys, "predict", video, "-m", MODEL, "--summary-json", summary, "-q"
-        )
+        code, err = run_cli(capsys, "predict", video, "-m", MODEL, "--summary-json", summary, "-q")
         assert code == 0, err
     assert json.loads(summary.read_text())["schema"] == "sleap_infer.run_summary/1"
     foreign = tmp_path / "notes.json"
