@@ -77,7 +77,7 @@ def check_side_file(
         raise OutputError(f"{where}: is a folder; give a file name")
     for given in inputs:
         if same_file(path, Path(given)):
-            raise UsageError(f"{where}: is an input of this run ({given}); give another name")
+            raise UsageError(f"{where}: is an input of this run; give another name")
     for made in outputs:
         if same_file(path, Path(made)):
             raise UsageError(f"{where}: is one of this run's outputs; give another name")
