@@ -132,3 +132,14 @@ def test_system_json_is_ours_the_second_time(
         code, err = run_cli(capsys, "system", "--json", path)
         assert code == 0, err
     assert json.loads(path.read_text())["schema"] == "sleap_infer.system/1"
+
+
+def test_render_never_writes_over_its_source_video(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, video: Path
+) -> None:
+    preds = tmp_path / "p.slp"
+    preds.write_bytes(b"predictions")
+    before = video.read_bytes()
+    code, err = run_cli(capsys, "render", preds, "--video", video, "-o", video, "--overwrite")
+    assert code == 2 and "would replace an input" in err
+    assert video.read_bytes() == before
