@@ -50,8 +50,11 @@ def is_ours(path: Path, schema: str) -> bool:
     try:
         if path.stat().st_size > _MAX_OURS_BYTES:
             return False
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+        with open(path, "rb") as fh:
+            if not fh.read(64).lstrip().startswith(b"{"):
+                return False  # a video, a checkpoint: not read any further
+            fh.seek(0)
+            data = json.loads(fh.read().decode("utf-8"))
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and data.get(SCHEMA_KEY) == schema
