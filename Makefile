@@ -36,7 +36,7 @@ format: $(STAMP)
 demo: $(STAMP)
 	$(PY) examples/synthetic/demo.py
 
-# Speed, measured (not tested): see README "Speed". The last three need ../shared/fixtures;
+# Speed, measured (not tested): see docs/benchmarks.md. The last three need ../shared/fixtures;
 # bench-vs-sleap-nn and bench-agreement install sleap-nn into .bench-venv/ on first use (several GB).
 bench: $(STAMP)
 	$(VENV)/bin/infer bench examples/models/synthetic_single_instance --device cpu --size 128x128

@@ -40,7 +40,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(os.environ.get("SLEAP_INFER_FIXTURES", ROOT.parent / "shared" / "fixtures"))
 OUT = ROOT / ".bench-venv" / "agreement"
-BEYOND_PX = 0.01  # "points beyond": the threshold the README quotes
+BEYOND_PX = 0.01  # "points beyond": the threshold docs/parity.md quotes
 NO_MATCH = 1e9
 
 

@@ -7,7 +7,7 @@ k+1. This script predicts the same frames twice per case in one process, once
 with ``Runner.overlap`` off (stages back to back, the old loop) and once on,
 and prints each stage's seconds, their sum, and the wall time of the timed
 batches: overlap shows as a wall below the sum. (On a 2-core CPU it slowed
-runs down, 0.73-0.89x, so it is on by default only on cuda/mps; see README.)
+runs down, 0.73-0.89x, so it is on by default only on cuda/mps; see docs/benchmarks.md.)
 
     .venv/bin/python benchmarks/overlap.py                       # torch, 300 frames
     .venv/bin/python benchmarks/overlap.py --backend onnx --frames 0-1099

@@ -18,7 +18,7 @@ motmetrics``): a tracked detection matches a true animal when their centroids
 are within ``--max-dist`` px; untracked detections are not hypotheses. Prints
 a markdown table per seed and the mean over seeds:
 
-    .venv/bin/python benchmarks/tracking_accuracy.py [--seeds 0 1 2 --frames 600 --animals 4]
+    .venv/bin/python benchmarks/tracking_accuracy.py [--scene crossing --seeds 0 1 2 --frames 600]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import numpy as np
 import sleap_io as sio
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "tracking_synthetic.py"
+EXAMPLE = ROOT / "examples" / "tracking_scenes.py"  # the crossing scene and others
 SLEAP_NN = ROOT / ".bench-venv" / "sleap-nn" / "bin" / "sleap-nn"
 METRICS = ("mota", "idf1", "num_switches")
 
@@ -53,7 +53,7 @@ Tracked = list[tuple[np.ndarray, np.ndarray]]  # per frame: (track ids (I,), cen
 
 def load_example():
     """The synthetic-data example, imported by path (examples/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("tracking_synthetic", EXAMPLE)
+    spec = importlib.util.spec_from_file_location("tracking_scenes", EXAMPLE)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up by name
     spec.loader.exec_module(module)
@@ -146,7 +146,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--frames", type=int, default=600)
-    parser.add_argument("--animals", type=int, default=4)
+    parser.add_argument("--animals", type=int, help="default: the scene's own (4; crowded 10)")
+    parser.add_argument("--scene", default="crossing", help="see examples/tracking_scenes.py")
     parser.add_argument("--max-dist", type=float, default=20.0, help="centroid match radius, px")
     parser.add_argument("--workdir", type=Path, help="keep the generated files here")
     args = parser.parse_args()
@@ -162,8 +163,8 @@ def main() -> int:
     results: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in TRACKERS}
     for seed in args.seeds:
         workdir = workroot / f"seed{seed}"
-        scene = example.simulate(args.frames, args.animals, seed)
-        files = example.write(scene, workdir, video=False)
+        scene = example.simulate(args.scene, args.frames, args.animals, seed)
+        files = example.syn.write(scene, workdir, video=False)
         rows = []
         for label, ours, theirs in TRACKERS:
             if theirs is not None and not SLEAP_NN.exists():
@@ -179,13 +180,16 @@ def main() -> int:
             row = {**score(scene.truth, tracked, args.max_dist), "ms": ms}
             results[label].append(row)
             rows.append((label, row))
-        print(f"\nseed {seed} ({args.frames} frames, {args.animals} animals):\n{table(rows)}")
+        animals = scene.truth.shape[1]
+        print(
+            f"\n{args.scene} seed {seed} ({args.frames} frames, {animals} animals):\n{table(rows)}"
+        )
     mean = [
         (label, {key: float(np.mean([r[key] for r in runs])) for key in runs[0]})
         for label, runs in results.items()
         if runs
     ]
-    print(f"\nmean over seeds {args.seeds}:\n{table(mean)}")
+    print(f"\n{args.scene}, mean over seeds {args.seeds}:\n{table(mean)}")
     return 0
 
 

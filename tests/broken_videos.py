@@ -67,3 +67,17 @@ def avi_claiming(path: Path, frames: np.ndarray, claimed: int) -> Path:
     struct.pack_into("<I", data, strh + 8 + 32, claimed)  # AVIStreamHeader.dwLength
     path.write_bytes(bytes(data))
     return path
+
+
+def flipped_copy(
+    src: Path, dst: Path, n_bits: int = 200, span: tuple[float, float] = (0.4, 0.6)
+) -> Path:
+    """Flip ``n_bits`` random bits in the ``span`` fraction of the file (a bad transfer):
+    H.264 conceals the damage, and FFmpeg flags the frames it concealed corrupt."""
+    data = bytearray(src.read_bytes())
+    rng = np.random.default_rng(3)
+    lo, hi = (int(len(data) * f) for f in span)
+    for pos in rng.integers(lo, hi, n_bits):
+        data[pos] ^= 1 << int(rng.integers(0, 8))
+    dst.write_bytes(bytes(data))
+    return dst

@@ -132,5 +132,13 @@ CentroidOnly = Annotated[
         "(on the anchor node), skipping the pose stage.",
     ),
 ]
+KeepCorruptFrames = Annotated[
+    bool,
+    typer.Option(
+        "--keep-corrupt-frames",
+        help="Predict frames the decoder flags corrupt (by default they are recorded as bad "
+        "frames: damaged pixels give plausible, wrong points).",
+    ),
+]
 DEFAULT_OVERLAP_METHOD = _F.overlapping_method
 DEFAULT_OVERLAP_THRESHOLD = _F.overlapping_threshold

@@ -253,6 +253,7 @@ def model_rows(facts: dict[str, Any]) -> list[tuple[str, str]]:
         *_skeleton_rows(facts["skeleton"]),
         *_input_rows(facts),
         ("heads", "\n".join(map(_head, facts["heads"]))),
+        ("forward pass", "\n".join(facts["forward_pass"])),
     ]
     if facts["class_names"]:
         rows.append(("classes", ", ".join(facts["class_names"])))

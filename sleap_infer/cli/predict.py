@@ -278,6 +278,12 @@ def predict(
     track_high_threshold: trk.TrackHigh = trk.DEFAULTS.track_high_threshold,
     track_low_threshold: trk.TrackLow = trk.DEFAULTS.track_low_threshold,
     new_track_threshold: trk.NewTrack = trk.DEFAULTS.new_track_threshold,
+    tracking_target_instance_count: trk.TargetCount = None,
+    tracking_pre_cull_to_target: trk.PreCull = 0,
+    tracking_pre_cull_iou_threshold: trk.PreCullIou = 0.0,
+    tracking_clean_instance_count: trk.CleanCount = 0,
+    tracking_clean_iou_threshold: trk.CleanIou = 0.0,
+    post_connect_single_breaks: trk.ConnectBreaks = False,
     # --- post-filters and training-config overrides (sleap-nn's).
     filter_overlapping: adj.FilterOverlapping = False,
     filter_overlapping_method: adj.FilterOverlappingMethod = adj.DEFAULT_OVERLAP_METHOD,
@@ -301,6 +307,7 @@ def predict(
     only_predicted_frames: adj.OnlyPredicted = False,
     merge_into_project: adj.MergeIntoProject = False,
     centroid_only: adj.CentroidOnly = False,
+    keep_corrupt_frames: adj.KeepCorruptFrames = False,
 ) -> None:
     """Predict poses on videos and save them as SLEAP .slp (or NWB, analysis HDF5, CSV)."""
     startup.mark("command")

@@ -64,6 +64,12 @@ def track(
     track_high_threshold: trk.TrackHigh = trk.DEFAULTS.track_high_threshold,
     track_low_threshold: trk.TrackLow = trk.DEFAULTS.track_low_threshold,
     new_track_threshold: trk.NewTrack = trk.DEFAULTS.new_track_threshold,
+    tracking_target_instance_count: trk.TargetCount = None,
+    tracking_pre_cull_to_target: trk.PreCull = 0,
+    tracking_pre_cull_iou_threshold: trk.PreCullIou = 0.0,
+    tracking_clean_instance_count: trk.CleanCount = 0,
+    tracking_clean_iou_threshold: trk.CleanIou = 0.0,
+    post_connect_single_breaks: trk.ConnectBreaks = False,
 ) -> None:
     """Re-track a prediction file (ours or sleap-nn's) without a model."""
     from sleap_infer.pipeline.retrack import retrack_file

@@ -130,6 +130,48 @@ TrackLow = Annotated[
 NewTrack = Annotated[
     float, typer.Option(metavar="FLOAT", help="bytetrack: score needed to start a track.")
 ]
+TargetCount = Annotated[
+    int | None,
+    typer.Option(
+        min=0,
+        metavar="N",
+        help="The known number of animals, for pre-cull and break joining (default: "
+        "--max-instances where those are on).",
+        show_default=False,
+    ),
+]
+PreCull = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        metavar="N",
+        help="Non-zero: leave frames over the target count's "
+        "lowest-scoring (and overlapping) poses untracked, before tracking.",
+    ),
+]
+PreCullIou = Annotated[
+    float, typer.Option(metavar="FLOAT", help="Pre-cull: overlap that removes a pose first.")
+]
+CleanCount = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        metavar="N",
+        help="Non-zero: after tracking, untrack a frame's "
+        "poses beyond N, then join single-frame track breaks.",
+    ),
+]
+CleanIou = Annotated[
+    float, typer.Option(metavar="FLOAT", help="Post-clean: overlap that removes a pose first.")
+]
+ConnectBreaks = Annotated[
+    bool,
+    typer.Option(
+        "--post-connect-single-breaks",
+        help="Where one track ends and one starts in the same frame, join them (needs "
+        "the target count).",
+    ),
+]
 
 DEFAULTS = TrackingOptions()
 

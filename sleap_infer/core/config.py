@@ -145,7 +145,35 @@ class SwinTConfig(_WithDecoder):
     decoder: DecoderSettings
 
 
-BackboneConfig = UNetConfig | ConvNeXtConfig | SwinTConfig
+@dataclass(frozen=True)
+class PretrainedConfig:
+    """``backbone_config.pretrained`` (sleap-nn 0.3.5): a HuggingFace ``transformers``
+    encoder with sleap-nn's decoder (mode ``decoder``) or alone (mode ``encoder``).
+
+    ``hf_config`` is the encoder's HuggingFace ``config.json`` as a dict, found next to
+    the model (never downloaded): training stores only ``model_name`` in the YAML. The
+    normalisation statistics are buffers in the checkpoint, so only the switch is here.
+    """
+
+    kind: ClassVar[str] = "pretrained"
+
+    model_name: str
+    hf_config: dict[str, Any] = field(compare=False, hash=False, repr=False)
+    hf_config_source: str = ""  # the file (or the HF cache) the config came from
+    mode: str = "auto"  # auto | decoder | encoder
+    out_indices: tuple[int, ...] | None = None
+    in_channels: int = 3
+    normalize: bool = True
+    filters_rate: float = 2.0
+    convs_per_block: int = 2
+    kernel_size: int = 3
+    up_interpolate: bool = True
+    output_stride: int = 2
+    max_stride: int = 32  # what inputs are padded to (sleap-nn pads to the config's value)
+    frozen: bool = False  # ``freeze``: an unset embedding pool is then ``avg``
+
+
+BackboneConfig = UNetConfig | ConvNeXtConfig | SwinTConfig | PretrainedConfig
 
 
 @dataclass(frozen=True)

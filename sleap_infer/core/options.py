@@ -96,6 +96,8 @@ class PredictOptions:
     # Box detectors: class-wise IoU NMS; None = the type's default (SSD 0.45, CenterNet
     # off), 1.0 suppresses nothing.
     bbox_nms_iou: float | None = None
+    # Reading (sources): predict frames FFmpeg flags corrupt instead of recording them bad.
+    keep_corrupt_frames: bool = False
 
     def __post_init__(self) -> None:
         check_integral_patch_size(self.integral_patch_size)

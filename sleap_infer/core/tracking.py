@@ -57,6 +57,15 @@ class TrackingOptions:
     new_track_threshold: float = NEW_TRACK_THRESHOLD
     match_iou_threshold: float = MATCH_IOU_THRESHOLD
     track_buffer: int = TRACK_BUFFER
+    # Before and after tracking, any tracker (sleap-nn's cull/clean/connect; see
+    # sleap_infer.tracking.cleanup): the known animal count, a per-frame cap before
+    # tracking (0 = off) and after it (0 = off), and single-frame break joining.
+    tracking_target_instance_count: int | None = None
+    tracking_pre_cull_to_target: int = 0
+    tracking_pre_cull_iou_threshold: float = 0.0
+    tracking_clean_instance_count: int = 0
+    tracking_clean_iou_threshold: float = 0.0
+    post_connect_single_breaks: bool = False
 
     def __post_init__(self) -> None:
         for name, allowed in (
@@ -81,6 +90,25 @@ class TrackingOptions:
             raise UsageError("optical flow: image scale > 0, window >= 3, levels >= 0")
         if self.track_buffer < 0:
             raise UsageError(f"--track-buffer {self.track_buffer}: must be at least 0")
+        for name in ("tracking_target_instance_count", "tracking_clean_instance_count"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise UsageError(f"--{name.replace('_', '-')} {value}: must be at least 0")
+        if self.needs_target and not self.tracking_target_instance_count:
+            raise UsageError(
+                "--tracking-pre-cull-to-target and --post-connect-single-breaks need"
+                " --tracking-target-instance-count (or --max-instances)"
+            )
+
+    @property
+    def needs_target(self) -> bool:
+        """sleap-nn refuses pre-cull and break joining without a target count."""
+        return bool(self.tracking_pre_cull_to_target) or self.post_connect_single_breaks
+
+    @property
+    def has_cleanup(self) -> bool:
+        """Any of the steps around the tracker (:mod:`sleap_infer.tracking.cleanup`)."""
+        return self.needs_target or self.tracking_clean_instance_count > 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

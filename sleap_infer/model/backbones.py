@@ -1,4 +1,5 @@
-"""Parse ``model_config.backbone_config`` into a typed backbone (UNet, ConvNeXt, Swin-T).
+"""Parse ``model_config.backbone_config`` into a typed backbone (UNet, ConvNeXt, Swin-T,
+or a HuggingFace ``pretrained`` one, parsed in :mod:`sleap_infer.model.pretrained`).
 
 Every setting is read once here, with sleap-nn's defaults for missing or
 ``null`` keys (generated configs write ``max_stride: null``, which means the
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from sleap_infer.core.config import (
@@ -198,12 +200,19 @@ BACKBONE_PARSERS: dict[str, Callable[[dict[str, Any]], BackboneConfig]] = {
 }
 
 
-def parse_backbone(configs: dict[str, Any]) -> BackboneConfig:
-    """The one configured backbone of ``model_config.backbone_config``, typed."""
+def parse_backbone(configs: dict[str, Any], folder: Path = Path(".")) -> BackboneConfig:
+    """The one configured backbone of ``model_config.backbone_config``, typed.
+
+    ``folder`` is the model folder: a pretrained (HuggingFace) backbone's architecture
+    is looked up there (see :mod:`sleap_infer.model.pretrained`).
+    """
     kind = first_non_null(configs, "model_config.backbone_config")
+    if kind == "pretrained":
+        from sleap_infer.model.pretrained import parse_pretrained
+
+        return parse_pretrained(dict(configs[kind]), folder)
     parser = BACKBONE_PARSERS.get(kind)
     if parser is None:
-        raise ConfigError(
-            f"backbone {kind!r} is not supported (supported: {', '.join(BACKBONE_PARSERS)})"
-        )
+        supported = ", ".join((*BACKBONE_PARSERS, "pretrained"))
+        raise ConfigError(f"backbone {kind!r} is not supported (supported: {supported})")
     return parser(dict(configs[kind]))

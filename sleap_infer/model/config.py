@@ -20,6 +20,7 @@ from sleap_infer.core.config import (
     HeadConfig,
     ModelConfig,
     Preprocessing,
+    PretrainedConfig,
     Tiling,
 )
 from sleap_infer.core.errors import ConfigError
@@ -35,6 +36,7 @@ from sleap_infer.model.registry import (
     model_type,
     tileable_types,
 )
+from sleap_infer.model.schema import check_keys
 
 
 @dataclass(frozen=True)
@@ -203,10 +205,10 @@ def _box_detector(
 _POOLS = ("gem", "avg", "max")
 
 
-def _embedding_head(spec: HeadSpec, sub: dict[str, Any]) -> HeadConfig:
-    """sleap-nn's defaults; an unset ``pool`` is GeM (what training resolves for every
-    backbone we build: only a frozen pretrained encoder gets ``avg``)."""
-    pool = str(sub.get("pool") or "gem")
+def _embedding_head(spec: HeadSpec, sub: dict[str, Any], frozen_encoder: bool) -> HeadConfig:
+    """sleap-nn's defaults; an unset ``pool`` is GeM, or ``avg`` for a frozen pretrained
+    encoder (``pretrained.freeze`` or the head's ``freeze_backbone``), as sleap-nn resolves it."""
+    pool = str(sub.get("pool") or ("avg" if frozen_encoder else "gem"))
     if pool not in _POOLS:
         raise ConfigError(f"embedding.pool {pool!r} is not one of {', '.join(_POOLS)}")
     return HeadConfig(
@@ -257,9 +259,23 @@ def _embedding_settings(
     )
 
 
-def _head(spec: HeadSpec, sub: dict[str, Any], channels: int) -> HeadConfig:
+def _activation(spec: HeadSpec, sub: dict[str, Any]) -> str:
+    """The head's output activation: its type's, or a sigmoid the block asks for.
+
+    ``use_sigmoid_activation: true`` (sleap-nn 0.3.5, centroid heads trained with focal
+    loss) puts ``nn.Sigmoid`` after the 1x1 conv; without it the maps would be logits,
+    and peak thresholds and refinement would read the wrong numbers.
+    """
+    if spec.sigmoid_option and bool(sub.get("use_sigmoid_activation") or False):
+        return "sigmoid"
+    return spec.activation
+
+
+def _head(
+    spec: HeadSpec, sub: dict[str, Any], channels: int, frozen_encoder: bool = False
+) -> HeadConfig:
     if spec.channels == EMBEDDING_DIM:
-        return _embedding_head(spec, sub)
+        return _embedding_head(spec, sub, frozen_encoder)
     vector: dict[str, Any] = {}
     if spec.vector:
         vector = {
@@ -272,11 +288,18 @@ def _head(spec: HeadSpec, sub: dict[str, Any], channels: int) -> HeadConfig:
         channels,
         int(get(sub, "output_stride", spec.stride)),
         section=spec.section,
-        activation=spec.activation,
+        activation=_activation(spec, sub),
         vector=spec.vector,
         strides=_level_strides(spec, sub),
         **vector,
     )
+
+
+def _frozen_encoder(backbone: Any, sub: dict[str, Any]) -> bool:
+    """A pretrained encoder frozen in training (only those change an unset embedding pool)."""
+    if not isinstance(backbone, PretrainedConfig):
+        return False
+    return backbone.frozen or bool(sub.get("freeze_backbone") or False)
 
 
 def _anchor(anchor: str | None, nodes: tuple[str, ...], parts: tuple[str, ...]) -> str | None:
@@ -289,10 +312,10 @@ def _anchor(anchor: str | None, nodes: tuple[str, ...], parts: tuple[str, ...]) 
     raise ConfigError(f"anchor_part {anchor!r} is not a skeleton node")
 
 
-def _parse(raw: dict[str, Any]) -> ModelConfig:
+def _parse(raw: dict[str, Any], folder: Path) -> ModelConfig:
     data, head_configs, backbone_configs = _sections(raw)
     entry = model_type(first_non_null(head_configs, "model_config.head_configs"))
-    backbone = parse_backbone(backbone_configs)
+    backbone = parse_backbone(backbone_configs, folder)
     skeleton = _parse_skeleton(data.get("skeletons"), optional=entry.boxes or entry.embeds)
     head_raw = head_configs[entry.name] or {}
     confmaps = head_raw.get("confmaps") or {}
@@ -322,6 +345,7 @@ def _parse(raw: dict[str, Any]) -> ModelConfig:
             s,
             head_raw.get(s.section) or {},
             counts[s.channels] * (len(categories) if s.per_category else 1),
+            _frozen_encoder(backbone, head_raw.get(s.section) or {}),
         )
         for s in entry.heads
     )
@@ -357,10 +381,20 @@ def _parse(raw: dict[str, Any]) -> ModelConfig:
     )
 
 
-def parse_config(raw: dict[str, Any], source: str = "training_config.yaml") -> ModelConfig:
-    """Build a :class:`ModelConfig` from a parsed YAML dict; every error names ``source``."""
+def parse_config(
+    raw: dict[str, Any], source: str = "training_config.yaml", audit: bool = True
+) -> ModelConfig:
+    """Build a :class:`ModelConfig` from a parsed YAML dict; every error names ``source``.
+
+    Every key is checked against sleap-nn 0.3.5's schema first (:mod:`.schema`): one that
+    would change predictions in a way not reproduced here is refused by name, and an
+    unknown one is warned about, not dropped silently. ``audit=False`` for configs we
+    translated ourselves (SLEAP 1.x: :mod:`sleap_infer.model.legacy` judges their keys).
+    """
     try:
-        return _parse(raw)
+        if audit:
+            check_keys(raw, source)
+        return _parse(raw, Path(source).parent)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from exc
 

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from sleap_infer.core.config import ModelConfig
+from sleap_infer.core.config import ModelConfig, PretrainedConfig
 from sleap_infer.evaluation.report import to_json_safe
 from sleap_infer.model.loader import CKPT_NAME, LoadedModel
 from sleap_infer.model.registry import MODEL_TYPES
@@ -165,6 +165,53 @@ def _trained_with(config: ModelConfig) -> str | None:
     return None
 
 
+def _backbone(config: ModelConfig) -> dict[str, Any]:
+    """The typed backbone settings; a HuggingFace config is named, not dumped."""
+    settings = {"type": config.backbone_type, **asdict(config.backbone)}
+    hf_config = settings.pop("hf_config", None)
+    if hf_config is not None:
+        settings["hf_model_type"] = hf_config.get("model_type")
+    return settings
+
+
+def _vector(buffer: Any) -> list[float] | None:
+    return None if buffer is None else [round(float(v), 6) for v in buffer.flatten()]
+
+
+def forward_pass(model: LoadedModel) -> list[str]:
+    """What the network does beyond a plain backbone + 1x1 heads on frames / 255: options
+    of the training config that change the forward pass, so a user sees them before a run."""
+    config = model.config
+    backbone = getattr(model.network, "backbone", None)
+    steps = []
+    if config.embedding is not None:
+        steps.append("input: uint8 crops standardised per crop and channel (embedding)")
+    else:
+        steps.append("input: uint8 / 255")
+    if config.in_channels == 3:
+        steps.append("gray frames repeated to 3 channels (the model takes RGB)")
+    if isinstance(config.backbone, PretrainedConfig) and backbone is not None:
+        pretrained = config.backbone
+        steps.append(
+            f"pretrained HuggingFace backbone {pretrained.model_name} "
+            f"({pretrained.hf_config.get('model_type')}, mode {backbone.mode}; "
+            f"architecture from {pretrained.hf_config_source})"
+        )
+        if backbone.normalize:
+            mean, std = _vector(backbone.image_mean), _vector(backbone.image_std)
+            steps.append(f"normalisation (x - mean) / std, mean {mean}, std {std}")
+        else:
+            steps.append("normalisation off (pretrained.normalize: false)")
+    specs = {s.name: s for s in MODEL_TYPES[config.model_type].heads}
+    for head in config.heads:
+        if head.activation == "sigmoid":
+            spec = specs.get(head.name)
+            optional = spec is not None and spec.sigmoid_option
+            why = "use_sigmoid_activation: true" if optional else "built into the head type"
+            steps.append(f"{head.name}: sigmoid after the head ({why})")
+    return steps
+
+
 def describe_model(model: LoadedModel, frame_size: tuple[int, int] | None = None) -> dict[str, Any]:
     """Everything ``infer info`` reports about one model except its exports (a floor up),
     as plain JSON types (tuples as lists, NaN as None), so ``--json`` round-trips.
@@ -176,7 +223,8 @@ def describe_model(model: LoadedModel, frame_size: tuple[int, int] | None = None
             "path": str(Path(model.path).resolve()),
             "model_type": model.model_type,
             "trained_with": _trained_with(config),
-            "backbone": {"type": config.backbone_type, **asdict(config.backbone)},
+            "backbone": _backbone(config),
+            "forward_pass": forward_pass(model),
             "parameters": parameter_count(model.network),
             "backbone_parameters": parameter_count(backbone),
             "config_total_params": config.total_params,

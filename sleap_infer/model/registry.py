@@ -49,6 +49,9 @@ class HeadSpec:
     per_category: bool = False
     multiscale: bool = False  # reads several feature strides (SSD pyramid levels)
     stride: int = 1  # sleap-nn's default output_stride when the block omits it
+    # The block may set ``use_sigmoid_activation`` (sleap-nn 0.3.5: centroid heads trained
+    # with focal loss put a sigmoid after the 1x1 conv, so the maps are probabilities).
+    sigmoid_option: bool = False
 
 
 @dataclass(frozen=True)
@@ -148,7 +151,9 @@ MODEL_TYPES: dict[str, ModelType] = {
         ),
         ModelType(
             "centroid",
-            heads=(HeadSpec("CentroidConfmapsHead", "confmaps", channels=ONE),),
+            heads=(
+                HeadSpec("CentroidConfmapsHead", "confmaps", channels=ONE, sigmoid_option=True),
+            ),
             layer=f"{_LAYERS}.centroid:CentroidLayer",
             exported_layer=f"{_LAYERS}.exported:ExportedCentroidLayer",
             wrapper=f"{_WRAPPERS}.centroid:CentroidWrapper",

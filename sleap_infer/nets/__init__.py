@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from torch import nn
 
-from sleap_infer.core.config import ConvNeXtConfig, ModelConfig, SwinTConfig, UNetConfig
+from sleap_infer.core.config import (
+    ConvNeXtConfig,
+    ModelConfig,
+    PretrainedConfig,
+    SwinTConfig,
+    UNetConfig,
+)
 from sleap_infer.core.errors import ConfigError
 from sleap_infer.nets.network import PoseNetwork
 
@@ -24,6 +30,10 @@ def build_backbone(config: ModelConfig) -> nn.Module:
         from sleap_infer.nets.hierarchical import swint
 
         return swint(backbone)
+    if isinstance(backbone, PretrainedConfig):
+        from sleap_infer.nets.pretrained import PretrainedBackbone
+
+        return PretrainedBackbone(backbone, spatial_heads=any(h.is_spatial for h in config.heads))
     raise ConfigError(f"backbone {config.backbone_type!r} is not supported yet")
 
 

@@ -36,6 +36,7 @@ from sleap_infer.pipeline.labels_job import (
 )
 from sleap_infer.sources.slp import FILE
 from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, make_tracker, track_name
+from sleap_infer.tracking.cleanup import with_cleanup
 from sleap_infer.tracking.resolve import resolve_options
 
 
@@ -172,6 +173,7 @@ def retrack_labels(labels: sio.Labels, options: TrackingOptions) -> RetrackStats
     tracks: list[sio.Track] = []
     for frames in _by_video(labels):
         tracker = make_tracker(options, carrier, n_nodes, vectors)
+        tracker = with_cleanup(tracker, options, carrier, n_nodes, vectors)
         offset = len(tracks)
         for lf in frames:
             targets = _targets(lf, carrier)

@@ -174,12 +174,31 @@ def bind(
         batch_size=batch_size,
         options=PredictOptions(**groups["options"]),
         backend_options=BackendOptions(**groups["backend"]),
-        tracking=tracking_options(tracking, groups["tracking"]),
+        tracking=tracking_options(
+            tracking, _counts_from_max_instances(groups["tracking"], groups["options"])
+        ),
         filters=filters if filters.active else None,
         overrides=overrides if overrides.active else None,
         project=project if project.active else None,
         centroid_only=bool(own.get("centroid_only", False)),
     )
+
+
+def _counts_from_max_instances(
+    tracking: dict[str, Any], options: Mapping[str, Any]
+) -> dict[str, Any]:
+    """sleap-nn's legacy derivations: pre-cull and break joining take their target count
+    from ``max_instances`` when none is given, and break joining its ``max_tracks``."""
+    limit = options.get("max_instances")
+    connect = bool(tracking.get("post_connect_single_breaks"))
+    if limit is None or not (connect or tracking.get("tracking_pre_cull_to_target")):
+        return tracking
+    out = dict(tracking)
+    if out.get("tracking_target_instance_count") is None:
+        out["tracking_target_instance_count"] = limit
+    if connect and out.get("max_tracks") is None:
+        out["max_tracks"] = limit
+    return out
 
 
 def tracking_options(enabled: bool, values: Mapping[str, Any]) -> TrackingOptions | None:

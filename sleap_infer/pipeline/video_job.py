@@ -137,11 +137,31 @@ def project_selection(
     return chosen if chosen.active else None
 
 
-def open_source(video: str | Path, chosen: ProjectSelection | None) -> VideoReader:
+def small_frame_warning(pipeline: Loaded, info: VideoInfo, video: object) -> str | None:
+    """A warning when frames, once scaled, are smaller than the first network's max stride:
+    padded up to one stride, a frame is mostly padding and its points are junk."""
+    config = pipeline.models[0].config
+    pre = config.preprocessing
+    if pre.tiling is not None:
+        return None
+    scale = pre.scale or 1.0
+    side = min(info.height, info.width) * scale
+    if side >= config.max_stride:
+        return None
+    return (
+        f"{video}: frames are {info.height}x{info.width}"
+        + (f" ({side:g} px on the short side at scale {scale:g})" if scale != 1 else "")
+        + f", smaller than the model's max stride {config.max_stride}: predictions on them "
+        "are unreliable"
+    )
+
+
+def open_source(
+    video: str | Path, chosen: ProjectSelection | None, keep_corrupt: bool = False
+) -> VideoReader:
     """A video file, an image folder or glob, or the frames of a SLEAP project's video."""
-    if chosen is not None:
-        return open_video(video, video_index=chosen.video_index or 0)
-    return open_video(video)
+    index = 0 if chosen is None else chosen.video_index or 0
+    return open_video(video, video_index=index, keep_corrupt=keep_corrupt)
 
 
 def project_frames(
@@ -249,7 +269,7 @@ class VideoJob:
         mark("video_start")
         chosen = project_selection(pipeline, video, video_index)
         with span("video_open"):
-            reader = open_source(video, chosen)
+            reader = open_source(video, chosen, pipeline.options.keep_corrupt_frames)
         info = reader.info
         indices, clamped = select_frames(frames, info.n_frames, video)
         indices = project_frames(video, reader, indices, chosen)
@@ -263,7 +283,7 @@ class VideoJob:
         request = request_record(
             pipeline.spec, checkpoint_hashes(pipeline.spec.model_paths), frames
         )
-        warnings = [clamped] if clamped else []
+        warnings = [w for w in (clamped, small_frame_warning(pipeline, info, video)) if w]
         journal = self._open_journal(jpath, prints, warnings)
         result = VideoResult(
             video=info.path,

@@ -93,12 +93,13 @@ class Scene:
         self.overlay = FrameOverlay(self.labels.tracks, (info.height, info.width), self.size)
 
     def _open(self, video: Path | None, video_index: int) -> VideoReader | LabelsVideoReader:
+        # Drawing shows what is there: a frame FFmpeg flags corrupt is drawn, not skipped.
         if video is not None:
-            return open_video(video)
+            return open_video(video, keep_corrupt=True)
         if not self.labels.videos:
             raise VideoError(f"{self.predictions}: names no video to draw on; pass --video")
         try:
-            return LabelsVideoReader(self.predictions, video_index)
+            return LabelsVideoReader(self.predictions, video_index, keep_corrupt=True)
         except VideoError as exc:
             raise VideoError(f"{exc} (pass --video to read the frames from elsewhere)") from exc
 

@@ -9,9 +9,16 @@ list them: the output stores our list. Pixels are decoded with imageio
 sees (PyAV's JPEG colour conversion differs by a few levels).
 
 A sequence has no container to promise a shape, so the first image that
-decodes sets it. An image that fails to decode, or whose size differs (a
-model cannot batch it, and sleap-io's ``ImageVideo`` assumes one size), costs
-that frame only: it is reported to ``on_error`` and skipped.
+decodes sets it. Images of another size are refused when the sequence is opened
+(one line naming the first odd one): sleap-io's ``ImageVideo`` takes its shape
+from the first image too, a model cannot batch mixed sizes, and dropping all
+frames but the first's size silently lost most of a folder. An image that fails
+to decode costs that frame only: it is reported to ``on_error`` and skipped.
+
+16-bit images often hold 10-, 12- or 14-bit camera data: scaling 0-65535 to
+0-255 left 12-bit frames near black (0-16). The sequence's bit depth is the
+first image's highest set bit, rounded up to an even count (8-16), and every
+frame is scaled by it (values beyond it clip), so frames stay comparable.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from pathlib import Path
 
 import imageio.v3 as iio
 import numpy as np
+from PIL import Image
 
 from sleap_infer.core.errors import VideoError
 from sleap_infer.sources.inputs import sequence_images
@@ -39,11 +47,28 @@ class _BadImage(Exception):
     """An image that decodes but cannot be a frame (pixel type, channel count)."""
 
 
-def _read(path: Path) -> np.ndarray:
-    """HxWxC uint8 (C = 1 or 3). 16-bit images are scaled down (as viewers do); alpha dropped.
+def _read(path: Path, depth: int = 16) -> np.ndarray:
+    """HxWxC uint8 (C = 1 or 3). 16-bit images are scaled from ``depth`` bits; alpha dropped.
 
     The bytes are read here, not by imageio, which leaves the file open when decoding fails.
     """
+    img = _read_raw(path)
+    if img.dtype == np.uint16:
+        top = (1 << depth) - 1
+        img = ((np.minimum(img, top).astype(np.uint32) * 255 + top // 2) // top).astype(np.uint8)
+    return np.ascontiguousarray(img)
+
+
+def bit_depth(img: np.ndarray) -> int:
+    """The bits a 16-bit image's data really uses: its highest set bit, rounded up to even."""
+    if img.dtype != np.uint16:
+        return 8
+    used = int(img.max()).bit_length()
+    return min(16, max(8, used + used % 2))
+
+
+def _read_raw(path: Path) -> np.ndarray:
+    """HxWxC uint8 or uint16, C = 1 or 3."""
     data = path.read_bytes()
     if not data:
         raise _BadImage("empty file")
@@ -54,11 +79,9 @@ def _read(path: Path) -> np.ndarray:
         raise _BadImage(f"unsupported image shape {img.shape}")
     if img.shape[-1] in (2, 4):  # gray + alpha, RGB + alpha
         img = img[..., :-1]
-    if img.dtype == np.uint16:
-        img = ((img.astype(np.uint32) * 255 + 32767) // 65535).astype(np.uint8)
-    elif img.dtype != np.uint8:
+    if img.dtype not in (np.uint8, np.uint16):
         raise _BadImage(f"unsupported pixel type {img.dtype}")
-    return np.ascontiguousarray(img)
+    return img
 
 
 def _coerce(frame: np.ndarray, channels: int) -> np.ndarray:
@@ -83,7 +106,10 @@ class ImageSequenceReader:
         self.files = [p.absolute() for p in sequence_images(self.path)]
         if not self.files:
             raise VideoError(f"{self.path}: no images (png, jpg, tif, bmp) found")
-        first = self._reference()
+        raw = self._reference()
+        self.depth = bit_depth(raw)
+        first = _read(self.files[self._first], self.depth)
+        self._check_sizes(first.shape[:2])
         folder = self.path if self.path.is_dir() else self.path.parent
         self.info = VideoInfo(
             path=folder.absolute(),
@@ -100,12 +126,33 @@ class ImageSequenceReader:
             files=tuple(str(p) for p in self.files),
         )
 
+    def _check_sizes(self, size: tuple[int, ...]) -> None:
+        """Refuse a sequence whose images differ in size (read from headers only)."""
+        odd = []
+        for path in self.files:
+            try:
+                with Image.open(path) as im:
+                    width, height = im.size
+            except Exception:  # undecodable: a bad frame when its turn comes
+                continue
+            if (height, width) != tuple(size):
+                odd.append((path, height, width))
+        if odd:
+            path, height, width = odd[0]
+            raise VideoError(
+                f"{self.path}: images differ in size: {path.name} is {height}x{width}, "
+                f"{self.files[self._first].name} is {size[0]}x{size[1]} ({len(odd)} of "
+                f"{len(self.files)} differ); resize them to one size"
+            )
+
     def _reference(self) -> np.ndarray:
         """The first image that decodes sets the size (the ones before it are bad frames)."""
         first_problem = ""
-        for path in self.files:
+        for k, path in enumerate(self.files):
             try:
-                return _read(path)
+                img = _read_raw(path)
+                self._first = k
+                return img
             except Exception as exc:  # Pillow, tifffile: whatever a damaged file raises
                 first_problem = first_problem or f"{path.name}: {error_reason(exc)}"
         raise VideoError(
@@ -137,7 +184,7 @@ class ImageSequenceReader:
                 continue
             path = self.files[index]
             try:
-                frame = _read(path)
+                frame = _read(path, self.depth)
             except Exception as exc:  # one damaged image costs one frame
                 errors.add(index, f"{path.name}: decode error: {error_reason(exc)}", DECODE_ERROR)
                 continue

@@ -80,8 +80,11 @@ class LabelsVideoReader:
     sleap-io video object is shared).
     """
 
-    def __init__(self, path: str | Path, video_index: int = 0, threads: int = 0) -> None:
+    def __init__(
+        self, path: str | Path, video_index: int = 0, threads: int = 0, keep_corrupt: bool = False
+    ) -> None:
         self.path = Path(path)
+        self.keep_corrupt = keep_corrupt
         self.video_index = video_index
         if self.path.is_dir():
             raise VideoError(f"{self.path}: is a directory, not a SLEAP project")
@@ -120,7 +123,7 @@ class LabelsVideoReader:
 
     def _open_media(self, threads: int) -> VideoInfo:
         try:
-            self._media = VideoReader(self.video.filename, threads)
+            self._media = VideoReader(self.video.filename, threads, self.keep_corrupt)
         except VideoError as exc:
             raise VideoError(f"{self.path}: video {self.video_index}: {exc}") from exc
         media = self._media.info

@@ -14,16 +14,16 @@ from sleap_infer.sources.video import VideoReader
 
 
 def open_video(
-    path: str | Path, video_index: int = 0, threads: int = 0
+    path: str | Path, video_index: int = 0, threads: int = 0, keep_corrupt: bool = False
 ) -> VideoReader | LabelsVideoReader | ImageSequenceReader:
     """A reader for a video file, for video ``video_index`` of a SLEAP project (``.slp``),
     or for an image sequence (a folder, or a glob such as ``frames/*.png``).
 
     ``video_index`` only picks among a project's videos; a plain video file ignores
-    it, so one setting serves a batch mixing both.
+    it, so one setting serves a batch mixing both. ``keep_corrupt``: see :class:`VideoReader`.
     """
     if Path(path).is_dir() or is_pattern(path):
         return ImageSequenceReader(path)
     if is_labels_path(path):
-        return LabelsVideoReader(path, video_index, threads)
-    return VideoReader(path, threads)
+        return LabelsVideoReader(path, video_index, threads, keep_corrupt)
+    return VideoReader(path, threads, keep_corrupt)

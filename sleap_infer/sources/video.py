@@ -2,7 +2,14 @@
 
 Frames are decoded packet by packet so one corrupt packet costs one frame,
 not the run: frames that never come out of the decoder are reported through
-``on_error`` (indices recovered from timestamps) and skipped. That includes
+``on_error`` and skipped.
+
+A frame's index is its position in presentation order, which is what sleap-io
+(and so SLEAP and sleap-nn) means by it: they count decoded frames. It is *not*
+derived from the timestamp and the frame rate, which misplaces every frame after
+a pause or a dropped frame in variable-frame-rate video. The position comes from
+a table of the stream's packet timestamps (one demux pass, no decoding), which
+also makes seeking exact: a wanted index is looked up, not estimated. That includes
 frames missing at the end of a truncated stream (fewer frames than the
 container's metadata promises) and frames after a demuxer error, which end
 the stream early instead of aborting it. Gray-content videos are returned
@@ -12,6 +19,8 @@ what sleap-io returns, so pixels match what sleap-nn's predictor sees.
 
 from __future__ import annotations
 
+import threading
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -41,6 +50,10 @@ class VideoInfo:
     width: int
     grayscale: bool  # R == G == B on the first frame
     codec: str
+    # Degrees (counterclockwise, a multiple of 90) the frames are turned by to honour the
+    # container's display-matrix flag, as sleap-io (OpenCV) shows them; height and width
+    # are those of the turned frames.
+    rotation: int = 0
     # An image sequence's frames, in order (absolute): the output references these
     # instead of ``path``, which is then the folder they were found in.
     files: tuple[str, ...] = ()
@@ -54,6 +67,9 @@ class VideoInfo:
 DECODE_ERROR = "decode"  # the decoder rejected the frame's data
 MISSING_AT_END = "end"  # the stream ended before this frame (truncated video)
 ABSENT = "absent"  # the source holds no such frame (a .pkg.slp embeds only some)
+CORRUPT = "corrupt"  # decoded from damaged data (kept with keep_corrupt_frames)
+CORRUPT_REASON = "decoder flagged the frame corrupt"
+TAINTED_REASON = "predicted from a corrupt frame (after it, before the next keyframe)"
 
 
 @dataclass(frozen=True)
@@ -146,27 +162,84 @@ def _has_mp4_box(path: Path, box: bytes) -> bool:
     return False
 
 
+class FrameTable:
+    """Presentation timestamps of a stream's frames, sorted: position = frame index.
+
+    Built from the demuxer's packets without decoding. Packets FFmpeg marks
+    discard (the lead-in kept by ``ffmpeg -ss ... -c copy`` behind an edit list,
+    which the decoder drops) have no index, exactly as when counting decoded frames.
+    """
+
+    def __init__(self, pts: list[int]) -> None:
+        self.pts = sorted(pts)
+
+    @classmethod
+    def scan(cls, path: Path) -> FrameTable | None:
+        """The table, or None when timestamps cannot place frames (missing or repeated)."""
+        container = _open(path)
+        stamps: list[int] = []
+        try:
+            stream = container.streams.video[0]
+            try:
+                for packet in container.demux(stream):
+                    if packet.size == 0 or packet.is_discard:
+                        continue
+                    if packet.pts is None:
+                        return None
+                    stamps.append(int(packet.pts))
+            except av.error.FFmpegError:
+                pass  # damage past here: the frames read so far keep their places
+        finally:
+            container.close()
+        table = cls(stamps)
+        if len(set(table.pts)) != len(table.pts):
+            return None
+        return table
+
+    def __len__(self) -> int:
+        return len(self.pts)
+
+    def index_of(self, pts: int | None) -> int | None:
+        if pts is None:
+            return None
+        k = bisect_left(self.pts, pts)
+        return k if k < len(self.pts) and self.pts[k] == pts else None
+
+    def pts_of(self, index: int) -> int | None:
+        return self.pts[index] if 0 <= index < len(self.pts) else None
+
+
 class VideoReader:
     """A video file: metadata at construction, frames on demand via :meth:`iter_frames`.
 
     Each :meth:`iter_frames` call opens its own container, so a reader can be
     iterated from a decode thread while the main thread only reads ``info``.
+
+    Frames FFmpeg flags corrupt (it concealed damage in them) are bad frames,
+    reported with kind :data:`CORRUPT`: points predicted on smeared pixels look
+    plausible and are wrong. FFmpeg flags only the frames it concealed, not the
+    ones predicted from them, which carry the damage on to the next keyframe
+    (with one keyframe per video, to the end): those are bad frames of the same
+    kind too. ``keep_corrupt`` yields them like any other frame.
     """
 
-    def __init__(self, path: str | Path, threads: int = 0) -> None:
+    def __init__(self, path: str | Path, threads: int = 0, keep_corrupt: bool = False) -> None:
         self.path = Path(path)
+        self.keep_corrupt = keep_corrupt
         if self.path.is_dir():
             raise VideoError(f"{self.path}: is a directory, not a video")
         if not self.path.exists():
             raise VideoError(f"{self.path}: video not found")
         self.threads = threads
+        self._table: FrameTable | None = None
+        self._table_scanned = False
+        self._table_lock = threading.Lock()
         container = _open(self.path)
         try:
             stream = container.streams.video[0]
             rate = stream.average_rate or stream.guessed_rate or Fraction(30)
             self._rate = Fraction(rate)
             self._time_base = stream.time_base or Fraction(1, 90000)
-            self._start = stream.start_time
             first = None
             try:
                 for frame in container.decode(stream):
@@ -178,10 +251,12 @@ class VideoReader:
                 ) from exc
             if first is None:
                 raise VideoError(f"{self.path}: video has no decodable frames")
-            if self._start is None:
-                self._start = first.pts
-            rgb = first.to_ndarray(format="rgb24")
-            n_frames = int(stream.frames or 0)
+            self._turns = _quarter_turns(first)
+            rgb = _pixels(first, 3, self._turns)
+            # Samples an edit list cuts off (``ffmpeg -ss ... -c copy``) are in the count
+            # but never come out of the decoder.
+            discarded = sum(1 for entry in stream.index_entries if entry.is_discard)
+            n_frames = int(stream.frames or 0) - discarded
             if n_frames <= 0:
                 duration = stream.duration or 0
                 if duration:
@@ -201,6 +276,7 @@ class VideoReader:
                     and np.array_equal(rgb[..., 0], rgb[..., 2])
                 ),
                 codec=stream.codec_context.name,
+                rotation=90 * self._turns,
             )
         finally:
             container.close()
@@ -208,14 +284,24 @@ class VideoReader:
     def channels_for(self, model_channels: int) -> int:
         return self.info.channels_for(model_channels)
 
-    def _index_of(self, frame: av.VideoFrame, fallback: int) -> int:
-        if frame.pts is None or self._start is None:
-            return fallback
-        seconds = float((frame.pts - self._start) * self._time_base)
-        return round(seconds * float(self._rate))
+    def frame_table(self) -> FrameTable | None:
+        """The stream's :class:`FrameTable`, scanned once on first use (thread-safe)."""
+        with self._table_lock:
+            if not self._table_scanned:
+                self._table = FrameTable.scan(self.path)
+                self._table_scanned = True
+            return self._table
 
-    def _seek_target(self, index: int) -> int:
-        return int(self._start or 0) + int(Fraction(index) / self._rate / self._time_base)
+    def _index_of(self, frame: av.VideoFrame, fallback: int) -> int:
+        """The frame's place in the table; without one (no usable timestamps), the count."""
+        table = self.frame_table()
+        found = None if table is None else table.index_of(frame.pts)
+        return fallback if found is None else found
+
+    def _seek_target(self, index: int) -> int | None:
+        """The timestamp to seek to for frame ``index``; None when it cannot be placed."""
+        table = self.frame_table()
+        return None if table is None else table.pts_of(index)
 
     def iter_frames(
         self,
@@ -234,30 +320,46 @@ class VideoReader:
         wanted = None if indices is None else sorted(set(indices))
         if wanted is not None and not wanted:
             return
-        cursor = _DecodeCursor(
-            wanted, start, _LossReporter(on_error, wanted, start), self._index_of, self._seek_target
-        )
+        losses = _LossReporter(on_error, wanted, start)
+        cursor = _DecodeCursor(wanted, start, losses, self._index_of, self._seek_target)
         container = _open(self.path)
         try:
             stream = container.streams.video[0]
             stream.thread_type = "AUTO"
             stream.thread_count = self.threads
             while cursor.seek_if_asked(container, stream):
-                for index, frame in cursor.demux_pass(container, stream):
-                    yield index, _pixels(frame, channels)
+                for index, frame, damage in cursor.demux_pass(container, stream):
+                    if damage is not None and not self.keep_corrupt:
+                        losses.corrupt(index, damage)
+                    else:
+                        yield index, _pixels(frame, channels, self._turns)
                 if cursor.done:
                     return  # every wanted frame is out: nothing is missing, so no tail
                 if cursor.seek_to is None:
                     break  # the stream ran out or the demuxer gave up
             cursor.report_tail(self.info.n_frames)
         finally:
+            losses.flush()
             container.close()
 
 
-def _pixels(frame: av.VideoFrame, channels: int) -> np.ndarray:
+def _pixels(frame: av.VideoFrame, channels: int, turns: int = 0) -> np.ndarray:
     """Convert only frames that are yielded: the RGB decode is the costly part."""
     rgb = frame.to_ndarray(format="rgb24")
-    return np.ascontiguousarray(rgb[..., :1]) if channels == 1 else rgb
+    if turns:
+        rgb = np.rot90(rgb, turns)
+    return np.ascontiguousarray(rgb[..., :1] if channels == 1 else rgb)
+
+
+def _quarter_turns(frame: av.VideoFrame) -> int:
+    """Counterclockwise quarter turns the display matrix asks for (phones record sideways
+    and flag it). sleap-io's default OpenCV reader applies it, so SLEAP and sleap-nn see
+    turned frames; predicting unturned ones would misplace every point."""
+    try:
+        degrees = frame.rotation
+    except (AttributeError, ValueError):
+        return 0
+    return round((degrees or 0) / 90) % 4
 
 
 class _Step(Enum):
@@ -283,7 +385,7 @@ class _DecodeCursor:
         start: int,
         losses: _LossReporter,
         index_of: Callable[[av.VideoFrame, int], int],
-        seek_target: Callable[[int], int],
+        seek_target: Callable[[int], int | None],
     ) -> None:
         self.wanted = wanted
         self.start = start
@@ -292,17 +394,23 @@ class _DecodeCursor:
         self.seek_target = seek_target
         self.pos = 0  # next position in ``wanted``
         first = start if wanted is None else wanted[0]
-        self.seek_to: int | None = first if first > SEEK_GAP_FRAMES else None
+        self.seek_to: int | None = first if self._seekable(first, 0) else None
         # The target of the last seek. A seek lands on the keyframe before its target; when
         # the stream ends before the target (metadata promising more frames than exist), it
         # lands far short again, and seeking once more would loop forever: decode on instead.
         self.sought: int | None = None
+        # A seek lands on the last keyframe *decoded* before the target's timestamp; with
+        # reordered (B-) frames that keyframe can be *shown* after the target. Then the seek
+        # is redone from ``back`` frames earlier (doubling), as OpenCV does.
+        self.back = 0
+        self.landing: int | None = None  # the target of a seek whose first frame is still due
         self.last = -1  # index of the last decoded frame; -1 = none since (re)start
         self.furthest = -1  # furthest frame decoded in this call, across seeks
         self.from_origin = True  # no seek yet: a gap before the first decoded frame is a loss
         self.pending: str | None = None  # latest decoder error not yet tied to lost frames
         self.ended_early: str | None = None
         self.done = False
+        self.tainted = False  # a corrupt frame came out since the last clean keyframe
 
     def seek_if_asked(
         self, container: av.container.InputContainer, stream: av.video.stream.VideoStream
@@ -310,20 +418,40 @@ class _DecodeCursor:
         """Seek to ``seek_to`` if one is pending; False when the seek failed, ending the stream."""
         if self.seek_to is None:
             return True
+        timestamp = self.seek_target(max(0, self.seek_to - self.back))
+        if timestamp is None:  # checked before asking; kept so a seek can never guess
+            self.seek_to = None
+            return True
         try:
-            container.seek(self.seek_target(self.seek_to), stream=stream, backward=True)
+            container.seek(timestamp, stream=stream, backward=True)
         except av.error.FFmpegError as exc:
             self.ended_early = f"cannot seek to frame {self.seek_to} ({error_reason(exc)})"
             return False
         # Frames decoded before a seek say nothing about gaps after it.
-        self.sought = self.seek_to
+        self.sought = self.landing = self.seek_to
         self.last, self.from_origin, self.seek_to = -1, False, None
+        self.tainted = False  # decoding restarts at a keyframe
+        return True
+
+    def _seekable(self, target: int, here: int) -> bool:
+        """Whether reaching ``target`` from ``here`` is worth a seek and can be done exactly."""
+        return target - here > SEEK_GAP_FRAMES and self.seek_target(target) is not None
+
+    def _overshot(self, index: int) -> bool:
+        """After a seek, whether its first frame lies past the target (then seek again, earlier)."""
+        target, self.landing = self.landing, None
+        if target is None or index <= target or target - self.back <= 0:
+            return False
+        self.back = max(2 * self.back, 16)
+        self.seek_to = target
         return True
 
     def demux_pass(
         self, container: av.container.InputContainer, stream: av.video.stream.VideoStream
-    ) -> Iterator[tuple[int, av.VideoFrame]]:
+    ) -> Iterator[tuple[int, av.VideoFrame, str | None]]:
         """Decode packet by packet from here until the stream ends, a seek is due or all is done.
+
+        Yields each wanted frame with the reason it is damaged (None when it is not).
 
         A bad packet only costs its frames (remembered in ``pending``); a
         demuxer error ends the pass like the end of the stream does.
@@ -344,11 +472,24 @@ class _DecodeCursor:
                 continue
             for frame in decoded:
                 index = self._record(frame)
+                if self._overshot(index):
+                    return
+                damage = self._damage(frame)
                 step = self._place(index)
                 if step is _Step.YIELD:
-                    yield index, frame
+                    yield index, frame, damage
                 elif step is not _Step.SKIP:
                     return  # SEEK or DONE: the caller acts on ``seek_to`` / ``done``
+
+    def _damage(self, frame: av.VideoFrame) -> str | None:
+        """Why this frame's pixels are damaged, or None: flagged by FFmpeg, or shown after a
+        flagged frame and before the next clean keyframe (it may be predicted from it)."""
+        if frame.is_corrupt:
+            self.tainted = True
+            return CORRUPT_REASON
+        if frame.key_frame:
+            self.tainted = False
+        return TAINTED_REASON if self.tainted else None
 
     def _record(self, frame: av.VideoFrame) -> int:
         """Index a decoded frame and report the frames the decoder skipped before it."""
@@ -375,7 +516,7 @@ class _DecodeCursor:
         if target == index:
             self.pos += 1
             return _Step.YIELD
-        if target - index > SEEK_GAP_FRAMES and target != self.sought:
+        if target != self.sought and self._seekable(target, index):
             self.seek_to = target
             return _Step.SEEK
         return _Step.SKIP
@@ -402,8 +543,17 @@ class _LossReporter:
         self.on_error = on_error
         self.wanted = None if wanted is None else set(wanted)
         self.start = start
+        self.corrupted = RunCollector(on_error)
+
+    def corrupt(self, index: int, reason: str) -> None:
+        """Frame ``index`` (a wanted one) decoded from damaged data."""
+        self.corrupted.add(index, reason, CORRUPT)
+
+    def flush(self) -> None:
+        self.corrupted.flush()
 
     def _emit(self, indices: Iterable[int], reason: str, kind: str) -> None:
+        self.flush()  # keep reports in frame order
         if self.on_error is None:
             return
         for first, count in runs(indices):

@@ -12,9 +12,9 @@ unpaired detections with enough support start new tracks (ids from 0, score
 
 Differences to sleap-nn, on purpose: a detection that gets no track is kept,
 untracked (track -1), where sleap-nn drops it from its output; a matched
-track's score keeps float64 until the output's float32. Not implemented: the
-Kalman tracker, pre-cull, post-clean, connect-single-breaks and the
-``appearance_weight`` blend.
+track's score keeps float64 until the output's float32. Pre-cull, post-clean
+and connect-single-breaks wrap any tracker (:mod:`~sleap_infer.tracking.cleanup`).
+Not implemented: the Kalman candidate shift and the ``appearance_weight`` blend.
 
 Everything the tracker remembers round-trips through :meth:`state` /
 :meth:`load_state` (see :mod:`~sleap_infer.tracking.classic_state`), so a

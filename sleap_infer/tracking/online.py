@@ -44,6 +44,7 @@ from sleap_infer.tracking import (
     make_tracker,
     track_name,
 )
+from sleap_infer.tracking.cleanup import with_cleanup
 
 IMAGES = "images"  # BatchPredictions.extras key: the batch's frames, for optical flow
 FLOW_IMAGES = "images"  # the classic tracker's state: its remembered frames, prepared
@@ -73,6 +74,7 @@ class OnlineTracker:
         """A fresh tracker, or (resuming) one restored from the journal's last snapshot;
         ``read_frames`` decodes the frames an optical-flow snapshot left out."""
         tracker = make_tracker(options, carrier, n_nodes, has_embeddings)
+        tracker = with_cleanup(tracker, options, carrier, n_nodes, has_embeddings)
         if snapshot is not None:
             meta, arrays = snapshot
             arrays = dict(arrays)

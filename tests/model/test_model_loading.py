@@ -65,10 +65,11 @@ def test_unsupported_unet_configs_are_rejected(unet: dict, message: str) -> None
         parse_config(config_dict("single_instance", unet=unet))
 
 
+@pytest.mark.filterwarnings("ignore::sleap_infer.model.schema.UnknownConfigKeyWarning")
 def test_unknown_backbone_and_model_type(tmp_path: Path) -> None:
     raw = config_dict("single_instance")
-    raw["model_config"]["backbone_config"] = {"unet": None, "pretrained": {"model": "x"}}
-    with pytest.raises(ConfigError, match="backbone 'pretrained' is not supported"):
+    raw["model_config"]["backbone_config"] = {"unet": None, "mobilenet": {"width": 1}}
+    with pytest.raises(ConfigError, match="backbone 'mobilenet' is not supported"):
         parse_config(raw)
     raw = config_dict("single_instance")
     raw["model_config"]["head_configs"] = {"single_instance": None, "pose2000": {}}

@@ -129,7 +129,7 @@ def _assert_boxes_equal(pred: sleap_infer.Prediction, labels: sio.Labels) -> Non
 
 
 # The under-trained multi-class top-down model finds no node at the default threshold: keep
-# every instance-stage peak (as the README's agreement table does), centroids as usual.
+# every instance-stage peak (as the agreement table in docs/parity.md does), centroids as usual.
 OPTIONS = {"multiclass_topdown": {"peak_threshold": 0.0, "centroid_peak_threshold": 0.2}}
 # Every type on torch; on ONNX three representative ones (every type on both runtimes:
 # benchmarks/same_outputs.py compares whole outputs of two checkouts).

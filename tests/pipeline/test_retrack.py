@@ -13,6 +13,8 @@ from sleap_infer.core.errors import UsageError, VideoError
 from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.pipeline.retrack import retrack_file, retrack_labels
 
+from cli_runs import run_cli
+
 
 def _video(name: str = "v.mp4", n_frames: int = 40) -> sio.Video:
     return sio.Video(
@@ -163,3 +165,34 @@ def test_retracking_a_reference_file_gives_sleap_nn_tracks(
     if untracked == "embedding":
         assert stats.options.features == "embeddings"
         assert all(m.identity_embedding is not None for lf in mine for m in lf.masks)
+
+
+def test_post_clean_untracks_extras_and_keeps_them_in_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``infer track --tracking-clean-instance-count 2``: a third, weaker pose in some
+    frames is left untracked (sleap-nn drops it; we keep it) and the two animals keep
+    their tracks; the options reach the provenance."""
+    labels = _labels([_video()], 12)
+    skeleton = labels.skeletons[0]
+    for lf in labels.labeled_frames:
+        if lf.frame_idx % 3 == 0:
+            extra = sio.PredictedInstance.from_numpy(
+                np.array([[30.0, 50.0], [34.0, 54.0]]), skeleton=skeleton, score=0.3
+            )
+            lf.instances.append(extra)
+    src, dst = tmp_path / "in.slp", tmp_path / "out.slp"
+    labels.save(str(src))
+    code, err = run_cli(capsys, "track", src, "-o", dst, "--tracking-clean-instance-count", "2")
+    assert code == 0, err
+    out = sio.load_slp(str(dst))
+    assert sum(len(lf.instances) for lf in out.labeled_frames) == 24 + 4  # nothing lost
+    for lf in out.labeled_frames:
+        names = _names(lf)
+        assert names[:2] == ["track_0", "track_1"], lf.frame_idx
+        assert names[2:] == [None] * (len(names) - 2)
+    assert out.provenance["tracking"]["tracking_clean_instance_count"] == 2
+    code, err = run_cli(
+        capsys, "track", src, "-o", tmp_path / "x.slp", "--post-connect-single-breaks"
+    )
+    assert code == 2 and "--tracking-target-instance-count" in err

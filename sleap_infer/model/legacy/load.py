@@ -54,7 +54,7 @@ def _load(model_dir: Path) -> tuple[ModelConfig, nn.Module]:
     raw = to_sleap_nn(_read_json(model_dir / LEGACY_CONFIG))
     keras = read_keras_model(model_dir / LEGACY_WEIGHTS)
     raw["model_config"]["backbone_config"]["unet"]["in_channels"] = keras.in_channels
-    config = parse_config(raw, source=str(model_dir / LEGACY_CONFIG))
+    config = parse_config(raw, source=str(model_dir / LEGACY_CONFIG), audit=False)
     check_graph(keras, config)
     network = build_network(config)
     use_keras_transposed_convs(network)
