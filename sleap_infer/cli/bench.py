@@ -28,12 +28,13 @@ from sleap_infer.cli.options import (
     parse_size,
 )
 from sleap_infer.core import options as defaults
-from sleap_infer.core.errors import OutputError, UsageError
+from sleap_infer.core.errors import UsageError
 
 if TYPE_CHECKING:  # the bench machinery imports torch and every layer: only when run
     from sleap_infer.bench.measure import Measurement
     from sleap_infer.bench.suite import BenchConfig
 
+BENCH_SCHEMA = "sleap_infer.bench/1"
 EPILOG = exit_codes(
     ok="measured; a backend that cannot run here gets an 'unavailable' row",
     failed="the model or --input video failed, or a row failed",
@@ -107,6 +108,10 @@ def bench(
         Path | None,
         typer.Option("--json", metavar="PATH", help="Write all rows and system info here."),
     ] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option("--overwrite", help="Let --json replace an existing file that is not ours."),
+    ] = False,
 ) -> None:
     """Benchmark backends x batch sizes: cold start, warmup, p50/p95 latency, FPS, memory,
     and the keypoint difference against the torch backend on the same frames."""
@@ -120,9 +125,13 @@ def bench(
         run_bench,
     )
     from sleap_infer.core.options import PredictOptions
+    from sleap_infer.writers.side_files import check_side_file, model_inputs, write_json
 
     if input is not None and size is not None:
         raise UsageError("--input and --size contradict each other: pick one")
+    if json_path is not None:
+        given = model_inputs(model) + ([Path(input)] if input is not None else [])
+        check_side_file(json_path, "--json", BENCH_SCHEMA, overwrite=overwrite, inputs=given)
     check_device(device)
     config = BenchConfig(
         model_paths=model,
@@ -155,11 +164,17 @@ def bench(
         Console(width=None if console.is_terminal else 140).print(_table(rows, context))
     _print_profile(rows)
     if json_path is not None:
-        payload = {"config": _config_json(config), **context, "rows": [r.to_json() for r in rows]}
-        try:
-            json_path.write_text(json.dumps(payload, indent=2, default=str))
-        except OSError as exc:
-            raise OutputError(f"{json_path}: cannot write the JSON report ({exc})") from exc
+        payload = {
+            "schema": BENCH_SCHEMA,
+            "config": _config_json(config),
+            **context,
+            "rows": [r.to_json() for r in rows],
+        }
+        failure = f"--json {json_path}: cannot write the JSON report"
+        plain = json.loads(json.dumps(payload, default=str))
+        write_json(
+            json_path, plain, failure, schema=BENCH_SCHEMA, overwrite=overwrite, allow_nan=True
+        )
         console.print(f"wrote {escape(str(json_path))}", highlight=False)
     if any(r.status == FAILED for r in rows):
         raise typer.Exit(EXIT_FAILED)

@@ -21,6 +21,7 @@ from sleap_infer.cli.help import exit_codes
 from sleap_infer.core.errors import UsageError
 from sleap_infer.core.options import check_number
 
+EVAL_SCHEMA = "sleap_infer.eval_metrics/1"
 EPILOG = exit_codes(
     ok="scored (and --json written)",
     failed="a file could not be read, or --json could not be written",
@@ -124,11 +125,24 @@ def eval_cmd(
             help="Score only user-labeled ground truth (--all-labels: predicted ones too).",
         ),
     ] = True,
+    overwrite: Annotated[
+        bool,
+        typer.Option("--overwrite", help="Let --json replace an existing file that is not ours."),
+    ] = False,
 ) -> None:
     """Score predictions against ground truth: OKS mAP/mAR, PCK, distances, visibility."""
-    from sleap_infer.cli.summary import write_json
     from sleap_infer.evaluation import evaluate_files, metrics_json
     from sleap_infer.evaluation.nodes import parse_node_map
+    from sleap_infer.writers.side_files import check_side_file, write_json
+
+    if json_path is not None:
+        check_side_file(
+            json_path,
+            "--json",
+            EVAL_SCHEMA,
+            overwrite=overwrite,
+            inputs=(ground_truth, predictions),
+        )
 
     options = {
         "node_map": parse_node_map(node_map),
@@ -149,5 +163,8 @@ def eval_cmd(
         )
     if json_path is not None:
         failure = f"--json {json_path}: cannot write the metrics"
-        write_json(json_path, metrics_json(metrics), failure, indent=None)
+        payload = {"schema": EVAL_SCHEMA, **metrics_json(metrics)}
+        write_json(
+            json_path, payload, failure, indent=None, schema=EVAL_SCHEMA, overwrite=overwrite
+        )
         console.print(f"metrics -> {escape(str(json_path))}", highlight=False, soft_wrap=True)

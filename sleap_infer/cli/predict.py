@@ -380,8 +380,8 @@ def predict(
         extra_provenance={"cli_args": cli_args},
     )
     if summary_json is not None:
-        check_summary_path(summary_json)
-    report = RunReport(batch.tasks, options=cli_args)
+        check_summary_path(summary_json, batch.tasks, model, overwrite)
+    report = RunReport(batch.tasks, options=cli_args, overwrite=overwrite)
     reporter = make_reporter(mode, len(batch.tasks), progress_interval)
     if not batch.tasks:
         console.print(f"nothing to predict: shard {shard} of these inputs is empty")  # n > inputs
@@ -493,7 +493,7 @@ def _finish(
     if summary_json is None:
         return code
     try:
-        write_summary(summary_json, summary)
+        write_summary(summary_json, summary, report.overwrite)
     except SleapInferError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return code or exc.exit_code

@@ -15,7 +15,10 @@ sleap_infer's version.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -48,6 +51,48 @@ def cache_root() -> Path:
     if env:
         return Path(env).expanduser()
     return Path("~/.cache/sleap_infer/exports").expanduser()
+
+
+_FALLBACK: list[Path] = []  # this process's temporary cache, once one was needed
+
+
+def _unwritable(root: Path) -> str | None:
+    """Why exports cannot be written under ``root`` (tried, not guessed: root ignores
+    permission bits), or None."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=root)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def writable_cache_root(say: Callable[[str], None]) -> Path:
+    """Where a new export goes: the cache, or (once per process, with a warning naming the
+    cache and ``$SLEAP_INFER_CACHE``) a temporary cache removed at exit when the cache
+    cannot be written. Prediction goes on either way; only the reuse across runs is lost."""
+    root = cache_root()
+    problem = _unwritable(root)
+    if problem is None:
+        return root
+    if not _FALLBACK:
+        try:
+            temporary = Path(tempfile.mkdtemp(prefix="sleap_infer-exports-"))
+        except OSError as exc:
+            raise ExportError(
+                f"export cache {root} is not writable ({problem}), nor is a temporary folder "
+                f"({exc.strerror or exc}); set {CACHE_ENV} to a writable folder"
+            ) from exc
+        atexit.register(shutil.rmtree, temporary, True)
+        _FALLBACK.append(temporary)
+        say(
+            f"warning: export cache {root} is not writable ({problem}); exporting into a "
+            f"temporary cache {temporary} for this run (set {CACHE_ENV} to a writable "
+            "folder to keep exports between runs)"
+        )
+    return _FALLBACK[0]
 
 
 @dataclass(frozen=True)
@@ -182,6 +227,7 @@ def ensure_export(
             pass  # damaged cache entry: rebuild it below
     for line in skipped:
         say(f"not using {line}")
+    target = writable_cache_root(say) / target.name
     shape = "x".join(str(d) for d in request.input_shape)
     kind = ", raw maps decoded on the host" if request.raw_maps else ""
     say(
