@@ -5,13 +5,19 @@
 output (noise, missed nodes and animals, false positives, lower scores under
 occlusion). Every tracker then tracks the *same* detections file:
 
-* ours, ``classic`` (defaults) and ``bytetrack``, through
+* ours, ``classic`` (defaults), ``bytetrack``, ``sort``, ``botsort`` and
+  ``ocsort``, through
   :func:`sleap_infer.tracking.make_tracker` driven frame by frame, as the
   predictor drives it (only ``step`` is timed);
-* sleap-nn 0.3.5's ``classic`` (its default) and ``bytetrack`` (its "animal"
-  preset), through its retrack-only mode (``sleap-nn predict -i detections.slp
-  --tracking --tracker ...``) in its own virtual environment; its time is the
-  tracking runtime it logs (calibration included, start-up and I/O not).
+* sleap-nn 0.3.5's ``classic`` (its default), ``bytetrack``, ``sort``,
+  ``botsort`` and ``ocsort`` (its "animal" presets), through its retrack-only
+  mode (``sleap-nn predict -i detections.slp --tracking --tracker ...``) in its
+  own virtual environment; its time is the tracking runtime it logs
+  (calibration included, start-up and I/O not);
+* without that environment, with ``--sleap-nn-src`` (an unpacked sleap-nn
+  wheel, see ``mot_parity.py``): sleap-nn's MOT tracker classes, both as its CLI
+  runs them (whole-video ``prepare`` first: score normalization and
+  calibration) and online, as ours run (``track`` only).
 
 Scored with py-motmetrics (MIT; a benchmark-only dependency: ``pip install
 motmetrics``): a tracked detection matches a true animal when their centroids
@@ -46,6 +52,12 @@ TRACKERS = (
     ("sleap-nn classic", None, "classic"),
     ("ours bytetrack", "bytetrack", None),
     ("sleap-nn bytetrack", None, "bytetrack"),
+    ("ours sort", "sort", None),
+    ("sleap-nn sort", None, "sort"),
+    ("ours botsort", "botsort", None),
+    ("sleap-nn botsort", None, "botsort"),
+    ("ours ocsort", "ocsort", None),
+    ("sleap-nn ocsort", None, "ocsort"),
 )
 
 Tracked = list[tuple[np.ndarray, np.ndarray]]  # per frame: (track ids (I,), centroids (I, 2))
@@ -112,6 +124,38 @@ def run_sleap_nn(tracker_name: str, detections: Path, workdir: Path) -> tuple[Tr
     return out, ms
 
 
+def run_sleap_nn_classes(
+    tracker_name: str, detections: Path, calibrated: bool
+) -> tuple[Tracked, float]:
+    """sleap-nn's own MOT tracker class on the detections, without its CLI (no torch).
+
+    ``calibrated``: as its CLI runs it (``prepare`` over the whole video first,
+    which normalizes scores and calibrates, then ``finalize``); else online, as
+    ours runs (``track`` only). Needs sleap-nn's source on ``sys.path``
+    (``--sleap-nn-src``).
+    """
+    from sleap_nn.tracking.mot import MOTParams, build_mot_tracker
+
+    labels = sio.load_slp(str(detections))
+    n_nodes = len(labels.skeletons[0].nodes)
+    tracker = build_mot_tracker(MOTParams.for_tracker(tracker_name), "pose", n_nodes)
+    frames = sorted(labels.labeled_frames, key=lambda lf: lf.frame_idx)
+    objs = [(lf.frame_idx, list(lf.instances)) for lf in frames]
+    start = time.perf_counter()
+    if calibrated:
+        tracker.prepare(objs)
+    for frame_idx, instances in objs:
+        tracker.track(instances, frame_idx)
+    tracker.finalize()
+    elapsed = time.perf_counter() - start
+    out: Tracked = []
+    for _, instances in objs:
+        ids = [-1 if i.track is None else int(i.track.name[6:]) for i in instances]
+        points = np.array([i.numpy() for i in instances], dtype=np.float64)
+        out.append((np.array(ids, dtype=np.int64), centroids(points.reshape(len(ids), -1, 2))))
+    return out, 1e3 * elapsed / max(len(frames), 1)
+
+
 def score(truth: np.ndarray, tracked: Tracked, max_dist: float) -> dict[str, float]:
     """MOTA, IDF1 and ID switches of ``tracked`` against ``truth`` ``(F, A, N, 2)``."""
     import motmetrics as mm
@@ -150,6 +194,12 @@ def main() -> int:
     parser.add_argument("--scene", default="crossing", help="see examples/tracking_scenes.py")
     parser.add_argument("--max-dist", type=float, default=20.0, help="centroid match radius, px")
     parser.add_argument("--workdir", type=Path, help="keep the generated files here")
+    parser.add_argument(
+        "--sleap-nn-src",
+        type=Path,
+        help="an unpacked sleap-nn 0.3.5 wheel (see mot_parity.py): without its CLI, runs "
+        "its MOT tracker classes instead, calibrated (as its CLI) and online (as ours)",
+    )
     args = parser.parse_args()
     try:
         import motmetrics  # noqa: F401
@@ -160,13 +210,30 @@ def main() -> int:
         print(f"note: {SLEAP_NN} not found, sleap-nn's trackers are skipped")
     example = load_example()
     workroot = args.workdir or Path(tempfile.mkdtemp(prefix="tracking_accuracy_"))
-    results: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in TRACKERS}
+    trackers = list(TRACKERS)
+    if args.sleap_nn_src is not None and not SLEAP_NN.exists():
+        sys.path.insert(0, str(args.sleap_nn_src))
+        import sleap_nn.tracking.mot  # noqa: F401  (its import adds a log handler)
+        from loguru import logger
+
+        logger.remove()
+        for name in ("sort", "botsort", "ocsort", "bytetrack"):
+            trackers.append((f"sleap-nn {name} (class, calibrated)", None, f"class:{name}"))
+            trackers.append((f"sleap-nn {name} (class, online)", None, f"online:{name}"))
+    results: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in trackers}
     for seed in args.seeds:
         workdir = workroot / f"seed{seed}"
         scene = example.simulate(args.scene, args.frames, args.animals, seed)
         files = example.syn.write(scene, workdir, video=False)
         rows = []
-        for label, ours, theirs in TRACKERS:
+        for label, ours, theirs in trackers:
+            if theirs is not None and ":" in theirs:
+                kind, name = theirs.split(":")
+                tracked, ms = run_sleap_nn_classes(name, files["detections"], kind == "class")
+                row = {**score(scene.truth, tracked, args.max_dist), "ms": ms}
+                results[label].append(row)
+                rows.append((label, row))
+                continue
             if theirs is not None and not SLEAP_NN.exists():
                 continue
             if ours is not None:

@@ -47,7 +47,7 @@ def _model_paths(models: Paths, more: Sequence[str | Path] = ()) -> tuple[str, .
 def load(
     models: Paths,
     *more_models: str | Path,
-    backend: str = "torch",
+    backend: str | None = None,
     device: str = "auto",
     **options: Any,
 ) -> Pipeline:
@@ -55,7 +55,9 @@ def load(
 
     ``models``: a sleap-nn model folder (``training_config.yaml`` + ``best.ckpt``) or
     a SLEAP 1.x one, or a pair (``load(centroid, instance)`` or ``load([centroid,
-    instance])``). ``backend``: ``torch``, ``onnx``, ``openvino`` or ``trt``;
+    instance])``), or a folder written by ``infer export`` (it runs on its own, no
+    checkpoint needed). ``backend``: ``torch``, ``onnx``, ``openvino`` or ``trt``
+    (default: torch, or the runtime an export folder was made for);
     ``device``: ``auto``, ``cpu``, ``cuda:N`` or ``mps``. ``options``: any of
     ``infer predict``'s options by their Python name (``peak_threshold``,
     ``max_instances``, ``batch_size``, ``tracking``, ``fp16`` ...), same defaults.
@@ -64,7 +66,7 @@ def load(
     return Pipeline(spec, device)
 
 
-def plan(videos: Paths, models: Paths, *, backend: str = "torch", **kwargs: Any) -> Batch:
+def plan(videos: Paths, models: Paths, *, backend: str | None = None, **kwargs: Any) -> Batch:
     """Everything :func:`predict` will do, checked and planned, nothing loaded yet.
 
     ``kwargs``: :func:`plan_spec`'s arguments (``output``, ``format``, ``frames``,
@@ -100,6 +102,7 @@ def plan_spec(
         raise UsageError("--resume and --overwrite contradict each other: pick one")
     check_frames(frames)
     fmt = get_format(format)
+    spec.nwb.check_format(fmt.name)
     if devices is not None and not isinstance(devices, str):
         devices = ",".join(devices)
     worker_devices = device_list(devices, device)

@@ -92,11 +92,18 @@ def counter_video(tmp_path: Path) -> Path:
 
 
 def predicted_poses(path: Path) -> tuple[list[int], np.ndarray, np.ndarray]:
-    """Frame indices, ``(frames, instances, nodes, 2)`` points and instance scores of a .slp."""
+    """Frame indices, ``(frames, instances, nodes, 2)`` points and instance scores of a .slp
+    (a frame with fewer instances, an empty frame included, is padded with NaN)."""
     labels = sio.load_slp(str(path))
     frames = [lf.frame_idx for lf in labels]
-    points = np.stack([np.stack([i.numpy() for i in lf.instances]) for lf in labels])
-    scores = np.array([[i.score for i in lf.instances] for lf in labels])
+    width = max((len(lf.instances) for lf in labels), default=0)
+    n_nodes = len(labels.skeletons[0].nodes) if labels.skeletons else 0
+    points = np.full((len(frames), width, n_nodes, 2), np.nan)
+    scores = np.full((len(frames), width), np.nan)
+    for f, lf in enumerate(labels):
+        for i, inst in enumerate(lf.instances):
+            points[f, i] = inst.numpy()
+            scores[f, i] = inst.score
     return frames, points, scores
 
 

@@ -7,7 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 
 from sleap_infer.core.artifact import ExportInfo
-from sleap_infer.core.errors import BackendError
+from sleap_infer.core.errors import BackendError, NonFiniteOutputError
 from sleap_infer.core.options import DecodeSettings
 
 
@@ -37,6 +37,58 @@ class GraphBackend(ModelBackend, Protocol):
     relies on before the first batch, and refuse (or re-export for) one it cannot serve."""
 
     def bind_decode(self, decode: DecodeSettings) -> None: ...
+
+
+def _checked(name: str, decoded: bool) -> bool:
+    """Which outputs must be finite. Raw maps: all. A graph that decodes in-graph: the
+    values it read off the maps (``*_vals``, ``class_probs``); its geometry may hold NaN
+    by design (PAF line scores of empty or coincident peak slots divide 0 by 0)."""
+    return not decoded or name.endswith("_vals") or name == "class_probs"
+
+
+def _looks_finite(value: torch.Tensor, decoded: bool) -> torch.Tensor:
+    """One cheap reduction, True when ``value`` holds no NaN or Inf (no false negatives).
+
+    Raw maps: the sum (NaN or Inf anywhere makes it non-finite; a float32 overflow of
+    finite values only sends the batch to the exact check). Decoded graphs: the maximum,
+    which ``-inf`` empty slots never raise and NaN or ``+inf`` always spoil.
+    """
+    if decoded:
+        return value.amax() < float("inf")
+    return torch.isfinite(value.sum())
+
+
+def _finite(value: torch.Tensor, decoded: bool) -> bool:
+    """The exact element-wise check, run only when the cheap one fails."""
+    return bool(((value < float("inf")) if decoded else torch.isfinite(value)).all())
+
+
+def check_finite(
+    outputs: dict[str, torch.Tensor], decoded: bool = False
+) -> dict[str, torch.Tensor]:
+    """``outputs`` unchanged, or :class:`NonFiniteOutputError` when one holds NaN or Inf.
+
+    One reduction per floating output, on the outputs' device, and one host sync for all
+    of them: next to the network, nothing (a sum costs what a copy of the maps costs).
+    Raw maps must be finite everywhere; of a graph that decodes in-graph (``decoded``)
+    only the peak values and class probabilities are checked, and as it marks its empty
+    peak slots with ``-inf``, only NaN and ``+inf`` count there.
+    """
+    floats = {
+        k: v
+        for k, v in outputs.items()
+        if v.is_floating_point() and v.numel() and _checked(k, decoded)
+    }
+    if not floats:
+        return outputs
+    checks = [_looks_finite(v, decoded) for v in floats.values()]
+    device = checks[0].device
+    if bool(torch.stack([c.to(device) for c in checks]).all()):
+        return outputs
+    bad = [name for name, value in floats.items() if not _finite(value, decoded)]
+    if bad:
+        raise NonFiniteOutputError(f"the network returned NaN or Inf (output {bad[0]!r})")
+    return outputs  # finite values whose sum overflowed
 
 
 def check_export_input(export: ExportInfo, x: torch.Tensor) -> None:

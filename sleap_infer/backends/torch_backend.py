@@ -10,7 +10,7 @@ from torch import nn
 
 from sleap_infer.backends.base import resolve_device
 from sleap_infer.backends.threads import configure_torch_threads
-from sleap_infer.core.errors import BackendError
+from sleap_infer.core.errors import BackendError, UsageError
 
 
 class TorchBackend:
@@ -48,7 +48,7 @@ class TorchBackend:
     ) -> None:
         self.device = device if isinstance(device, torch.device) else resolve_device(device)
         if fp16 and bf16:
-            raise BackendError("choose one of --fp16 and --bf16")
+            raise UsageError("--fp16 and --bf16 conflict: choose one")
         if fp16 and self.device.type not in ("cuda", "mps"):
             raise BackendError(f"--fp16 needs a cuda or mps device, not {self.device}")
         if bf16 and self.device.type not in ("cpu", "cuda"):

@@ -18,13 +18,14 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sleap_infer.batch.execute import BatchEvents, JobSettings, QuietEvents, run_sequential
 from sleap_infer.batch.pool import run_on_devices
 from sleap_infer.batch.projects import ProjectStep, finish_projects
 from sleap_infer.batch.tasks import VideoOutcome, VideoTask, plan_tasks, settled_before_running
 from sleap_infer.core.errors import UsageError
+from sleap_infer.pipeline.request import checkpoint_hashes, request_record
 from sleap_infer.pipeline.spec import PipelineSpec
 from sleap_infer.sources.inputs import expand_inputs, take_shard
 from sleap_infer.writers.registry import OutputFormat, get_format
@@ -102,8 +103,19 @@ class Batch:
         # that cannot be attempted. When that is every task, the model is never loaded.
         self.skipped: list[VideoOutcome] = []
         self.todo: list[VideoTask] = []
+        # A finished output is skipped only for the same request (models by checkpoint hash,
+        # options, frames): the model paths are checked (and hashed) before the first skip,
+        # and only then (missing inputs alone never need the model).
+        asked: list[dict[str, Any]] = []
+
+        def wanted() -> dict[str, Any]:
+            if not asked:
+                hashes = checkpoint_hashes(spec.model_paths)
+                asked.append(request_record(spec, hashes, settings.frames))
+            return asked[0]
+
         for task in tasks:
-            settled = settled_before_running(task, fmt, settings.overwrite)
+            settled = settled_before_running(task, fmt, settings.overwrite, wanted)
             if settled is None:
                 self.todo.append(task)
             else:

@@ -3,22 +3,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sleap_infer.core.errors import SleapInferError, UsageError
 from sleap_infer.core.products import Counts
 from sleap_infer.journal import journal_path, read_journal
+from sleap_infer.pipeline.request import request_changes
 from sleap_infer.sources.inputs import VideoInput, is_labels_path, is_pattern
 from sleap_infer.writers.outputs import (
     COMPLETE,
     default_output_path,
     existing_message,
     existing_output,
+    name_problem,
+    stored_provenance,
 )
 from sleap_infer.writers.projects import count_videos, part_path
 from sleap_infer.writers.registry import FORMATS, OutputFormat
+from sleap_infer.writers.side_files import same_file
 
 # VideoOutcome.status values.
 DONE = "done"
@@ -90,6 +96,9 @@ def _output_for(
     # An image glob (``frames/cam1_*.png``) is named after its folder, as the predictor
     # names it (its VideoInfo.path is the folder), never with a literal ``*``.
     source = item.path.parent if is_pattern(item.path) else item.path
+    if source.name in ("", ".", ".."):
+        # ``.``, ``..``, or a glob in the current folder: named after the folder it is.
+        source = source.absolute().resolve()
     if video_index is not None and is_labels_path(source):
         # Runs on different videos of one project must not share (and skip) one output.
         source = source.with_name(f"{source.name}.video{video_index}")
@@ -99,6 +108,15 @@ def _output_for(
     if item.root is not None:
         sub = source.parent.relative_to(item.root)
     return output / sub / default_output_path(Path(source.name), fmt).name
+
+
+def _check_name(task: VideoTask) -> VideoTask:
+    """A task whose output name the file system cannot take fails alone (its problem),
+    never the batch at planning."""
+    if task.problem is not None:
+        return task
+    problem = name_problem(task.output)
+    return task if problem is None else dataclasses.replace(task, problem=problem)
 
 
 def _video_count(path: Path) -> tuple[int, str | None]:
@@ -134,6 +152,28 @@ def _tasks_for(
     return [VideoTask(start, item.path, out, item.problem)]
 
 
+def check_output_arg(output: Path, inputs: Sequence[VideoInput], fmt: OutputFormat) -> None:
+    """One clear line (exit 2) for an ``-o`` that can be neither an output file nor a
+    folder of outputs: ``-`` (no stdout output), an input, a path under a file, an
+    existing file that is not an output of this format."""
+    where = f"-o/--output {output}"
+    if str(output) == "-":
+        raise UsageError(f"{where}: predictions cannot go to stdout; give a file or folder name")
+    for item in inputs:
+        if same_file(output, item.path):
+            raise UsageError(f"{where}: is an input of this run; give another name")
+    for above in output.parents:
+        if above.exists():
+            if not above.is_dir():
+                raise UsageError(f"{where}: {above} is a file, not a folder")
+            break
+    if output.is_file() and not output.name.endswith(fmt.suffixes):
+        raise UsageError(
+            f"{where}: is an existing file, not a --format {fmt.name} output "
+            f"(a {fmt.suffix} file name or a folder)"
+        )
+
+
 def plan_tasks(
     inputs: Sequence[VideoInput],
     output: Path | None,
@@ -146,6 +186,8 @@ def plan_tasks(
     ``.videoN``), unless ``video_index`` picks one. Raises :class:`UsageError` when
     two videos would write the same file.
     """
+    if output is not None:
+        check_output_arg(output, inputs, fmt)
     if output is not None and output.name.endswith(_FILE_SUFFIXES) and not output.is_dir():
         if len(inputs) != 1:
             raise UsageError(
@@ -155,12 +197,13 @@ def plan_tasks(
             raise UsageError(
                 f"-o/--output {output}: a --format {fmt.name} file should end in {fmt.suffix}"
             )
-        return _tasks_for(0, inputs[0], output, fmt, video_index)
+        return [_check_name(t) for t in _tasks_for(0, inputs[0], output, fmt, video_index)]
     tasks: list[VideoTask] = []
     owners: dict[Path, Path] = {}
     for item in inputs:
         out = _output_for(item, output, fmt, video_index)
         for task in _tasks_for(len(tasks), item, out, fmt, video_index):
+            task = _check_name(task)
             key = task.output.resolve()
             if key in owners and item.problem is None:
                 raise UsageError(
@@ -173,20 +216,40 @@ def plan_tasks(
 
 
 def settled_before_running(
-    task: VideoTask, fmt: OutputFormat, overwrite: bool
+    task: VideoTask,
+    fmt: OutputFormat,
+    overwrite: bool,
+    wanted: Callable[[], dict[str, Any]] | None = None,
 ) -> VideoOutcome | None:
     """The outcome of a task that needs no model: an input that cannot be attempted, or
     an output that is already there (the rule: :func:`~sleap_infer.writers.outputs.
-    refuse_existing`; a finished output is skipped, anything else there fails)."""
+    refuse_existing`).
+
+    A finished output is skipped only when it answers the request ``wanted()`` returns
+    (:func:`~sleap_infer.pipeline.request.request_record`: models by checkpoint hash,
+    options, frames; called only then, so it may raise for a bad model path); one that
+    answers another request fails with what differs, and so does anything else there.
+    A journal beside a finished output does not change that: its run may be another
+    one (a ``--frames`` test), and is never let replace it.
+    """
     if task.problem is not None:
         return VideoOutcome(task, FAILED, message=f"{task.video}: {task.problem}")
-    if overwrite or journal_path(task.output).exists():
-        return None  # a journal is the pipeline's to judge (resume, or ask for a flag)
+    if overwrite:
+        return None
     found = existing_output(task.output, fmt)
     if found is None:
-        return None
-    status = SKIPPED if found == COMPLETE else FAILED
-    return VideoOutcome(task, status, message=existing_message(task.output, fmt, found))
+        return None  # a journal is the pipeline's to judge (resume, or ask for a flag)
+    if found != COMPLETE:
+        return VideoOutcome(task, FAILED, message=existing_message(task.output, fmt, found))
+    changes = [] if wanted is None else request_changes(stored_provenance(task.output), wanted())
+    if changes:
+        return VideoOutcome(
+            task,
+            FAILED,
+            message=f"{task.output}: exists but was predicted with other settings "
+            f"({'; '.join(changes)}); --overwrite replaces it",
+        )
+    return VideoOutcome(task, SKIPPED, message=existing_message(task.output, fmt, found))
 
 
 def saved_frames(task: VideoTask) -> int:

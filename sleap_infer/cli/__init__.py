@@ -6,6 +6,7 @@ panels cut option names with an ellipsis, plain help wraps (see :mod:`.help`).
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import re
@@ -14,13 +15,15 @@ from collections.abc import Iterable
 from typing import Annotated, Any
 
 import typer
+import typer.main
 from rich.markup import escape
 
 from sleap_infer import __version__
+from sleap_infer.cli import sleap_nn_flags
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_FAILED, EXIT_INTERRUPTED, HelpCommand
 from sleap_infer.core import startup
-from sleap_infer.core.errors import SleapInferError
+from sleap_infer.core.errors import Interrupted, SleapInferError, plain
 
 # name: (module, function, short help, no_args_is_help). Each command's module is imported
 # only when a command line names it (or asks for the list): the others' imports (torch,
@@ -77,6 +80,12 @@ COMMANDS: dict[str, tuple[str, str, str, bool]] = {
 }
 
 
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+QUIET = ("-q", "--quiet")
+# Commands with a -q/--quiet option of their own (it also sets their progress display).
+QUIET_OPTION = frozenset({"predict"})
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"sleap_infer {__version__}")
@@ -100,8 +109,11 @@ def build_app(commands: Iterable[str] = COMMANDS) -> typer.Typer:
         add_completion=False,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
+        context_settings=CONTEXT,
         epilog="Exit codes: 0 ok, 1 a video, model or device failed, 2 bad usage or options, "
-        "130 interrupted. 'infer COMMAND --help' for each command's options.",
+        "130 interrupted. 'infer COMMAND --help' for each command's options; -q after any "
+        "command prints only errors. sleap-nn's flag spellings work too "
+        "(docs/from_sleap_nn.md).",
     )
     built.callback()(_root)
     for name in commands:
@@ -111,6 +123,7 @@ def build_app(commands: Iterable[str] = COMMANDS) -> typer.Typer:
             name,
             no_args_is_help=no_args_is_help,
             cls=HelpCommand,
+            context_settings=CONTEXT,
             short_help=short_help,
             epilog=module.EPILOG,
         )(getattr(module, function))
@@ -154,26 +167,65 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(args: list[str]) -> None:
-    app = build_app(_commands_for(args))
-    startup.mark("cli_imported")
     try:
+        args = _own_spelling(args)
+        app = build_app(_commands_for(args))
+        startup.mark("cli_imported")
         code = app(args=args, prog_name="infer", standalone_mode=False)
+    except Interrupted:
+        _interrupted()
     except SleapInferError as exc:
         _fail(str(exc), exc.exit_code)
     except typer.TyperException as exc:  # usage errors found while parsing the command line
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a command alone: its help, as written
+            sys.stderr.write(exc.format_message() + "\n")
+            sys.exit(exc.exit_code)
         _fail(_usage_message(exc), exc.exit_code)
     except typer.Abort:
         _fail("aborted", EXIT_FAILED)
-    except KeyboardInterrupt:  # outside a batch (e.g. while loading the model)
-        console.print("[yellow]interrupted[/]")
-        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt:  # outside a command (e.g. while parsing)
+        _interrupted()
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _own_spelling(args: list[str]) -> list[str]:
+    """sleap-nn's flags in our spelling (:mod:`.sleap_nn_flags`), lists checked for commas,
+    and ``-q`` taken out for commands without their own: the console prints only errors."""
+    console.errors_only = False  # a test may call main() again in the same process
+    notes: list[str] = []
+    args = sleap_nn_flags.translate(args, notes, value_options)
+    sleap_nn_flags.check_lists(args)
+    options = args[: args.index("--")] if "--" in args else args
+    if any(token in QUIET for token in options[1:]):
+        console.errors_only = True
+        if args[0] not in QUIET_OPTION:
+            args = [t for i, t in enumerate(args) if t not in QUIET or i >= len(options)]
+    for line in notes:
+        console.print(f"[cyan]note:[/] {escape(line)}", highlight=False, soft_wrap=True)
+    return args
+
+
+@functools.cache
+def value_options(command: str) -> frozenset[str]:
+    """The names of ``command``'s options that take a value (``-o``, ``--frames`` ...)."""
+    click_command = typer.main.get_command(build_app([command]))
+    params = click_command.commands[command].params  # type: ignore[attr-defined]
+    return frozenset(
+        name for p in params if p.param_type_name == "option" and not p.is_flag for name in p.opts
+    )
+
+
+def _interrupted() -> None:
+    """One plain line (colour only on a terminal) and exit 130, whichever command it was."""
+    console.print("[yellow]interrupted[/]", highlight=False)
+    sys.exit(EXIT_INTERRUPTED)
 
 
 def _fail(message: str, code: int) -> None:
     if message:  # empty: help was printed instead (a command given no arguments)
-        # escape: messages may hold brackets (e.g. "sleap-infer[tensorrt]") that rich would eat.
-        console.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+        # escape: messages may hold brackets (e.g. "sleap-infer[tensorrt]") that rich would eat;
+        # plain: a library's message may carry its own colour codes.
+        console.print(f"[red]error:[/] {escape(plain(message))}", highlight=False, soft_wrap=True)
     sys.exit(code)
 
 

@@ -20,7 +20,7 @@ from rich.table import Table
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_FAILED, exit_codes
 from sleap_infer.cli.options import (
-    BenchBackend,
+    BENCH_BACKENDS,
     Device,
     ModelDirs,
     PeakThreshold,
@@ -28,12 +28,13 @@ from sleap_infer.cli.options import (
     parse_size,
 )
 from sleap_infer.core import options as defaults
-from sleap_infer.core.errors import OutputError, UsageError
+from sleap_infer.core.errors import UsageError
 
 if TYPE_CHECKING:  # the bench machinery imports torch and every layer: only when run
     from sleap_infer.bench.measure import Measurement
     from sleap_infer.bench.suite import BenchConfig
 
+BENCH_SCHEMA = "sleap_infer.bench/1"
 EPILOG = exit_codes(
     ok="measured; a backend that cannot run here gets an 'unavailable' row",
     failed="the model or --input video failed, or a row failed",
@@ -44,13 +45,12 @@ def bench(
     model: ModelDirs,
     device: Device = "auto",
     backend: Annotated[
-        list[BenchBackend] | None,  # type: ignore[valid-type]
+        list[str] | None,
         typer.Option(
             "--backend",
-            case_sensitive=False,
-            metavar=f"<{'|'.join(b.value for b in BenchBackend)}>",
-            help="Backends to measure (repeat the option), or all; default torch and onnx. "
-            "torch always runs: it is the baseline.",
+            metavar="LIST",
+            help=f"Backends to measure, comma-separated or repeated ({', '.join(BENCH_BACKENDS)}); "
+            "default torch,onnx. torch always runs: it is the baseline.",
             show_default=False,
         ),
     ] = None,
@@ -108,6 +108,10 @@ def bench(
         Path | None,
         typer.Option("--json", metavar="PATH", help="Write all rows and system info here."),
     ] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option("--overwrite", help="Let --json replace an existing file that is not ours."),
+    ] = False,
 ) -> None:
     """Benchmark backends x batch sizes: cold start, warmup, p50/p95 latency, FPS, memory,
     and the keypoint difference against the torch backend on the same frames."""
@@ -121,14 +125,18 @@ def bench(
         run_bench,
     )
     from sleap_infer.core.options import PredictOptions
+    from sleap_infer.writers.side_files import check_side_file, model_inputs, write_json
 
     if input is not None and size is not None:
         raise UsageError("--input and --size contradict each other: pick one")
+    if json_path is not None:
+        given = model_inputs(model) + ([Path(input)] if input is not None else [])
+        check_side_file(json_path, "--json", BENCH_SCHEMA, overwrite=overwrite, inputs=given)
     check_device(device)
     config = BenchConfig(
         model_paths=model,
         device=device,
-        backends=parse_backends([b.value for b in backend] if backend else DEFAULT_BACKENDS),
+        backends=parse_backends(",".join(backend) if backend else DEFAULT_BACKENDS),
         batch_sizes=parse_batch_sizes(batch_sizes),
         video=input,
         size=parse_size(size, "--size", minimum=8) if size else None,
@@ -140,6 +148,9 @@ def bench(
     def show(row: Measurement) -> None:
         if row.status == OK:
             console.print(f"  {row.backend} batch {row.batch}: {row.fps:.1f} FPS", highlight=False)
+        elif row.status == FAILED:  # an error line: -q shows it
+            line = f"[red]error:[/] {row.backend} batch {row.batch}: {escape(row.reason)}"
+            console.print(line, highlight=False, soft_wrap=True)
         else:
             console.print(f"  {row.backend}: {row.status}", highlight=False)
 
@@ -149,14 +160,21 @@ def bench(
     ]
     with console.status("benchmarking..."):
         rows, context = run_bench(config, on_row=show)
-    Console(width=None if console.is_terminal else 140).print(_table(rows, context))
+    if not console.errors_only:  # -q: the table is not an error
+        Console(width=None if console.is_terminal else 140).print(_table(rows, context))
     _print_profile(rows)
     if json_path is not None:
-        payload = {"config": _config_json(config), **context, "rows": [r.to_json() for r in rows]}
-        try:
-            json_path.write_text(json.dumps(payload, indent=2, default=str))
-        except OSError as exc:
-            raise OutputError(f"{json_path}: cannot write the JSON report ({exc})") from exc
+        payload = {
+            "schema": BENCH_SCHEMA,
+            "config": _config_json(config),
+            **context,
+            "rows": [r.to_json() for r in rows],
+        }
+        failure = f"--json {json_path}: cannot write the JSON report"
+        plain = json.loads(json.dumps(payload, default=str))
+        write_json(
+            json_path, plain, failure, schema=BENCH_SCHEMA, overwrite=overwrite, allow_nan=True
+        )
         console.print(f"wrote {escape(str(json_path))}", highlight=False)
     if any(r.status == FAILED for r in rows):
         raise typer.Exit(EXIT_FAILED)

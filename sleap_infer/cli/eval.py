@@ -19,7 +19,9 @@ from rich.table import Table
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import exit_codes
 from sleap_infer.core.errors import UsageError
+from sleap_infer.core.options import check_number
 
+EVAL_SCHEMA = "sleap_infer.eval_metrics/1"
 EPILOG = exit_codes(
     ok="scored (and --json written)",
     failed="a file could not be read, or --json could not be written",
@@ -34,6 +36,8 @@ def parse_stddev(text: str) -> float | list[float]:
         raise UsageError(
             f"--oks-stddev {text!r}: not a number or comma-separated numbers"
         ) from None
+    for value in values:  # at parse time, before either file is read
+        check_number("oks_stddev", value, "--oks-stddev")
     return values[0] if len(values) == 1 else values
 
 
@@ -105,6 +109,15 @@ def eval_cmd(
         float,
         typer.Option(metavar="OKS", help="A pair matches only when its OKS is above this."),
     ] = 0.0,
+    node_map: Annotated[
+        str | None,
+        typer.Option(
+            metavar="PRED=GT[,PRED=GT...]",
+            help="Predicted node names and the ground-truth names they stand for, where the "
+            "skeletons name them differently (nodes are matched by name, not position).",
+            show_default=False,
+        ),
+    ] = None,
     user_labels_only: Annotated[
         bool,
         typer.Option(
@@ -112,12 +125,27 @@ def eval_cmd(
             help="Score only user-labeled ground truth (--all-labels: predicted ones too).",
         ),
     ] = True,
+    overwrite: Annotated[
+        bool,
+        typer.Option("--overwrite", help="Let --json replace an existing file that is not ours."),
+    ] = False,
 ) -> None:
     """Score predictions against ground truth: OKS mAP/mAR, PCK, distances, visibility."""
-    from sleap_infer.cli.summary import write_json
     from sleap_infer.evaluation import evaluate_files, metrics_json
+    from sleap_infer.evaluation.nodes import parse_node_map
+    from sleap_infer.writers.side_files import check_side_file, write_json
+
+    if json_path is not None:
+        check_side_file(
+            json_path,
+            "--json",
+            EVAL_SCHEMA,
+            overwrite=overwrite,
+            inputs=(ground_truth, predictions),
+        )
 
     options = {
+        "node_map": parse_node_map(node_map),
         "oks_stddev": parse_stddev(oks_stddev),
         "oks_scale": oks_scale,
         "match_threshold": match_threshold,
@@ -135,5 +163,8 @@ def eval_cmd(
         )
     if json_path is not None:
         failure = f"--json {json_path}: cannot write the metrics"
-        write_json(json_path, metrics_json(metrics), failure, indent=None)
+        payload = {"schema": EVAL_SCHEMA, **metrics_json(metrics)}
+        write_json(
+            json_path, payload, failure, indent=None, schema=EVAL_SCHEMA, overwrite=overwrite
+        )
         console.print(f"metrics -> {escape(str(json_path))}", highlight=False, soft_wrap=True)

@@ -19,10 +19,11 @@ from rich.markup import escape
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import exit_codes
 from sleap_infer.cli.options import (
-    DEFAULT_EXPORT_RUNTIME,
+    DEFAULT_EXPORT_FORMAT,
+    EXPORT_FORMAT_ALIASES,
     Device,
     DistPenaltyWeight,
-    ExportRuntime,
+    ExportFormat,
     Fp16,
     IntegralPatchSize,
     MaxEdgeLengthRatio,
@@ -46,15 +47,17 @@ EPILOG = exit_codes(
 
 def export(
     model: ModelDirs,
-    runtime: Annotated[
-        ExportRuntime,  # type: ignore[valid-type]
+    export_format: Annotated[
+        ExportFormat,  # type: ignore[valid-type]
         typer.Option(
+            "--format",
+            "-f",
             "--runtime",
             case_sensitive=False,
-            help="What to export for: onnx (the ONNX graph), or trt (a TensorRT engine, "
-            "plus the ONNX graph it is built from).",
+            help="What to export for: onnx or openvino (the ONNX graph), or trt / tensorrt / "
+            "both (a TensorRT engine, plus the ONNX graph it is built from).",
         ),
-    ] = DEFAULT_EXPORT_RUNTIME,
+    ] = DEFAULT_EXPORT_FORMAT,
     fp16: Fp16 = False,
     batch: Annotated[
         int | None,
@@ -101,6 +104,14 @@ def export(
             "CENTROID/exported_topdown, or exported_topdown_segmentation).",
         ),
     ] = None,
+    workspace_gb: Annotated[
+        float,
+        typer.Option(min=0.1, metavar="GB", help="TensorRT builder workspace (trt only)."),
+    ] = 2.0,
+    # sleap-nn's spellings (docs/from_sleap_nn.md), hidden: --input-size and --fp16 say it.
+    input_height: Annotated[int | None, typer.Option(min=1, hidden=True)] = None,
+    input_width: Annotated[int | None, typer.Option(min=1, hidden=True)] = None,
+    precision: Annotated[str | None, typer.Option(hidden=True)] = None,
 ) -> None:
     """Export a model to ONNX / TensorRT with peak finding and refinement in the graph
     (segmentation and tiled models: the network's raw maps, decoded on the host)."""
@@ -114,12 +125,15 @@ def export(
     if batch is not None and dynamic_batch:
         raise UsageError("--batch N and --dynamic-batch exclude each other")
     check_device(device)
+    runtime = EXPORT_FORMAT_ALIASES.get(export_format.value, export_format.value)
+    formats = get_runtime(runtime).export_formats
     settings = ExportSettings(
-        formats=get_runtime(runtime.value).export_formats,
+        formats=formats,
         opset=opset,
-        fp16=fp16,
+        fp16=fp16 or _engine_fp16(precision, formats),
         batch_size=batch,
-        frame_size=None if input_size is None else parse_size(input_size, "--input-size"),
+        frame_size=_frame_size(input_size, input_height, input_width),
+        workspace_gb=workspace_gb,
         decode=DecodeSettings(
             refine=not no_refine,
             integral_patch_size=integral_patch_size,
@@ -147,6 +161,30 @@ def export(
     console.print(f"[green]✓[/] {kinds} exported in {seconds:.1f} s -> {escape(str(folder))}")
     for info in stages:
         _describe(info, folder)
+
+
+def _frame_size(
+    input_size: str | None, height: int | None, width: int | None
+) -> tuple[int, int] | None:
+    """``--input-size HxW``, or sleap-nn's ``--input-height H --input-width W`` (both)."""
+    if height is None and width is None:
+        return None if input_size is None else parse_size(input_size, "--input-size")
+    if input_size is not None:
+        raise UsageError("--input-size and --input-height/--input-width: give one of them")
+    if height is None or width is None:
+        raise UsageError("--input-height and --input-width go together (or use --input-size HxW)")
+    return height, width
+
+
+def _engine_fp16(precision: str | None, formats: tuple[str, ...]) -> bool:
+    """sleap-nn's ``--precision``: the TensorRT engine's precision, nothing else. fp16 halves
+    our engine (and the ONNX graph it is built from); for an ONNX-only export it changes
+    nothing, as in sleap-nn."""
+    if precision is None or precision.lower() == "fp32":
+        return False
+    if precision.lower() == "fp16":
+        return "trt" in formats
+    raise UsageError(f"--precision {precision}: fp32 or fp16 (tf32 is not implemented in infer)")
 
 
 def _describe(info: ExportInfo, folder: Path) -> None:

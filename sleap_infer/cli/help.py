@@ -51,6 +51,32 @@ def whole_hyphenated_words() -> Iterator[None]:
 class HelpCommand(TyperCommand):
     """A command whose plain help shows ``VIDEOS...`` and arguments without Python types."""
 
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command; Ctrl-C becomes :class:`~sleap_infer.core.errors.Interrupted`.
+
+        Typer turns a ``KeyboardInterrupt`` into a silent exit code 130, so the command
+        line's one-line report never ran; an error of ours passes through to it instead.
+        """
+        from sleap_infer.core.errors import Interrupted
+
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted("interrupted") from None
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Parse, then refuse NaN, Inf and out-of-range numbers before the command runs
+        (exit 2): a threshold of ``nan`` must not fail only after predicting."""
+        from sleap_infer.core.options import check_number
+
+        rest = super().parse_args(ctx, args)
+        for param in self.get_params(ctx):
+            value = ctx.params.get(param.name)
+            flag = max(getattr(param, "opts", None) or [param.name], key=len)
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                check_number(param.name, item, flag)
+        return rest
+
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         return [_BRACED.sub(r"\1", piece) for piece in super().collect_usage_pieces(ctx)]
 

@@ -40,10 +40,16 @@ JsonOption = Annotated[
     typer.Option(
         "--json",
         metavar="PATH",
-        help="Also write the same facts as JSON.",
+        help="Also write the same facts as JSON (never over an input; a file that is not "
+        "such a report of ours needs --overwrite).",
         show_default=False,
     ),
 ]
+OverwriteJson = Annotated[
+    bool,
+    typer.Option("--overwrite", help="Let --json replace an existing file that is not ours."),
+]
+INFO_SCHEMA = "sleap_infer.model_info/1"
 
 
 def info(
@@ -58,13 +64,18 @@ def info(
         ),
     ] = None,
     json_path: JsonOption = None,
+    overwrite: OverwriteJson = False,
 ) -> None:
     """Describe trained models: type, backbone size and FLOPs, skeleton, preprocessing,
     heads, training metrics, exports and the checkpoint's sha256."""
     from sleap_infer import __version__
-    from sleap_infer.cli.summary import write_json
     from sleap_infer.runtimes.inventory import describe_models
+    from sleap_infer.writers.side_files import check_side_file, model_inputs, write_json
 
+    if json_path is not None:
+        check_side_file(
+            json_path, "--json", INFO_SCHEMA, overwrite=overwrite, inputs=model_inputs(model)
+        )
     frame_size = None if input_size is None else parse_size(input_size, "--input-size")
     with console.status("Loading...", spinner="dots"):
         facts = describe_models(model, frame_size)
@@ -77,8 +88,9 @@ def info(
             soft_wrap=True,
         )
     if json_path is not None:
-        payload = {"sleap_infer": __version__, "models": facts}
-        write_json(json_path, payload, f"--json {json_path}: cannot write the model facts")
+        payload = {"schema": INFO_SCHEMA, "sleap_infer": __version__, "models": facts}
+        failure = f"--json {json_path}: cannot write the model facts"
+        write_json(json_path, payload, failure, schema=INFO_SCHEMA, overwrite=overwrite)
         console.print(f"facts -> {escape(str(json_path))}", highlight=False, soft_wrap=True)
 
 

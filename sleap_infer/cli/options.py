@@ -30,15 +30,18 @@ def _choices(name: str, values: Iterable[str]) -> type[Enum]:
 
 
 Backend = _choices("Backend", RUNTIMES)
-# Runtimes with files of their own to export (openvino runs onnx's: not a format).
-ExportRuntime = _choices(
-    "ExportRuntime",
-    (n for n, r in RUNTIMES.items() if r.export_formats and r.export_key == n),
+# What ``infer export -f`` writes for: every runtime that runs an export (openvino runs
+# onnx's graph), plus sleap-nn's names: ``tensorrt`` is trt, ``both`` (ONNX and an engine)
+# is what trt writes anyway.
+EXPORT_FORMAT_ALIASES = {"tensorrt": "trt", "both": "trt"}
+ExportFormat = _choices(
+    "ExportFormat",
+    (*(n for n, r in RUNTIMES.items() if r.export_formats), *EXPORT_FORMAT_ALIASES),
 )
-BenchBackend = _choices("BenchBackend", (*RUNTIMES, "all"))
+BENCH_BACKENDS = (*RUNTIMES, "all")
 OutputFormatName = _choices("OutputFormatName", FORMATS)
 DEFAULT_BACKEND = Backend("torch")
-DEFAULT_EXPORT_RUNTIME = ExportRuntime("onnx")
+DEFAULT_EXPORT_FORMAT = ExportFormat("onnx")
 DEFAULT_FORMAT = OutputFormatName("slp")
 
 

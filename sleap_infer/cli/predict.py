@@ -15,6 +15,7 @@ import typer
 from rich.markup import escape
 
 from sleap_infer.cli import adjust as adj
+from sleap_infer.cli import nwb
 from sleap_infer.cli import tracking as trk
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, exit_codes
@@ -147,6 +148,14 @@ def predict(
         ),
     ] = None,
     output_format: OutputFormatOption = DEFAULT_FORMAT,
+    no_empty_frames: Annotated[
+        bool,
+        typer.Option(
+            "--no-empty-frames",
+            help="Leave out predicted frames where nothing was found (kept by default, "
+            "as sleap-nn does).",
+        ),
+    ] = False,
     recursive: Annotated[
         bool, typer.Option("--recursive", "-r", help="Search folders' subfolders too.")
     ] = False,
@@ -274,10 +283,15 @@ def predict(
     min_match_points: trk.MinMatchPoints = trk.DEFAULTS.min_match_points,
     oks_stddev: trk.OksStddev = trk.DEFAULTS.oks_stddev,
     use_flow: trk.UseFlow = False,
+    of_img_scale: trk.OfImgScale = trk.DEFAULTS.of_img_scale,
+    of_window_size: trk.OfWindowSize = trk.DEFAULTS.of_window_size,
+    of_max_levels: trk.OfMaxLevels = trk.DEFAULTS.of_max_levels,
     track_buffer: trk.TrackBuffer = trk.DEFAULTS.track_buffer,
     track_high_threshold: trk.TrackHigh = trk.DEFAULTS.track_high_threshold,
     track_low_threshold: trk.TrackLow = trk.DEFAULTS.track_low_threshold,
     new_track_threshold: trk.NewTrack = trk.DEFAULTS.new_track_threshold,
+    min_hits: trk.MinHits = trk.DEFAULTS.min_hits,
+    min_match_similarity: trk.MinMatchSimilarity = trk.DEFAULTS.min_match_similarity,
     tracking_target_instance_count: trk.TargetCount = None,
     tracking_pre_cull_to_target: trk.PreCull = 0,
     tracking_pre_cull_iou_threshold: trk.PreCullIou = 0.0,
@@ -317,6 +331,17 @@ def predict(
     merge_into_project: adj.MergeIntoProject = False,
     centroid_only: adj.CentroidOnly = False,
     keep_corrupt_frames: adj.KeepCorruptFrames = False,
+    # --- what an NWB output says of its session and subject.
+    nwb_subject: nwb.Subject = None,
+    nwb_species: nwb.Species = None,
+    nwb_sex: nwb.Sex = None,
+    nwb_age: nwb.Age = None,
+    nwb_session_start_time: nwb.SessionStart = None,
+    nwb_experimenter: nwb.Experimenter = None,
+    nwb_institution: nwb.Institution = None,
+    nwb_lab: nwb.Lab = None,
+    nwb_session_description: nwb.SessionDescription = None,
+    nwb_metadata: nwb.MetadataFile = None,
 ) -> None:
     """Predict poses on videos and save them as SLEAP .slp (or NWB, analysis HDF5, CSV)."""
     startup.mark("command")
@@ -332,11 +357,14 @@ def predict(
     # Every flag that is not about this run's files and display is a pipeline option: bound
     # to its record once, by the same names sleap_infer.load() takes.
     options = {k: v for k, v in ctx.params.items() if k not in RUN_FLAGS}
-    spec = bind(model, backend.value, notify=print_export_notice, **options)
+    # Unset --backend: torch, or the runtime an export folder given as -m was made for.
+    # (By name: typer carries its own copy of click, whose enum is not click's.)
+    given = getattr(ctx.get_parameter_source("backend"), "name", "DEFAULT") != "DEFAULT"
+    spec = bind(model, backend.value if given else None, notify=print_export_notice, **options)
     cli_args = {
         "videos": list(videos),
         "model": [str(m) for m in model],
-        "backend": backend.value,
+        "backend": spec.backend,
         "device": device,
         "devices": devices,
         "batch_size": batch_size,
@@ -361,8 +389,8 @@ def predict(
         extra_provenance={"cli_args": cli_args},
     )
     if summary_json is not None:
-        check_summary_path(summary_json)
-    report = RunReport(batch.tasks, options=cli_args)
+        check_summary_path(summary_json, batch.tasks, model, overwrite)
+    report = RunReport(batch.tasks, options=cli_args, overwrite=overwrite)
     reporter = make_reporter(mode, len(batch.tasks), progress_interval)
     if not batch.tasks:
         console.print(f"nothing to predict: shard {shard} of these inputs is empty")  # n > inputs
@@ -474,7 +502,7 @@ def _finish(
     if summary_json is None:
         return code
     try:
-        write_summary(summary_json, summary)
+        write_summary(summary_json, summary, report.overwrite)
     except SleapInferError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return code or exc.exit_code

@@ -40,7 +40,7 @@ from rich.progress import (
 from rich.text import Text
 
 from sleap_infer.batch.tasks import DONE, SKIPPED, VideoOutcome, VideoTask
-from sleap_infer.cli.console import console
+from sleap_infer.cli.console import console, silence
 from sleap_infer.cli.summary import iso_time, video_record
 
 PLAIN_INTERVAL_S = 10.0
@@ -321,12 +321,26 @@ class JsonProgress(TickingReporter):
     ) -> None:
         super().__init__(n_videos, interval, clock, wall)
         self.out = out
+        self.stopped = False  # stdout failed: events end, the run does not
 
     def emit(self, event: str, **fields: Any) -> None:
+        """One event line; a stdout nobody reads any more (``| grep -m1``) or a full disk
+        ends the events, never the run: one warning on stderr, and prediction goes on."""
+        if self.stopped:
+            return
         record = {"event": event, "time": iso_time(self.wall()), **fields}
         out = self.out if self.out is not None else sys.stdout  # resolved late: capture swaps it
-        out.write(json.dumps(record, allow_nan=False) + "\n")
-        out.flush()
+        try:
+            out.write(json.dumps(record, allow_nan=False) + "\n")
+            out.flush()
+        except OSError as exc:
+            self.stopped = True
+            silence(out)
+            reason = exc.strerror or type(exc).__name__
+            self.say(
+                f"[yellow]warning:[/] --progress json: stdout cannot be written "
+                f"({escape(reason)}); no more events, prediction goes on"
+            )
 
     def model_loaded(self, what: str, where: str, batch_size: int) -> None:
         super().model_loaded(what, where, batch_size)

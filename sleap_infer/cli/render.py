@@ -38,8 +38,20 @@ def default_output(predictions: Path, frame: int | None) -> Path:
     return predictions.with_name(stem + suffix)
 
 
-def _check(output: Path, frame: int | None, frames: str | None, overwrite: bool) -> None:
-    """Still-or-video mix-ups and an existing output, before anything is read."""
+def _check(
+    output: Path,
+    frame: int | None,
+    frames: str | None,
+    overwrite: bool,
+    inputs: tuple[Path | None, ...] = (),
+) -> None:
+    """Still-or-video mix-ups, an input as the output (never, even with --overwrite), and
+    an existing output, before anything is read."""
+    from sleap_infer.writers.side_files import same_file
+
+    for given in inputs:
+        if given is not None and same_file(output, given):
+            raise UsageError(f"{output}: the output would replace an input; pick another -o")
     if frame is not None and frames is not None:
         raise UsageError("--frame draws one still and --frames selects a video's frames: use one")
     is_png = output.suffix.lower() == ".png"
@@ -114,7 +126,7 @@ def render(
 
     check_frames(frames)
     out = output if output is not None else default_output(predictions, frame)
-    _check(out, frame, frames, overwrite)
+    _check(out, frame, frames, overwrite, (predictions, video))
     if frame is not None:
         from sleap_infer.render import render_frame
 

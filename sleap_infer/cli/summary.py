@@ -8,8 +8,6 @@ temporary name and renamed, so a reader never sees half a file.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import math
 import os
 import time
@@ -36,9 +34,10 @@ from sleap_infer.batch.tasks import (
 )
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_INTERRUPTED, EXIT_OK
-from sleap_infer.core.errors import OutputError
 from sleap_infer.core.products import Counts, Product
 from sleap_infer.journal import journal_path
+from sleap_infer.writers.projects import merged_path
+from sleap_infer.writers.side_files import check_side_file, model_inputs, write_json
 
 SCHEMA = "sleap_infer.run_summary/1"
 NOT_STARTED = "not_started"  # planned, but the run ended before it
@@ -73,8 +72,16 @@ def video_record(outcome: VideoOutcome) -> dict[str, Any]:
         "resumed_frames": outcome.resumed_frames,
         "message": outcome.message or None,
         "warnings": list(outcome.warnings),
-        "journal": str(journal) if journal.exists() else None,
+        "journal": str(journal) if _exists(journal) else None,
     }
+
+
+def _exists(path: Path) -> bool:
+    """``path.exists()`` that says no for a name the file system cannot even hold."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
 
 
 def _pending_record(task: VideoTask) -> dict[str, Any]:
@@ -98,6 +105,7 @@ class RunReport:
     started: float = field(default_factory=time.time)
     model: dict[str, Any] | None = None
     projects: Sequence[ProjectStep] = ()  # files assembled per SLEAP project input
+    overwrite: bool = False  # --overwrite: the summary may replace a file that is not ours
 
     def build(
         self,
@@ -146,40 +154,34 @@ class RunReport:
         }
 
 
-def check_summary_path(path: Path) -> None:
-    """Fail before any prediction if the summary could not be written at the end."""
-    if path.is_dir():
-        raise OutputError(f"--summary-json {path}: is a folder; give a file name")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"--summary-json {path}: cannot create its folder ({exc})") from exc
-    if not os.access(path.parent, os.W_OK):
-        raise OutputError(f"--summary-json {path}: folder {path.parent} is not writable")
+def check_summary_path(
+    path: Path,
+    tasks: Sequence[VideoTask] = (),
+    model_paths: Sequence[str | Path] = (),
+    overwrite: bool = False,
+) -> None:
+    """Fail before any prediction if the summary may not or could not be written at the
+    end: never over an input (video, model file) or this run's own outputs, and never over
+    a file that is not a run summary of ours unless ``overwrite``."""
+    outputs: list[Path] = []
+    for task in tasks:
+        outputs += [task.output, journal_path(task.output)]
+        if task.project is not None:
+            outputs += [task.project.predictions, merged_path(task.project.predictions)]
+    check_side_file(
+        path,
+        "--summary-json",
+        SCHEMA,
+        overwrite=overwrite,
+        inputs=[t.video for t in tasks] + model_inputs(model_paths),
+        outputs=outputs,
+    )
 
 
-def write_summary(path: Path, summary: dict[str, Any]) -> None:
+def write_summary(path: Path, summary: dict[str, Any], overwrite: bool = False) -> None:
     """Write ``summary`` to ``path`` atomically: a temporary file, fsync, rename."""
-    write_json(path, summary, f"--summary-json {path}: cannot write the run summary")
-
-
-def write_json(path: Path, data: Any, failure: str, indent: int | None = 2) -> None:
-    """Write ``data`` as JSON atomically (temporary file, fsync, rename): a reader never
-    sees half a file, and a failed write leaves an earlier file in place; ``failure``
-    starts the one-line error."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=indent, allow_nan=False)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise OutputError(f"{failure} ({exc.strerror or exc})") from exc
+    failure = f"--summary-json {path}: cannot write the run summary"
+    write_json(path, summary, failure, schema=SCHEMA, overwrite=overwrite)
 
 
 # ------------------------------------------------------------------ the table

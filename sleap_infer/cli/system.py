@@ -15,17 +15,20 @@ from rich.table import Table
 
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import exit_codes
-from sleap_infer.cli.info import JsonOption
+from sleap_infer.cli.info import JsonOption, OverwriteJson
 
 EPILOG = exit_codes(ok="reported (and --json written)", failed="--json cannot be written")
+SYSTEM_SCHEMA = "sleap_infer.system/1"
 
 
-def system(json_path: JsonOption = None) -> None:
+def system(json_path: JsonOption = None, overwrite: OverwriteJson = False) -> None:
     """Show versions, devices (CPU, CUDA GPUs, MPS) and which runtimes can run on this
     machine; each one that cannot says why."""
     from sleap_infer.bench.system import system_facts
-    from sleap_infer.cli.summary import write_json
+    from sleap_infer.writers.side_files import check_side_file, write_json
 
+    if json_path is not None:
+        check_side_file(Path(json_path), "--json", SYSTEM_SCHEMA, overwrite=overwrite)
     with console.status("Checking...", spinner="dots"):
         facts = system_facts()
     for table in (versions_table(facts), devices_table(facts), runtimes_table(facts)):
@@ -33,7 +36,9 @@ def system(json_path: JsonOption = None) -> None:
     if facts["onnxruntime_providers"]:
         console.print(providers_table(facts))
     if json_path is not None:
-        write_json(Path(json_path), facts, f"--json {json_path}: cannot write the system facts")
+        failure = f"--json {json_path}: cannot write the system facts"
+        payload = {"schema": SYSTEM_SCHEMA, **facts}
+        write_json(Path(json_path), payload, failure, schema=SYSTEM_SCHEMA, overwrite=overwrite)
         console.print(f"facts -> {escape(str(json_path))}", highlight=False, soft_wrap=True)
 
 

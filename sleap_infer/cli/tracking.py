@@ -26,7 +26,8 @@ Tracker = Annotated[
     typer.Option(
         metavar="NAME",
         help=_choice_help(
-            "classic: sleap-nn's candidate-window tracker (default). bytetrack: Kalman "
+            "classic: sleap-nn's candidate-window tracker (default). sort, botsort, ocsort: "
+            "sleap-nn's MOT trackers (docs/tracking-mot.md). bytetrack: Kalman "
             "motion + two-stage association by score; never drops a detection. Implies "
             "--tracking.",
             t.TRACKERS,
@@ -116,6 +117,16 @@ UseFlow = Annotated[
         "matching; needs opencv-python-headless.",
     ),
 ]
+OfImgScale = Annotated[
+    float,
+    typer.Option(metavar="FLOAT", help="With --use-flow: image scale the flow is computed at."),
+]
+OfWindowSize = Annotated[
+    int, typer.Option(min=1, metavar="PX", help="With --use-flow: Lucas-Kanade window side.")
+]
+OfMaxLevels = Annotated[
+    int, typer.Option(min=0, metavar="N", help="With --use-flow: pyramid levels.")
+]
 TrackBuffer = Annotated[
     int,
     typer.Option(min=0, metavar="N", help="bytetrack: frames a lost track waits to be re-found."),
@@ -129,6 +140,27 @@ TrackLow = Annotated[
 ]
 NewTrack = Annotated[
     float, typer.Option(metavar="FLOAT", help="bytetrack: score needed to start a track.")
+]
+MinHits = Annotated[
+    int,
+    typer.Option(
+        "--min_hits",
+        "--min-hits",
+        min=0,
+        metavar="N",
+        help="sort, botsort, ocsort: matches before a track is confirmed (3; botsort: 2).",
+    ),
+]
+MinMatchSimilarity = Annotated[
+    float,
+    typer.Option(
+        "--min_match_similarity",
+        "--min-match-similarity",
+        min=0.0,
+        max=1.0,
+        metavar="FLOAT",
+        help="sort, botsort, ocsort: weakest overlap a match may have (0.3; botsort: 0.2).",
+    ),
 ]
 TargetCount = Annotated[
     int | None,
@@ -198,8 +230,8 @@ AppearanceThreshold = Annotated[
     str | None,
     typer.Option(
         metavar="auto|COS",
-        help="Appearance trackers only (botsort, deepocsort, deepsort, strongsort): "
-        "minimum cosine for appearance to support a match, or auto.",
+        help="sleap-nn's appearance trackers' minimum cosine, or auto: refused (their "
+        "re-ID part is not ported; other trackers do not read it).",
         show_default=False,
     ),
 ]

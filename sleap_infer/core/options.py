@@ -9,11 +9,12 @@ commands can never drift apart.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sleap_infer.core.errors import UsageError
+from sleap_infer.core.errors import OptionValueError, UsageError
 
 PEAK_THRESHOLD = 0.2
 INTEGRAL_PATCH_SIZE = 5
@@ -49,6 +50,85 @@ MAX_INTEGRAL_PATCH_SIZE = 15
 no centre pixel (sleap-nn's patches are odd), and a wide patch averages in the
 neighbouring animals' and nodes' peaks: 999 moved points by 80 px on the fixtures. 15
 output pixels already spans several Gaussian sigmas at any usual stride."""
+
+
+@dataclass(frozen=True)
+class NumberRange:
+    """Where a numeric option's value may lie (bounds inclusive unless ``*_open``)."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def holds(self, value: float) -> bool:
+        low_ok = self.low is None or (value > self.low if self.low_open else value >= self.low)
+        high_ok = self.high is None or (value < self.high if self.high_open else value <= self.high)
+        return low_ok and high_ok
+
+    def describe(self) -> str:
+        if self.low is not None and self.high is not None:
+            left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+            return f"in {left}{self.low:g}, {self.high:g}{right}"
+        if self.low is not None:
+            return f"{'>' if self.low_open else '>='} {self.low:g}"
+        if self.high is not None:
+            return f"{'<' if self.high_open else '<='} {self.high:g}"
+        return "finite"
+
+
+_UNIT = NumberRange(0.0, 1.0)
+_POSITIVE = NumberRange(0.0, low_open=True)
+_NON_NEGATIVE = NumberRange(0.0)
+NUMBER_RANGES: dict[str, NumberRange] = {
+    # Peak thresholds stay unbounded: confidence maps are regressed, not probabilities, so
+    # a negative threshold ("keep every peak") is a real use on under-trained models.
+    "max_edge_length_ratio": _POSITIVE,
+    "dist_penalty_weight": _NON_NEGATIVE,
+    "min_instance_peaks": _NON_NEGATIVE,
+    "fg_threshold": NumberRange(0.0, 1.0, high_open=True),
+    "distance_gate_alpha": _POSITIVE,
+    "merge_w_valley": _NON_NEGATIVE,
+    "merge_w_offset": _NON_NEGATIVE,
+    "polygon_epsilon": _NON_NEGATIVE,
+    "bbox_nms_iou": _UNIT,
+    "filter_overlapping_threshold": _UNIT,
+    "filter_min_visible_node_fraction": _UNIT,
+    "filter_min_mean_node_score": _NON_NEGATIVE,
+    "filter_min_instance_score": _NON_NEGATIVE,
+    "input_scale": _POSITIVE,
+    "robust_quantile": NumberRange(0.0, 1.0, low_open=True),
+    "oks_stddev": _POSITIVE,
+    "of_img_scale": _POSITIVE,
+    "track_high_threshold": _NON_NEGATIVE,
+    "track_low_threshold": _NON_NEGATIVE,
+    "new_track_threshold": _NON_NEGATIVE,
+    "match_iou_threshold": _UNIT,
+    "match_threshold": _UNIT,  # eval: OKS a match must exceed
+    "oks_scale": _POSITIVE,  # eval: a fixed OKS area
+    "progress_interval": _NON_NEGATIVE,
+    "scale": _POSITIVE,  # render: output size factor
+}
+"""Ranges of numeric options by their Python name, shared by every command and the API.
+Every other float option only has to be finite."""
+
+
+def check_number(name: str, value: object, flag: str | None = None) -> None:
+    """Refuse NaN, Inf and out-of-range values of option ``name`` with one line.
+
+    Called where options are parsed (the command line's parameters, ``bind``'s keyword
+    arguments), so ``--peak-threshold nan`` fails at once instead of after predicting.
+    Non-numbers (and bools) pass: other checks own them.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    label = flag or "--" + name.replace("_", "-")
+    allowed = NUMBER_RANGES.get(name, NumberRange())
+    if not math.isfinite(value):
+        extra = "" if allowed == NumberRange() else f" {allowed.describe()}"
+        raise OptionValueError(f"{label} {value}: must be a finite number{extra}")
+    if not allowed.holds(value):
+        raise OptionValueError(f"{label} {value:g}: must be {allowed.describe()}")
 
 
 def check_integral_patch_size(size: int) -> None:
@@ -93,6 +173,10 @@ class PredictOptions:
     # ... and what the output holds (writers).
     mask_output: str = "mask"
     polygon_epsilon: float = POLYGON_EPSILON
+    # Every predicted frame is written, the empty ones too, as sleap-nn 0.3.5 writes them
+    # (downstream tools then see the frames that were looked at); True drops them
+    # (sleap-nn's --no_empty_frames).
+    no_empty_frames: bool = False
     # Box detectors: class-wise IoU NMS; None = the type's default (SSD 0.45, CenterNet
     # off), 1.0 suppresses nothing.
     bbox_nms_iou: float | None = None
@@ -185,6 +269,8 @@ def parse_thresholds(text: str) -> tuple[float, ...]:
         raise UsageError(f"--merge-thresholds {text!r}: expected comma-separated numbers") from None
     if not values:
         raise UsageError("--merge-thresholds: give at least one number")
+    for value in values:
+        check_number("merge_thresholds", value, "--merge-thresholds")
     return values
 
 
@@ -199,6 +285,11 @@ class BackendOptions:
     notify: Callable[[str], None] | None = (
         None  # told when an export is made (a few seconds, first use)
     )
+
+    def __post_init__(self) -> None:
+        # Conflicting flags are a usage error (exit 2), found before any model loads.
+        if self.fp16 and self.bf16:
+            raise UsageError("--fp16 and --bf16 conflict: choose one")
 
     def maker_kwargs(self) -> dict[str, Any]:
         """What :meth:`Runtime.maker` takes (each runtime refuses what it cannot do,

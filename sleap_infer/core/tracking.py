@@ -15,7 +15,7 @@ from typing import Any
 
 from sleap_infer.core.errors import UsageError
 
-TRACKERS = ("classic", "bytetrack")
+TRACKERS = ("classic", "bytetrack", "sort", "botsort", "ocsort")
 FEATURES = ("keypoints", "centroids", "bboxes", "masks", "embeddings")
 SCORINGS = ("oks", "iou", "mask_iou", "euclidean_dist", "cosine_sim")
 REDUCTIONS = ("mean", "max", "robust_quantile")
@@ -32,6 +32,17 @@ MATCH_IOU_THRESHOLD = 0.2  # minimum IoU of a first-stage match (ByteTrack: 1 - 
 TRACK_BUFFER = 30  # frames a lost track is kept for re-association
 # sleap-nn's trackers that associate by appearance: only they read --appearance-threshold.
 APPEARANCE_TRACKERS = ("botsort", "deepocsort", "deepsort", "strongsort")
+MIN_HITS = 3  # sleap-nn's MOT trackers: matches before a track is confirmed
+MIN_MATCH_SIMILARITY = 0.3  # sleap-nn's MOT trackers: weakest geometric match
+# sleap-nn 0.3.5's "animal" preset per MOT tracker, for the knobs whose shared default
+# (ByteTrack's, above) is not that tracker's; applied where the caller left the shared one.
+MOT_PRESETS: dict[str, dict[str, float]] = {
+    "sort": dict(track_high_threshold=0.1, track_low_threshold=0.1, new_track_threshold=0.1),
+    "ocsort": dict(track_high_threshold=0.6),
+    "botsort": dict(
+        track_high_threshold=0.6, new_track_threshold=0.7, min_hits=2, min_match_similarity=0.2
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,8 @@ class TrackingOptions:
     new_track_threshold: float = NEW_TRACK_THRESHOLD
     match_iou_threshold: float = MATCH_IOU_THRESHOLD
     track_buffer: int = TRACK_BUFFER
+    min_hits: int = MIN_HITS
+    min_match_similarity: float = MIN_MATCH_SIMILARITY
     # Before and after tracking, any tracker (sleap-nn's cull/clean/connect; see
     # sleap_infer.tracking.cleanup): the known animal count, a per-frame cap before
     # tracking (0 = off) and after it (0 = off), and single-frame break joining.
@@ -98,6 +111,12 @@ class TrackingOptions:
             raise UsageError("optical flow: image scale > 0, window >= 3, levels >= 0")
         if self.track_buffer < 0:
             raise UsageError(f"--track-buffer {self.track_buffer}: must be at least 0")
+        if self.min_hits < 0:
+            raise UsageError(f"--min_hits {self.min_hits}: must be at least 0")
+        if not 0 <= self.min_match_similarity <= 1:
+            raise UsageError(
+                f"--min_match_similarity {self.min_match_similarity}: must be in [0, 1]"
+            )
         for name in ("tracking_target_instance_count", "tracking_clean_instance_count"):
             value = getattr(self, name)
             if value is not None and value < 0:
@@ -118,12 +137,16 @@ class TrackingOptions:
             raise UsageError(f"--euclidean-scale {self.euclidean_scale}: must be > 0 pixels")
         if self.appearance_threshold is not None:
             appearance_threshold_value(self.appearance_threshold)
-            if self.tracker not in APPEARANCE_TRACKERS:
+            if self.tracker in APPEARANCE_TRACKERS:  # ours runs without re-ID vectors
                 raise UsageError(
-                    f"--appearance-threshold only applies to the appearance trackers"
-                    f" ({' / '.join(APPEARANCE_TRACKERS)}); --tracker {self.tracker}"
-                    " associates by geometry alone"
+                    f"--appearance-threshold: --tracker {self.tracker} runs without"
+                    " appearance here (its re-ID part is not ported yet)"
                 )
+            raise UsageError(
+                f"--appearance-threshold only applies to the appearance trackers"
+                f" ({' / '.join(APPEARANCE_TRACKERS)}); --tracker {self.tracker}"
+                " associates by geometry alone"
+            )
         if w == 0.0:
             return
         if self.tracker != "classic":

@@ -11,7 +11,7 @@ rather than scored differently.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import sleap_io as sio
 from sleap_infer.core.errors import UsageError
 from sleap_infer.evaluation.matching import Match, match_frame
 from sleap_infer.evaluation.metrics import all_metrics
+from sleap_infer.evaluation.nodes import node_order
 from sleap_infer.evaluation.pairing import pair_frames
 from sleap_infer.evaluation.report import headline, metrics_json, to_json_safe
 from sleap_infer.sources.slp import FILE, read_slp
@@ -28,11 +29,11 @@ from sleap_infer.sources.slp import FILE, read_slp
 __all__ = ["evaluate", "evaluate_files", "headline", "metrics_json", "to_json_safe"]
 
 
-def _node_count(labels: sio.Labels, side: str) -> int:
-    """Nodes of the (first) skeleton; poses are compared node by node, in order."""
+def _node_names(labels: sio.Labels, side: str) -> list[str]:
+    """Node names of the (first) skeleton."""
     if not labels.skeletons:
         raise UsageError(f"{side}: the file has no skeleton")
-    return len(labels.skeletons[0].nodes)
+    return list(labels.skeletons[0].node_names)
 
 
 def _check_inputs(
@@ -40,24 +41,24 @@ def _check_inputs(
     predictions: sio.Labels,
     oks_stddev: float | Sequence[float],
     oks_scale: float | None,
-) -> None:
+    node_map: Mapping[str, str] | None = None,
+) -> np.ndarray:
+    """Refuse what cannot be scored; return the predicted node index of each
+    ground-truth node (:func:`~sleap_infer.evaluation.nodes.node_order`)."""
     if not any(len(lf.instances) for lf in predictions):
         raise UsageError(
             "predictions: no pose instances to score (box-, mask- and "
             "centroid-annotation-only files are not supported by 'infer eval')"
         )
-    n_pred = _node_count(predictions, "predictions")
-    if n_pred == 1:
+    pred_nodes = _node_names(predictions, "predictions")
+    if len(pred_nodes) == 1:
         raise UsageError(
             "predictions: single-node skeleton; sleap-nn scores these by centroid "
             "distance (its match_method=centroid), which 'infer eval' does not do"
         )
-    n_gt = _node_count(ground_truth, "ground truth")
-    if n_gt != n_pred:
-        raise UsageError(
-            f"skeletons differ: {n_gt} ground-truth nodes vs {n_pred} predicted "
-            "(nodes are compared in order)"
-        )
+    gt_nodes = _node_names(ground_truth, "ground truth")
+    order = node_order(gt_nodes, pred_nodes, node_map)
+    n_gt = len(gt_nodes)
     sigma = np.asarray(oks_stddev, dtype=np.float64)
     if sigma.ndim > 1 or (sigma.ndim == 1 and sigma.size != n_gt):
         raise UsageError(f"--oks-stddev: give one value or one per node ({n_gt})")
@@ -65,6 +66,7 @@ def _check_inputs(
         raise UsageError("--oks-stddev: must be a finite number > 0")
     if oks_scale is not None and not (math.isfinite(oks_scale) and oks_scale > 0):
         raise UsageError("--oks-scale: must be a finite number > 0")
+    return order
 
 
 def evaluate(
@@ -75,21 +77,24 @@ def evaluate(
     oks_scale: float | None = None,
     match_threshold: float = 0.0,
     user_labels_only: bool = True,
+    node_map: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Metrics of ``predictions`` against ``ground_truth``, as sleap-nn's ``eval`` computes them.
 
     Options keep sleap-nn's meaning and defaults: ``oks_stddev`` is the OKS
     sigma (one, or one per node), ``oks_scale`` a fixed OKS area instead of
     each ground truth's box, ``match_threshold`` the OKS a pair must exceed
-    to match, ``user_labels_only`` scores only user-labeled ground truth.
+    to match, ``user_labels_only`` scores only user-labeled ground truth. Nodes are
+    matched by name; ``node_map`` (predicted name -> ground-truth name) says which
+    correspond where the names differ.
 
     Returns sleap-nn's blocks (``voc_metrics``, ``mOKS``, ``distance_metrics``,
     ``pck_metrics``, ``visibility_metrics``) plus ``counts`` (frames and
     instances behind them). Raises :class:`UsageError` when nothing can be
     scored (no pose predictions, skeletons that differ, no frame in common).
     """
-    _check_inputs(ground_truth, predictions, oks_stddev, oks_scale)
-    pairing = pair_frames(ground_truth, predictions, user_labels_only)
+    order = _check_inputs(ground_truth, predictions, oks_stddev, oks_scale, node_map)
+    pairing = pair_frames(ground_truth, predictions, user_labels_only, order)
     if not pairing.frames:
         raise UsageError(
             "no frame in common: no ground-truth frame has a prediction in a matching "

@@ -68,13 +68,17 @@ def _points(instance: sio.Instance) -> np.ndarray:
 
 
 def pair_frames(
-    ground_truth: sio.Labels, predictions: sio.Labels, user_labels_only: bool = True
+    ground_truth: sio.Labels,
+    predictions: sio.Labels,
+    user_labels_only: bool = True,
+    pred_order: np.ndarray | None = None,
 ) -> Pairing:
     """Pair frames by matched video + frame index (see the module docstring).
 
     ``user_labels_only`` keeps only user-labeled instances as ground truth and
     drops frames that have none: predictions stored in a labels file are not
-    truth and would reward the model for agreeing with itself.
+    truth and would reward the model for agreeing with itself. ``pred_order``
+    puts each predicted instance's nodes in ground-truth order (nodes match by name).
     """
     match = ground_truth.match(predictions)
     frames: list[FramePair] = []
@@ -95,7 +99,10 @@ def pair_frames(
                     video=key,
                     frame_idx=int(lf_gt.frame_idx),
                     gt=[_points(i) for i in gt_instances],
-                    pred=[_points(i) for i in predicted],
+                    pred=[
+                        _points(i) if pred_order is None else _points(i)[pred_order]
+                        for i in predicted
+                    ],
                     pred_scores=[float(i.score) for i in predicted],
                 )
             )

@@ -31,6 +31,7 @@ from sleap_infer.core.artifact import (
     write_metadata,
 )
 from sleap_infer.core.errors import ExportError, UsageError
+from sleap_infer.core.leftovers import owner_tag, remove_stale
 from sleap_infer.export.metadata import build_metadata
 from sleap_infer.export.onnx_export import embed_metadata, export_onnx, verify_numerics
 from sleap_infer.export.settings import ExportSettings, check_opset
@@ -105,7 +106,9 @@ def staged_directory(out_dir: Path) -> Iterator[Path]:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ExportError(f"{out_dir.parent}: cannot create ({exc.strerror or exc})") from exc
-    staging = out_dir.parent / f".{out_dir.name}.partial-{os.getpid()}"
+    # Staging folders of killed exports (dead owners only) go first.
+    remove_stale(out_dir.parent, f".{out_dir.name}.partial-")
+    staging = out_dir.parent / f".{out_dir.name}.partial-{owner_tag()}"
     shutil.rmtree(staging, ignore_errors=True)
     try:
         staging.mkdir()

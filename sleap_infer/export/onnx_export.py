@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sleap_infer.core.errors import ExportError
+from sleap_infer.core.errors import ExportError, plain, raise_if_interrupted
 from sleap_infer.export.wrappers.base import ExportWrapper
 
 INPUT_NAME = "image"
@@ -96,7 +96,9 @@ def export_onnx(
                 external_data=False,
             )
     except Exception as exc:  # the exporter raises many types; all mean the same to a user
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise_if_interrupted(exc)  # torch.export wraps Ctrl-C in its own error
+        text = plain(str(exc)).strip()
+        first = text.splitlines()[0] if text else type(exc).__name__
         raise ExportError(f"{path}: ONNX export of {wrapper.model_type} failed ({first})") from exc
     check_onnx(path, opset)
 
@@ -109,7 +111,8 @@ def check_onnx(path: Path, opset: int | None = None) -> None:
         proto = onnx.load(str(path))
         onnx.checker.check_model(proto, full_check=True)
     except Exception as exc:
-        raise ExportError(f"{path}: not a valid ONNX model ({exc})") from exc
+        raise_if_interrupted(exc)
+        raise ExportError(f"{path}: not a valid ONNX model ({plain(str(exc))})") from exc
     if opset is not None:
         written = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
         if written != opset:

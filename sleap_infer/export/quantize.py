@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sleap_infer.core.errors import ExportError
+from sleap_infer.core.errors import ExportError, plain, raise_if_interrupted
 
 BACKBONE_SCOPE = "network.backbone"
 QUANTISED_OPS = ("Conv", "ConvTranspose", "Relu", "MaxPool", "Concat", "Resize", "Add")
@@ -109,5 +109,6 @@ def quantize_int8(
             nodes_to_quantize=nodes,
         )
     except Exception as exc:  # the quantiser raises many kinds
-        raise ExportError(f"{source}: int8 quantisation failed ({exc})") from exc
+        raise_if_interrupted(exc)
+        raise ExportError(f"{source}: int8 quantisation failed ({plain(str(exc))})") from exc
     return len(nodes)

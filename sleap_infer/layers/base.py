@@ -20,7 +20,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from sleap_infer.backends.base import ModelBackend
+from sleap_infer.backends.base import ModelBackend, check_finite
 from sleap_infer.core.config import ModelConfig, Preprocessing
 from sleap_infer.core.options import PredictOptions
 from sleap_infer.core.predictions import BatchPredictions
@@ -83,10 +83,17 @@ class InferenceLayer(Preprocessor, ABC):
     def postprocess(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
         """Network outputs -> keypoints in original frame pixels."""
 
+    def call_backend(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The backend's outputs for ``x``, checked finite: every network call of every layer
+        goes through here, so NaN or Inf (broken weights, an fp16 overflow) is a
+        :class:`~sleap_infer.core.errors.NonFiniteOutputError` on any backend, never points
+        at (0, 0) or an empty frame that looks like "nothing detected"."""
+        return check_finite(self.backend(x), self.backend.does_baked_postproc)
+
     def network_outputs(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         """The backend's outputs for a preprocessed batch (a tiled layer stitches its tiles)."""
         with stage("network"):
-            return self.backend(x)
+            return self.call_backend(x)
 
     def finish(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
         with stage("postprocess"):

@@ -34,7 +34,7 @@ class CenteredInstanceLayer(InferenceLayer):
         with stage("crop preprocess"):
             x = self.crop_input(crops)
         with stage("network"):
-            outputs = self.backend(x)
+            outputs = self.call_backend(x)
         return self.decode(outputs, self.preprocessing.scale)
 
     def decode(self, outputs: dict[str, torch.Tensor], input_scale: float) -> CropPeaks:

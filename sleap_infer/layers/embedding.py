@@ -104,7 +104,7 @@ class EmbeddingLayer(InferenceLayer):
                     mask = torch.cat([mask, mask.new_ones((padded - m, *mask.shape[1:]))])
                 x = standardize_crops(chunk.float(), mask, self.settings.background_fill)
             with stage("network"):
-                vectors = self.backend(x)[self.config.heads[0].name]
+                vectors = self.call_backend(x)[self.config.heads[0].name]
             out[start : start + m] = vectors[:m].detach().float().cpu().numpy()
         return out
 

@@ -236,7 +236,7 @@ class CenteredInstanceMaskLayer(InferenceLayer):
         with stage("crop preprocess"):
             x = self.crop_input(crops)
         with stage("network"):
-            outputs = self.backend(x)
+            outputs = self.call_backend(x)
         return self.decode(outputs)
 
     def decode(self, outputs: dict[str, torch.Tensor]) -> CropMasks:

@@ -138,7 +138,7 @@ class TiledLayer(InferenceLayer):
         canvas: TileCanvas | None = None
         for start in range(0, tiles.shape[0], self.tile_batch):
             with stage("network"):
-                out = self.backend(tiles[start : start + self.tile_batch])
+                out = self.call_backend(tiles[start : start + self.tile_batch])
             with stage("stitching"):
                 maps = self._head_maps(out)
                 if canvas is None:

@@ -25,9 +25,11 @@ from sleap_infer.core.config import (
 )
 from sleap_infer.core.errors import ConfigError
 from sleap_infer.model.backbones import first_non_null, get, parse_backbone
+from sleap_infer.model.config_values import check_config_values
 from sleap_infer.model.registry import (
     CLASSES,
     EMBEDDING_DIM,
+    MODEL_TYPES,
     NODES,
     ONE,
     PAF_COMPONENTS,
@@ -393,7 +395,8 @@ def parse_config(
     """
     try:
         if audit:
-            check_keys(raw, source)
+            check_keys(raw, source, frozenset(MODEL_TYPES))
+        check_config_values(raw)
         return _parse(raw, Path(source).parent)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from exc

@@ -5,6 +5,8 @@ A model path may be the directory sleap-nn trained into, or its
 Legacy SLEAP 1.x directories (``training_config.json`` + ``best_model.h5``,
 or either file) load through :mod:`sleap_infer.model.legacy` into the same
 config and network types; a folder with both configs is a sleap-nn one.
+A folder written by ``infer export`` loads without a checkpoint
+(:mod:`sleap_infer.model.exported`): config and hash only, no network.
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ def resolve_model_dir(path: str | Path) -> Path:
                 f"{p}: expected a model directory, best.ckpt or training_config.yaml "
                 f"(or a SLEAP 1.x {LEGACY_WEIGHTS})"
             )
+    from sleap_infer.model.exported import is_export_dir
+
+    if is_export_dir(p):
+        return p
     if not (p / CONFIG_NAME).exists():
         if (p / LEGACY_CONFIG).exists():
             check_legacy_dir(p)
@@ -59,6 +65,8 @@ class LoadedModel:
     network: torch.nn.Module
     checkpoint_sha256: str
     legacy: bool = False  # a SLEAP 1.x folder (training_config.json + best_model.h5)
+    # An ``infer export`` folder run on its own: ``network`` is None, the graph is here.
+    export_dir: Path | None = None
 
     @property
     def model_type(self) -> str:
@@ -121,15 +129,43 @@ def _load_sleap_nn(model_dir: Path) -> tuple[ModelConfig, torch.nn.Module]:
     return config, network
 
 
+def first_non_finite(network: torch.nn.Module) -> str | None:
+    """The name of the first weight (parameter or buffer) holding NaN or Inf, or None.
+
+    Such weights make every output NaN: single-instance points at (0, 0) with NaN
+    scores, and no peaks at all for the other types, which reads as "nothing detected".
+    """
+    for name, tensor in network.state_dict().items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            return name
+    return None
+
+
 def load_model(path: str | Path) -> LoadedModel:
     """Load a sleap-nn (``best.ckpt``) or SLEAP 1.x (``best_model.h5``) model directory."""
+    from sleap_infer.model.exported import is_export_dir, load_exported, stage_dirs
+
     model_dir = resolve_model_dir(path)
+    if is_export_dir(model_dir):
+        stages = stage_dirs(model_dir)
+        if len(stages) != 1:
+            raise ModelError(
+                f"{model_dir}: a top-down pair export (two stages); give it as the only -m"
+            )
+        return load_exported(stages[0])
     legacy = not (model_dir / CONFIG_NAME).exists()
     config, network = load_legacy(model_dir) if legacy else _load_sleap_nn(model_dir)
+    weights = model_dir / (LEGACY_WEIGHTS if legacy else CKPT_NAME)
+    with span("weights_check"):
+        bad = first_non_finite(network)
+    if bad is not None:
+        raise ModelError(
+            f"{model_dir}: {weights.name} holds NaN or Inf weights (first: {bad!r}); "
+            "the model cannot predict (retrain, or use an earlier checkpoint)"
+        )
     network.eval()
     for param in network.parameters():
         param.requires_grad_(False)
-    weights = model_dir / (LEGACY_WEIGHTS if legacy else CKPT_NAME)
     with span("checkpoint_hash"):
         digest = file_sha256(weights)
     return LoadedModel(model_dir, config, network, digest, legacy=legacy)

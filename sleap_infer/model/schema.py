@@ -364,10 +364,17 @@ def config_keys(raw: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         yield from _walk(data.get("preprocessing"), "data_config.preprocessing")
 
 
-def check_keys(raw: dict[str, Any], source: str) -> None:
+def check_keys(raw: dict[str, Any], source: str, own_types: frozenset[str] = frozenset()) -> None:
     """Refuse a key whose value changes predictions in a way not reproduced here; warn once
-    per key (per process) about keys outside sleap-nn 0.3.5's schema."""
+    per key (per process) about keys outside sleap-nn 0.3.5's schema.
+
+    ``own_types`` are model types registered here beyond sleap-nn's: their head blocks are
+    their registry entry's to read, not the schema's (a model type is one entry plus its
+    layer, with no schema edit)."""
+    own = {f"{H}.{t}" for t in own_types} - RULES.keys()
     for key, value in config_keys(raw):
+        if own and ".".join(key.split(".")[:3]) in own:
+            continue
         found = rule(key)
         if found is None:
             if key in _warned:

@@ -156,6 +156,7 @@ def predict_in_memory(
         batch_size=size,
         keep_images=online is not None and online.needs_images,
         warmup=total > (size or pipeline.batch_size),
+        on_bad_frame=opened.bad.append,
     )
     for err in opened.bad:
         warnings.warn(f"{opened.name}: {err.describe()}", stacklevel=3)
@@ -184,5 +185,6 @@ def predict_in_memory(
         box_categories=pipeline.box_categories,
         mask_output=pipeline.options.mask_output,
         polygon_epsilon=pipeline.options.polygon_epsilon,
+        empty_frames=not pipeline.options.no_empty_frames,
         batches=batches,
     )

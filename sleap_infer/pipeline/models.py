@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sleap_infer.core.artifact import ENGINE_NAME
 from sleap_infer.core.errors import UsageError
 from sleap_infer.core.overrides import FLAGS, ConfigOverrides
 from sleap_infer.core.products import Product
 from sleap_infer.core.tracking import TrackingOptions
+from sleap_infer.model.exported import expand as expand_exports
 from sleap_infer.model.loader import LoadedModel, load_model
 from sleap_infer.model.overrides import apply_overrides
 from sleap_infer.model.registry import MODEL_TYPES, ModelType
@@ -32,14 +34,38 @@ def load_models(
     overrides: ConfigOverrides | None = None,
 ) -> list[LoadedModel]:
     """The models of ``paths`` as they will run: the centroid one alone with
-    ``centroid_only``, training-config overrides applied (torch only)."""
-    models = [load_model(p) for p in paths]
+    ``centroid_only``, training-config overrides applied (torch only). An ``infer
+    export`` folder stands for its model (a pair export for both stages) and runs on
+    the runtime it was exported for."""
+    models = [load_model(p) for p in expand_exports(list(paths))]
+    check_export_backend(models, backend)
     if centroid_only:  # sleap-nn's --centroid_only: the pair's first stage alone
         models = only_centroid_models(models)
     if overrides is not None and overrides.active:
         check_overrides_backend(backend, overrides)
         models = apply_overrides(models, overrides)
     return models
+
+
+def check_export_backend(models: Sequence[LoadedModel], backend: str) -> None:
+    """An export folder has a graph and no checkpoint: it runs on ONNX Runtime or
+    OpenVINO (TensorRT too when it holds an engine), never on torch."""
+    name = get_runtime(backend).name
+    for model in models:
+        if model.export_dir is None:
+            continue
+        engine = (model.export_dir / ENGINE_NAME).is_file()
+        runs = "--backend trt, onnx or openvino" if engine else "--backend onnx or openvino"
+        if name == "torch":
+            raise UsageError(
+                f"{model.export_dir}: an exported model (no checkpoint) runs with {runs}, "
+                "not torch; give the model directory to run it on torch"
+            )
+        if name == "trt" and not engine:
+            raise UsageError(
+                f"{model.export_dir}: exported for ONNX only (no TensorRT engine); run it "
+                "with --backend onnx or openvino, or export with --runtime trt"
+            )
 
 
 def only_centroid_models(models: Sequence[LoadedModel]) -> list[LoadedModel]:

@@ -49,6 +49,7 @@ class Prediction:
     box_categories: tuple[str, ...] = ()
     mask_output: str = "mask"
     polygon_epsilon: float = POLYGON_EPSILON
+    empty_frames: bool = True  # to_labels keeps frames where nothing was found (no_empty_frames)
     batches: list[BatchPredictions] = field(default_factory=list, repr=False)
 
     def __len__(self) -> int:
@@ -77,7 +78,10 @@ class Prediction:
         )
 
     def to_labels(self) -> sio.Labels:
-        """A ``sio.Labels`` holding these predictions (save it with ``labels.save(path)``)."""
+        """A ``sio.Labels`` holding these predictions (save it with ``labels.save(path)``):
+        a ``LabeledFrame`` per predicted frame, those where nothing was found too, as
+        ``infer predict`` writes them (unless the pipeline was loaded with
+        ``no_empty_frames=True``)."""
         assert self.skeleton is not None and self.video is not None
         builder = LabelsBuilder(
             self.video,
@@ -86,6 +90,7 @@ class Prediction:
             mask_output=self.mask_output,
             polygon_epsilon=self.polygon_epsilon,
             box_categories=self.box_categories,
+            empty_frames=self.empty_frames,
         )
         for batch in self.batches:
             builder.add(batch)

@@ -24,10 +24,18 @@ from typing import Any
 
 from sleap_infer.core.errors import UsageError
 from sleap_infer.core.filters import InstanceFilters
-from sleap_infer.core.options import BATCH_SIZE, BackendOptions, PredictOptions, parse_thresholds
+from sleap_infer.core.nwb_metadata import NwbMetadata
+from sleap_infer.core.options import (
+    BATCH_SIZE,
+    BackendOptions,
+    PredictOptions,
+    check_number,
+    parse_thresholds,
+)
 from sleap_infer.core.overrides import ConfigOverrides
 from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.layers import build_layer
+from sleap_infer.model.exported import export_runtime
 from sleap_infer.model.registry import load_class
 from sleap_infer.pipeline import models as model_set
 from sleap_infer.runtimes import backend_maker
@@ -51,6 +59,7 @@ class PipelineSpec:
     overrides: ConfigOverrides | None = None  # None: the training config as trained
     project: ProjectSelection | None = None  # which video and frames of .slp inputs
     centroid_only: bool = False  # a top-down pair's centroid model alone
+    nwb: NwbMetadata = field(default_factory=NwbMetadata)  # what an NWB output says of its session
     # What :meth:`build` makes, as "module:Class" (imported on first use, as the registries
     # name their classes): the Pipeline sits above this module, and a test's stand-in can
     # travel to a ``--devices`` worker process by name.
@@ -74,7 +83,15 @@ class PipelineSpec:
             model_set.check_format(models, fmt)
         for device in devices:
             backend_maker(self.backend, device, **self.backend_options.maker_kwargs())
-        layer = build_layer(models, backend_maker("torch", "cpu"), self.options)
+        # An export folder has no network for torch: its own runtime (backends made
+        # lazily, nothing runs before the first batch).
+        exported = any(m.export_dir is not None for m in models)
+        maker = (
+            backend_maker(self.backend, devices[0], **self.backend_options.maker_kwargs())
+            if exported and devices
+            else backend_maker("torch", "cpu")
+        )
+        layer = build_layer(models, maker, self.options)
         if self.tracking is not None:
             model_set.resolve_tracking(models, self.tracking, len(layer.config.node_names))
         return model_set.skeleton_warnings(models, model_set.output_model(models, layer.config))
@@ -102,6 +119,7 @@ _RECORDS: dict[str, type] = {
     "tracking": TrackingOptions,
     "overrides": ConfigOverrides,
     "backend": BackendOptions,
+    "nwb": NwbMetadata,
 }
 _OWN = ("batch_size", "centroid_only")
 # sleap-nn 0.3.5 tracking options with no faithful port yet: accepted by name so a
@@ -157,7 +175,10 @@ def thresholds(value: str | Any) -> tuple[float, ...]:
     """``"0.85,0.6,0.4"`` (the command line's form) or a sequence, as floats."""
     if isinstance(value, str):
         return parse_thresholds(value)
-    return tuple(float(x) for x in value)
+    values = tuple(float(x) for x in value)
+    for x in values:
+        check_number("merge_thresholds", x, "merge_thresholds")
+    return values
 
 
 def _plain(value: Any) -> Any:
@@ -166,10 +187,13 @@ def _plain(value: Any) -> Any:
 
 def bind(
     model_paths: tuple[str, ...] | list[str],
-    backend: str = "torch",
+    backend: str | None = None,
     **params: Any,
 ) -> PipelineSpec:
     """The spec for ``model_paths`` from option names; unset names keep their defaults.
+
+    ``backend`` None: torch for model directories, the runtime an ``infer export``
+    folder was made for (``onnx``, or ``trt`` when it holds engines).
 
     ``tracking=True`` (or any tracker knob with ``tracker=``) turns tracking on; a
     tracker knob without it is refused, as on the command line.
@@ -181,6 +205,7 @@ def bind(
     for name, value in params.items():
         if name in NOT_PORTED:
             continue
+        check_number(name, value, name)
         if name in _OWN:
             own[name] = value
             continue
@@ -192,6 +217,8 @@ def bind(
     filters = InstanceFilters(**groups["filters"])
     overrides = ConfigOverrides(**groups["overrides"])
     project = ProjectSelection(**groups["project"])
+    if backend is None:
+        backend = export_runtime(tuple(str(p) for p in model_paths)) or "torch"
     return PipelineSpec(
         model_paths=tuple(str(p) for p in model_paths),
         backend=str(_plain(backend)),
@@ -205,6 +232,7 @@ def bind(
         overrides=overrides if overrides.active else None,
         project=project if project.active else None,
         centroid_only=bool(own.get("centroid_only", False)),
+        nwb=NwbMetadata(**groups["nwb"]),
     )
 
 

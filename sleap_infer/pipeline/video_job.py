@@ -43,6 +43,7 @@ from sleap_infer.journal import (
     read_journal,
 )
 from sleap_infer.pipeline.loaded import Loaded
+from sleap_infer.pipeline.request import REQUEST_KEY, checkpoint_hashes, request_record
 from sleap_infer.runner import RunStats
 from sleap_infer.sources.frames import select_frames
 from sleap_infer.sources.inputs import is_labels_path
@@ -66,7 +67,7 @@ from sleap_infer.writers.outputs import (
 )
 from sleap_infer.writers.registry import OutputFormat
 
-OUTPUT_ONLY_OPTIONS = frozenset({"mask_output", "polygon_epsilon"})
+OUTPUT_ONLY_OPTIONS = frozenset({"mask_output", "polygon_epsilon", "no_empty_frames"})
 
 
 @dataclass
@@ -274,9 +275,14 @@ class VideoJob:
         indices = project_frames(video, reader, indices, chosen)
         out_path = Path(output) if output is not None else default_output_path(info.path, self.fmt)
         jpath = journal_path(out_path)
-        if not jpath.exists():
-            refuse_existing(out_path, self.fmt, self.overwrite)
+        # Also with a journal there: its run may be another one's (a --frames test) and a
+        # finished output is never replaced unasked; the rename holds this decision too.
+        refuse_existing(out_path, self.fmt, self.overwrite)
         prints = fingerprint(pipeline, info, indices, chosen)
+        # What a rerun compares before it skips this output (see pipeline.request).
+        request = request_record(
+            pipeline.spec, checkpoint_hashes(pipeline.spec.model_paths), frames
+        )
         warnings = [w for w in (clamped, small_frame_warning(pipeline, info, video)) if w]
         journal = self._open_journal(jpath, prints, warnings)
         result = VideoResult(
@@ -300,6 +306,7 @@ class VideoJob:
             extra = dict(extra_provenance or {})
             if pipeline.tracking is not None:
                 extra["tracking"] = tracking_provenance(pipeline.tracking, online)
+            extra[REQUEST_KEY] = request
             self._write_output(finished, info, indices, out_path, time.perf_counter() - t0,
                                extra, result, project_video(reader))  # fmt: skip
         except Exception as exc:  # not KeyboardInterrupt: that leaves an "interrupted" journal
@@ -413,6 +420,7 @@ class VideoJob:
                 keep_images=online is not None and online.needs_images,
                 # One batch in all: warming up first would only run the network twice.
                 warmup=total > (batch_size or pipeline.batch_size),
+                on_bad_frame=bad.add,
             )
         finally:
             with contextlib.suppress(OutputError):  # keep the original error, if any
@@ -472,6 +480,9 @@ class VideoJob:
             polygon_epsilon=pipeline.options.polygon_epsilon,
             box_categories=pipeline.box_categories,
             poses=Product.POSES in pipeline.products,
+            nwb=pipeline.spec.nwb,
+            empty_frames=not pipeline.options.no_empty_frames,
+            replace=self.overwrite,
         )
 
     def _remaining(

@@ -59,6 +59,11 @@ class FinishQueue(Generic[K, T]):
             done_key, done = self._pending.popleft()
             yield done_key, done.result()
 
+    def wait(self) -> None:
+        """Block until every queued call has finished; their results stay queued."""
+        for _, future in self._pending:
+            future.exception()
+
     def drain(self) -> Iterator[tuple[K, T]]:
         """Every queued call's ``(key, result)``, oldest first."""
         while self._pending:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from sleap_infer.core.errors import NonFiniteOutputError
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.core.startup import mark, span
 from sleap_infer.core.timing import StageTimer
@@ -16,6 +18,28 @@ from sleap_infer.layers.base import InferenceLayer
 from sleap_infer.runner.overlap import FinishQueue
 from sleap_infer.runner.prefetch import Prefetcher
 from sleap_infer.runner.staging import Staged, Stager
+from sleap_infer.sources.video import FrameError
+
+NON_FINITE = "nonfinite"
+"""``FrameError.kind`` of a frame whose network outputs held NaN or Inf."""
+
+
+class _Redo:
+    """What a batch finishes as when its network outputs were not finite: the runner
+    predicts its frames one by one (on its own thread, the queue drained) instead."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _guarded(finish: Callable[[], BatchPredictions]) -> Callable[[], BatchPredictions | _Redo]:
+    def finish_or_redo() -> BatchPredictions | _Redo:
+        try:
+            return finish()
+        except NonFiniteOutputError as exc:
+            return _Redo(str(exc))
+
+    return finish_or_redo
 
 
 @dataclass
@@ -127,18 +151,46 @@ class Runner:
         if not self.do_warmup or shape in self._warmed:
             return 0.0
         t0 = time.perf_counter()
-        with span("warmup"):
+        # Zeros that give NaN or Inf are no frame of the video: the real batches are checked.
+        with span("warmup"), contextlib.suppress(NonFiniteOutputError):
             self.layer.warmup(shape)  # type: ignore[arg-type]
         self._warmed.add(shape)
         return time.perf_counter() - t0
 
-    def _start(self, batch: FrameBatch, stager: Stager | None) -> Callable[[], BatchPredictions]:
+    def _start(
+        self, batch: FrameBatch, stager: Stager | None
+    ) -> Callable[[], BatchPredictions | _Redo]:
         """Preprocess and network for ``batch`` now; its postprocessing as a call for later."""
-        if stager is None or batch.staged is None:
-            return self.layer.start(batch.frames)
-        finish = self.layer.start(stager.claim(batch.staged))
+        try:
+            if stager is None or batch.staged is None:
+                return _guarded(self.layer.start(batch.frames))
+            finish = self.layer.start(stager.claim(batch.staged))
+        except NonFiniteOutputError as exc:
+            redo = _Redo(str(exc))
+            return lambda: redo
         batch.staged = None  # the layer holds what it still needs
-        return stager.finish_on_side_stream(finish) if self.overlap else finish
+        return _guarded(stager.finish_on_side_stream(finish) if self.overlap else finish)
+
+    def _one_by_one(
+        self,
+        batch: FrameBatch,
+        reason: str,
+        emit: Callable[[FrameBatch, BatchPredictions], None],
+        bad_frame: Callable[[FrameError], None],
+    ) -> None:
+        """``batch``'s frames predicted alone (zero-padded to the batch's shape): a frame
+        whose outputs are still not finite goes to ``bad_frame``, the others to ``emit`` as
+        they would have. Only after a failed check, so its cost never matters."""
+        for i in range(batch.n):
+            frames = np.zeros_like(batch.frames)
+            frames[0] = batch.frames[i]
+            alone = FrameBatch(indices=batch.indices[i : i + 1], frames=frames, n=1)
+            try:
+                preds = self.layer.predict(frames)
+            except NonFiniteOutputError as exc:
+                bad_frame(FrameError(int(batch.indices[i]), str(exc) or reason, NON_FINITE))
+                continue
+            emit(alone, preds)
 
     def run(
         self,
@@ -148,13 +200,16 @@ class Runner:
         batch_size: int | None = None,
         keep_images: bool = False,
         warmup: bool = True,
+        on_bad_frame: Callable[[FrameError], None] | None = None,
     ) -> RunStats:
         """Predict ``frames`` batch by batch; ``batch_size`` overrides the runner's own for
         this run (the predictor passes a smaller one for a video shorter than a batch).
         ``keep_images`` hands the sink the batch's frames too (``extras["images"]``), for
         trackers that look at pixels (optical flow). ``warmup=False`` skips the warmup for
         this run: a run of one batch has no later batch to keep the cold start away from,
-        so warming up would only run the network one more time before it."""
+        so warming up would only run the network one more time before it. A frame whose
+        network outputs hold NaN or Inf is never handed to the sink: it goes to
+        ``on_bad_frame`` (the run's bad-frame record) as a ``nonfinite`` :class:`FrameError`."""
         stats = RunStats()
         timer = StageTimer()
         size = batch_size or self.batch_size
@@ -163,16 +218,26 @@ class Runner:
         if stager is not None:
             source = staged_batches(source, stager)
         batches = Prefetcher(source, maxsize=self.prefetch)
-        finishing: FinishQueue[FrameBatch, BatchPredictions] = FinishQueue(int(self.overlap))
+        finishing: FinishQueue[FrameBatch, BatchPredictions | _Redo] = FinishQueue(
+            int(self.overlap)
+        )
         # Set while results are handed on: a batch that failed, or a sink that failed (a full
         # disk stays full), is never followed by a later batch.
         handing_on = [False]
 
-        def hand_on(results: Iterable[tuple[FrameBatch, BatchPredictions]]) -> None:
+        def hand_on(results: Iterable[tuple[FrameBatch, BatchPredictions | _Redo]]) -> None:
             handing_on[0] = True
-            for done in results:
-                emit(*done)
+            for batch, preds in results:
+                if isinstance(preds, _Redo):
+                    # Never two threads in one backend: the batches behind this one finish
+                    # first (their results wait in the queue, in order).
+                    finishing.wait()
+                    self._one_by_one(batch, preds.reason, emit, bad_frame)
+                else:
+                    emit(batch, preds)
             handing_on[0] = False
+
+        bad_frame = functools.partial(_bad_frame, on_bad_frame, progress)
 
         def emit(batch: FrameBatch, preds: BatchPredictions) -> None:
             preds = preds.take(batch.n)
@@ -228,6 +293,18 @@ class Runner:
         if start is not None:
             stats.wall_s = time.perf_counter() - start - late_warmup
         return stats
+
+
+def _bad_frame(
+    record: Callable[[FrameError], None] | None,
+    progress: Callable[[int], None] | None,
+    error: FrameError,
+) -> None:
+    """A frame left out of the sink: recorded, and counted as done by the progress."""
+    if record is not None:
+        record(error)
+    if progress is not None:
+        progress(error.count)
 
 
 def _merged(*totals: dict[str, float]) -> dict[str, float]:

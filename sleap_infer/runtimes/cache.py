@@ -15,9 +15,12 @@ sleap_infer's version.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +51,48 @@ def cache_root() -> Path:
     if env:
         return Path(env).expanduser()
     return Path("~/.cache/sleap_infer/exports").expanduser()
+
+
+_FALLBACK: list[Path] = []  # this process's temporary cache, once one was needed
+
+
+def _unwritable(root: Path) -> str | None:
+    """Why exports cannot be written under ``root`` (tried, not guessed: root ignores
+    permission bits), or None."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=root)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def writable_cache_root(say: Callable[[str], None]) -> Path:
+    """Where a new export goes: the cache, or (once per process, with a warning naming the
+    cache and ``$SLEAP_INFER_CACHE``) a temporary cache removed at exit when the cache
+    cannot be written. Prediction goes on either way; only the reuse across runs is lost."""
+    root = cache_root()
+    problem = _unwritable(root)
+    if problem is None:
+        return root
+    if not _FALLBACK:
+        try:
+            temporary = Path(tempfile.mkdtemp(prefix="sleap_infer-exports-"))
+        except OSError as exc:
+            raise ExportError(
+                f"export cache {root} is not writable ({problem}), nor is a temporary folder "
+                f"({exc.strerror or exc}); set {CACHE_ENV} to a writable folder"
+            ) from exc
+        atexit.register(shutil.rmtree, temporary, True)
+        _FALLBACK.append(temporary)
+        say(
+            f"warning: export cache {root} is not writable ({problem}); exporting into a "
+            f"temporary cache {temporary} for this run (set {CACHE_ENV} to a writable "
+            "folder to keep exports between runs)"
+        )
+    return _FALLBACK[0]
 
 
 @dataclass(frozen=True)
@@ -154,7 +199,10 @@ def ensure_export(
     notify: Callable[[str], None] | None = None,
     partners: Sequence[Path] = (),
 ) -> ExportInfo:
-    """An export serving ``request``: next to the model, in the cache, or freshly made."""
+    """An export serving ``request``: next to the model, in the cache, or freshly made
+    (an export folder run on its own: that folder, or an error saying why it cannot)."""
+    if model.export_dir is not None:
+        return own_export(model, request)
     say = notify or (lambda _msg: None)
     skipped: list[str] = []
     for candidate in candidates_next_to(model.path, partners):
@@ -179,6 +227,7 @@ def ensure_export(
             pass  # damaged cache entry: rebuild it below
     for line in skipped:
         say(f"not using {line}")
+    target = writable_cache_root(say) / target.name
     shape = "x".join(str(d) for d in request.input_shape)
     kind = ", raw maps decoded on the host" if request.raw_maps else ""
     say(
@@ -198,4 +247,22 @@ def ensure_export(
     why = misfit(info, model, request)
     if why is not None:  # a bug, not a user error: say so plainly
         raise ExportError(f"{target}: fresh export does not fit its own request ({why})")
+    return info
+
+
+def own_export(model: LoadedModel, request: ExportRequest) -> ExportInfo:
+    """The export folder a model was loaded from, if it can serve ``request``: there is no
+    checkpoint to export again from. Its precision is its own (an fp16 export runs in fp16
+    without ``--fp16``)."""
+    assert model.export_dir is not None
+    info = read_export(model.export_dir)
+    fp16 = info.data.get("precision") == "fp16"
+    if request.fp16 and not fp16:
+        raise ExportError(f"{model.export_dir}: --fp16 asked, but the export is fp32")
+    why = misfit(info, model, replace(request, fp16=fp16))
+    if why is not None:
+        raise ExportError(
+            f"{model.export_dir}: this exported model cannot run the request: {why} "
+            "(export the model again with matching options, or run its model directory)"
+        )
     return info

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sleap_infer.core.artifact import METADATA_NAME, ExportInfo, read_export
-from sleap_infer.core.errors import ExportError
+from sleap_infer.core.errors import ExportError, UsageError
 from sleap_infer.runtimes.cache import cache_root, candidates_next_to
 
 NEXT_TO_MODEL, CACHE = "model", "cache"
@@ -98,6 +98,12 @@ def describe_models(
     from sleap_infer.model.loader import load_model
 
     models = [load_model(p) for p in paths]
+    for model in models:
+        if model.export_dir is not None:  # no network to count or trace
+            raise UsageError(
+                f"{model.export_dir}: an export folder; infer info describes model "
+                f"directories (the folder's {METADATA_NAME} says what it holds)"
+            )
     facts = []
     for model in models:
         partners = [other.path for other in models if other is not model]

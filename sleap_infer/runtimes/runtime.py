@@ -71,6 +71,8 @@ class TorchMaker:
     def __call__(self, model: LoadedModel, partners: Sequence[LoadedModel] = ()) -> ModelBackend:
         from sleap_infer.backends.torch_backend import TorchBackend
 
+        if model.export_dir is not None:
+            raise UsageError(f"{model.export_dir}: an exported model runs without torch")
         return TorchBackend(model.network, self.device, **self.options)
 
 

@@ -26,6 +26,11 @@ def _parts(spec: str) -> list[tuple[int, int | None]]:
         if lo < 0 or (hi is not None and hi < lo):
             raise UsageError(f"--frames: bad range {part!r}")
         out.append((lo, hi))
+    if not out:  # '' or ',': a selection of nothing must not silently mean every frame
+        raise UsageError(
+            f"--frames {spec!r}: selects no frame (omit --frames for every frame, or give "
+            "e.g. 0-99,200 or 500-)"
+        )
     return out
 
 
@@ -38,10 +43,10 @@ def check_frames(spec: str | None) -> None:
 def parse_frames(spec: str | None, n_frames: int | None = None) -> list[int] | None:
     """Sorted unique frame indices from a comma list of ``i``, ``a-b`` (inclusive) or ``a-``.
 
-    ``None`` / empty means every frame. With ``n_frames`` known, open ranges
+    ``None`` means every frame; an empty selection is refused. With ``n_frames`` known, open ranges
     end at the last frame and indices past the end are dropped.
     """
-    if spec is None or not spec.strip():
+    if spec is None:
         return None
     out: set[int] = set()
     for lo, hi in _parts(spec):

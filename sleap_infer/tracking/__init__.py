@@ -21,8 +21,11 @@ from sleap_infer.tracking.base import (
 )
 from sleap_infer.tracking.resolve import resolve_options
 
+MOT_TRACKERS = ("sort", "botsort", "ocsort")  # sleap-nn's SORT family (tracking/mot_core.py)
+
 __all__ = [
     "MASKS",
+    "MOT_TRACKERS",
     "POSES",
     "Assignment",
     "Detections",
@@ -39,6 +42,8 @@ def make_tracker(
     options: TrackingOptions, carrier: str, n_nodes: int, has_embeddings: bool = False
 ) -> Tracker:
     """A fresh tracker for one video (``carrier``: :data:`POSES` or :data:`MASKS`)."""
+    if options.tracker in MOT_TRACKERS:
+        return _mot_tracker(options, carrier, n_nodes)
     resolved = resolve_options(options, carrier, n_nodes, has_embeddings)
     if resolved.tracker == "bytetrack":
         from sleap_infer.tracking.bytetrack import ByteTracker
@@ -47,3 +52,13 @@ def make_tracker(
     from sleap_infer.tracking.classic import ClassicTracker
 
     return ClassicTracker(resolved, carrier)
+
+
+def _mot_tracker(options: TrackingOptions, carrier: str, n_nodes: int) -> Tracker:
+    from sleap_infer.tracking.botsort import BotSortTracker
+    from sleap_infer.tracking.mot_core import mot_params
+    from sleap_infer.tracking.ocsort import OcSortTracker
+    from sleap_infer.tracking.sort import SortTracker
+
+    classes = {"sort": SortTracker, "botsort": BotSortTracker, "ocsort": OcSortTracker}
+    return classes[options.tracker](mot_params(options), carrier, n_nodes)

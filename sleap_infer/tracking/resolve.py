@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sleap_infer.core.errors import UsageError
-from sleap_infer.core.tracking import MASK_WINDOW_SIZE, WINDOW_SIZE, TrackingOptions
+from sleap_infer.core.tracking import MASK_WINDOW_SIZE, MOT_PRESETS, WINDOW_SIZE, TrackingOptions
 from sleap_infer.tracking.base import MASKS
 
 # Which scorings can read which feature (sleap-nn computes these without failing).
@@ -127,6 +127,15 @@ def resolve_options(
     """``options`` with every automatic choice made for this carrier and skeleton."""
     if options.tracker == "bytetrack":
         return _bytetrack_fill(options, carrier, n_nodes)
+    if options.tracker in MOT_PRESETS:  # sleap-nn's SORT family: its preset's thresholds
+        filled = _bytetrack_fill(options, carrier, n_nodes)
+        shared = TrackingOptions()
+        preset = {
+            k: v
+            for k, v in MOT_PRESETS[options.tracker].items()
+            if getattr(options, k) == getattr(shared, k)
+        }
+        return replace(filled, **preset)
     resolved = _fill(options, carrier, n_nodes, has_embeddings)
     features, scoring = str(resolved.features), str(resolved.scoring)
     if scoring not in SCORABLE[features]:

@@ -8,7 +8,9 @@ own exporter needs the whole video's ``Labels`` and fails when nothing was
 found; here the arrays are compressed chunked datasets filled from the
 journal :data:`FLUSH_FRAMES` frames at a time (bounded memory, 10x faster
 than sleap-io's exporter on 1100 frames), and an empty result is a valid
-file with no tracks.
+file with no tracks. The frame axis is the whole video whatever was predicted
+(a frame where nothing was found is NaN, as is one that was not predicted), so
+``--no-empty-frames`` does not change this format.
 
 The track axis says what it is, in the file attribute ``track_axis`` (see
 :mod:`sleap_infer.writers.slots`): class identities for multi-class models, else

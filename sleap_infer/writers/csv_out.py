@@ -21,6 +21,8 @@ what a video happened to contain, so every video of a run has the same header:
   ``track``, ``instance.score`` and the node columns empty.
 
 Rows go frame by frame in prediction order, a frame's instances before its boxes.
+A predicted frame where nothing was found is one row holding only its ``frame_idx``
+(how sleap-io writes an empty frame), unless ``--no-empty-frames`` leaves it out.
 """
 
 from __future__ import annotations
@@ -61,10 +63,7 @@ def write_csv(path: Path, source: Source) -> None:
         fh.write(",".join(columns) + "\n")
         pending: list[pd.DataFrame] = []
         for preds in source.journal.batches():
-            if boxes:
-                rows = _mixed_rows(preds, source, columns, poses)
-            else:
-                rows = _rows(preds, source.class_names, columns)
+            rows = _batch_rows(preds, source, columns, poses, boxes)
             pending.append(rows)
             if sum(len(rows) for rows in pending) >= FLUSH_ROWS:
                 _flush(fh, pending)
@@ -94,22 +93,40 @@ def _rows(
     return table
 
 
-def _mixed_rows(
-    preds: BatchPredictions, source: Source, columns: list[str], poses: bool
+def _batch_rows(
+    preds: BatchPredictions, source: Source, columns: list[str], poses: bool, boxes: bool
 ) -> pd.DataFrame:
-    """Instance rows (when the layout has pose columns) and box rows, frame by frame."""
+    """Instance rows (when the layout has pose columns), box rows (when it has box
+    columns) and, unless left out, a row holding only ``frame_idx`` for each frame
+    where nothing was found (sleap-io's CSV row for an empty frame), frame by frame."""
     parts = []
+    found = np.zeros(len(preds.frame_indices), bool)
     if poses and preds.n_instances:
         table = _rows(preds, source.class_names, columns)
-        table[_ORDER] = 2 * np.nonzero(np.asarray(preds.valid, bool))[0]
+        rows = np.nonzero(np.asarray(preds.valid, bool))[0]
+        table[_ORDER] = 2 * rows
+        found[rows] = True
         parts.append(table)
-    if preds.n_boxes:
+    if boxes and preds.n_boxes:
         parts.append(_box_rows(preds, source.box_categories))
+        found[preds.boxes.frame] = True  # type: ignore[union-attr]
+    if source.empty_frames and not found.all():
+        parts.append(_empty_rows(preds, ~found))
     if not parts:
         return pd.DataFrame(columns=columns)
-    table = pd.concat(parts, ignore_index=True)
+    table = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
     order = np.argsort(table[_ORDER].to_numpy(), kind="stable")
     return table.iloc[order].reindex(columns=columns)
+
+
+def _empty_rows(preds: BatchPredictions, empty: np.ndarray) -> pd.DataFrame:
+    rows = np.flatnonzero(empty)
+    return pd.DataFrame(
+        {
+            "frame_idx": np.asarray(preds.frame_indices)[rows].astype(np.int64),
+            _ORDER: 2 * rows,
+        }
+    )
 
 
 def _box_rows(preds: BatchPredictions, categories: tuple[str, ...]) -> pd.DataFrame:

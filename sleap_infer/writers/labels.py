@@ -12,6 +12,8 @@ name (so the file's category catalog lists each class once, not once per box).
 An embedding model's re-ID vector becomes the instance's ``identity_embedding``
 (float32, as sleap-nn sets it); an all-NaN vector means none, and sets nothing.
 Save with ``sio.save_slp(..., save_embedding_vectors=True)`` to keep them.
+Every frame given becomes a ``LabeledFrame``, one where nothing was found too
+(as sleap-nn 0.3.5 packages them), unless ``empty_frames=False``.
 """
 
 from __future__ import annotations
@@ -73,7 +75,9 @@ class LabelsBuilder:
 
     ``mask_output``: ``"mask"`` keeps masks, ``"polygon"`` only their simplified
     polygons, ``"both"`` both (sleap-nn's ``--mask_output``). ``box_categories``:
-    the box detector's class names, indexed by ``BoxSet.category``.
+    the box detector's class names, indexed by ``BoxSet.category``. ``empty_frames``:
+    a frame where nothing was found is kept as a ``LabeledFrame`` without instances
+    (sleap-nn's default); False leaves it out (its ``--no_empty_frames``).
     """
 
     def __init__(
@@ -84,8 +88,10 @@ class LabelsBuilder:
         mask_output: str = "mask",
         polygon_epsilon: float = POLYGON_EPSILON,
         box_categories: tuple[str, ...] = (),
+        empty_frames: bool = True,
     ) -> None:
         self.video = video
+        self.empty_frames = empty_frames
         self.box_categories = tuple(box_categories)
         self._categories: dict[str, sio.Category] = {}
         self.skeleton = skeleton
@@ -114,7 +120,7 @@ class LabelsBuilder:
             )
             frame_rois = [roi for k, roi in rois if masks.frame[k] == b]
             frame_boxes = self._boxes(preds, b)
-            if instances or frame_masks or frame_rois or frame_boxes:
+            if self.empty_frames or instances or frame_masks or frame_rois or frame_boxes:
                 self.frames.append(
                     sio.LabeledFrame(
                         video=self.video,

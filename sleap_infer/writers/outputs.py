@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import shutil
 from collections.abc import Callable
@@ -31,10 +32,12 @@ if TYPE_CHECKING:
     import sleap_io as sio
 
 from sleap_infer.core.errors import OutputError, OutputExistsError
+from sleap_infer.core.leftovers import owner_tag, remove_stale
+from sleap_infer.core.nwb_metadata import NwbMetadata
 from sleap_infer.core.options import POLYGON_EPSILON
 from sleap_infer.core.polygons import check_mask_output
 from sleap_infer.core.products import Product
-from sleap_infer.journal import Journal, fsync_path
+from sleap_infer.journal import Journal, fsync_path, journal_path
 from sleap_infer.writers.isolate import WriteFailure, reason, run_isolated
 from sleap_infer.writers.registry import FORMATS, OutputFormat, Writer, missing_product, use_instead
 from sleap_infer.writers.slots import Source
@@ -85,6 +88,30 @@ def existing_output(path: Path, fmt: OutputFormat) -> str | None:
     return COMPLETE if is_complete(path, fmt) else FOREIGN
 
 
+def _json_text(value: Any) -> Any:
+    text = value.decode() if isinstance(value, bytes) else value
+    return json.loads(text) if isinstance(text, str) else None
+
+
+def stored_provenance(path: Path) -> dict[str, Any] | None:
+    """The provenance record an output of ours holds (``.slp`` metadata, analysis HDF5's
+    ``provenance`` dataset, NWB's notes), or None where there is none (CSV) or it is
+    unreadable."""
+    try:
+        with h5py.File(path, "r") as f:
+            if "metadata" in f and "json" in f["metadata"].attrs:
+                found = _json_text(f["metadata"].attrs["json"]).get("provenance")
+            elif "provenance" in f:
+                found = _json_text(f["provenance"][()])
+            elif "general/notes" in f:
+                found = _json_text(f["general/notes"][()]).get("provenance")
+            else:
+                found = None
+    except (OSError, ValueError, AttributeError, KeyError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
 def refuse_existing(path: Path, fmt: OutputFormat, overwrite: bool) -> None:
     """Never replace a file unasked: one :class:`OutputExistsError` line unless ``overwrite``.
 
@@ -109,9 +136,45 @@ def existing_message(path: Path, fmt: OutputFormat, found: str) -> str:
     )
 
 
-def _tmp_path(path: Path) -> Path:
-    """A hidden sibling that keeps the real suffix (some exporters check it)."""
-    return path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+_NAME_MAX = 255  # bytes per file name on every common file system (ext4, XFS, APFS, NTFS)
+_PID_WIDTH = 7  # Linux pids reach 4194304
+
+
+def _name_limit(folder: Path) -> int:
+    """The longest file name (bytes) the file system under ``folder`` takes."""
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        return int(os.pathconf(folder, "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError):
+        return _NAME_MAX
+
+
+def name_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be an output here: its name, or its journal's or temporary
+    sibling's, is longer than the file system allows (a 234-character video name plus
+    ``.predictions.slp.partial``). None when it fits."""
+    siblings = (journal_path(path).name, _tmp_path(path, pid=10**_PID_WIDTH - 1).name)
+    longest = max(len(name.encode("utf-8", "surrogateescape")) for name in siblings)
+    limit = _name_limit(path.parent)
+    if longest <= limit:
+        return None
+    return (
+        f"its output name is too long for the file system ({longest} bytes with the "
+        f"journal's or temporary file's additions, at most {limit}); rename the video, "
+        "or give -o a shorter file name"
+    )
+
+
+def _tmp_path(path: Path, pid: int | None = None) -> Path:
+    """A hidden sibling that keeps the real suffix (some exporters check it), named by its
+    owner so a later run can remove it once that process is dead (SIGKILL)."""
+    return path.with_name(f".{path.stem}.{owner_tag(pid)}.tmp{path.suffix}")
+
+
+def remove_stale_tmp(path: Path) -> list[Path]:
+    """Remove temporary siblings of ``path`` left by killed runs (dead owners only)."""
+    return remove_stale(path.parent, f".{path.stem}.", f".tmp{path.suffix}")
 
 
 def _discard(path: Path) -> None:
@@ -146,24 +209,65 @@ def failure_message(path: Path, why: str, code: int | None, needs: int | None) -
     return f"{path}: {what}" + (f" ({', '.join(room)})" if room else "")
 
 
+# Filesystems without hard links say so with these; there the no-replace rename falls back
+# to a check just before an ordinary rename.
+_NO_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.EXDEV})
+
+
+def _rename_no_replace(tmp: Path, path: Path) -> bool:
+    """Move ``tmp`` to ``path`` only if nothing is there, in one step (a hard link fails
+    when the name exists, however close two runs finish); False when something is."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        if exc.errno not in _NO_LINKS:
+            raise
+        if path.exists():
+            return False
+        os.replace(tmp, path)
+        return True
+    tmp.unlink()
+    return True
+
+
+def appeared_message(path: Path, kept: Path | None) -> str:
+    """The line for an output another run finished while this one predicted."""
+    where = f"; this run's predictions are kept in {kept}" if kept is not None else ""
+    return (
+        f"{path}: another run wrote this output while this one was predicting; kept it"
+        f"{where} (--overwrite replaces it)"
+    )
+
+
 def atomic_write(
     path: Path,
     write: Callable[[Path], None],
     needs: int | None = None,
     kept: Path | None = None,
+    replace: bool = True,
 ) -> None:
     """Run ``write(tmp)`` in a child process, fsync, rename onto ``path``; a failure
     leaves ``path`` untouched and no temporary file, and is one :class:`OutputError`.
 
-    ``needs`` (an estimate in bytes) and ``kept`` (where the predictions are
-    safe, e.g. the journal) only go into the message.
+    ``replace=False`` holds a "nothing is there" decision until the rename itself:
+    if another run finished ``path`` meanwhile, it is kept and this is an
+    :class:`OutputExistsError`. ``needs`` (an estimate in bytes) and ``kept`` (where
+    the predictions are safe, e.g. the journal) only go into the message.
     """
     tmp = _tmp_path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_tmp(path)
         run_isolated(lambda: write(tmp))
         fsync_path(tmp)
-        os.replace(tmp, path)
+        if not replace:
+            if not _rename_no_replace(tmp, path):
+                _discard(tmp)
+                raise OutputExistsError(appeared_message(path, kept))
+        else:
+            os.replace(tmp, path)
         with contextlib.suppress(OSError):
             fsync_path(path.parent, directory=True)
     except WriteFailure as exc:
@@ -186,12 +290,19 @@ def _with_hint(message: str, kept: Path | None) -> str:
 
 
 def estimate_bytes(
-    journal: Journal, n_nodes: int, fmt: OutputFormat, mask_output: str = "mask"
+    journal: Journal,
+    n_nodes: int,
+    fmt: OutputFormat,
+    mask_output: str = "mask",
+    empty_frames: bool = True,
 ) -> int:
     """An upper bound of the output's size (before compression) from the journal's counts."""
     sizes = fmt.sizes
     totals = journal.totals
     size = sizes.fixed + totals.instances * (sizes.instance + n_nodes * sizes.point)
+    if empty_frames:
+        empty = max(0, journal.n_predicted - totals.frames_with_instances)
+        size += empty * (sizes.empty_frame + n_nodes * sizes.empty_frame_node)
     if fmt.holds_boxes and totals.boxes:
         size += sizes.box_tables + totals.boxes * sizes.box_row
     if fmt.holds_embeddings and totals.embeddings:
@@ -231,8 +342,12 @@ def write_from_journal(
     polygon_epsilon: float = POLYGON_EPSILON,
     box_categories: tuple[str, ...] = (),
     poses: bool = True,
+    nwb: NwbMetadata | None = None,
+    empty_frames: bool = True,
+    replace: bool = True,
 ) -> None:
-    """Build the output file for a finished video from its journal, atomically.
+    """Build the output file for a finished video from its journal, atomically
+    (``replace=False``: never over a file that appeared meanwhile, see :func:`atomic_write`).
 
     Raises :class:`OutputError` (one line naming ``path``) if it cannot be
     written, or if ``fmt`` cannot hold the masks the journal has (the
@@ -240,7 +355,10 @@ def write_from_journal(
     that never drops masks silently), and likewise for boxes and re-ID vectors;
     the journal is left as it is. ``mask_output`` (``mask``, ``polygon``, ``both``) and
     ``polygon_epsilon`` only matter for ``.slp``; ``box_categories`` (the box
-    detector's class names, which ``BoxSet.category`` indexes) for ``.slp`` and CSV.
+    detector's class names, which ``BoxSet.category`` indexes) for ``.slp`` and CSV;
+    ``nwb`` (the session and subject) for NWB.
+    ``empty_frames``: every predicted frame is in the output, those where nothing was
+    found too (sleap-nn's default); False leaves them out (``--no-empty-frames``).
     """
     check_mask_output(mask_output)
     product = missing_product(fmt, (p for p in Product if journal.totals.of(p)))
@@ -260,7 +378,11 @@ def write_from_journal(
         polygon_epsilon,
         tuple(box_categories),
         poses,
+        nwb or NwbMetadata(),
+        empty_frames,
     )
     write = _writer(fmt)
-    needs = estimate_bytes(journal, len(skeleton.nodes), fmt, mask_output)
-    atomic_write(path, lambda tmp: write(tmp, source), needs=needs, kept=journal.path)
+    needs = estimate_bytes(journal, len(skeleton.nodes), fmt, mask_output, empty_frames)
+    atomic_write(
+        path, lambda tmp: write(tmp, source), needs=needs, kept=journal.path, replace=replace
+    )

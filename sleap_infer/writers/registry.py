@@ -3,8 +3,9 @@
 Like the model-type registry (:mod:`sleap_infer.model.registry`), adding a
 format is one entry here plus its writer module; nothing else branches on
 format names. An entry says which products it has a place for (``holds``):
-only ``.slp`` holds segmentation masks, ``.slp`` and CSV (a row per box) hold
-boxes, only ``.slp`` holds re-ID vectors (on their instances); the per-track
+only ``.slp`` holds segmentation masks, ``.slp``, CSV (a row per box) and
+VIA-tracks CSV (boxes alone) hold boxes, only ``.slp`` holds re-ID vectors (on
+their instances); the per-track
 formats would keep the poses and lose the rest without a word, so
 :func:`missing_product` refuses them before predicting, and again (the
 backstop) before writing. Writers are named as ``"module:function"`` and
@@ -41,6 +42,8 @@ class Sizes:
     point: int  # ... plus per node of it
     box_tables: int = 0  # the boxes' tables, once (formats that hold boxes)
     box_row: int = 0  # per box
+    empty_frame: int = 0  # per predicted frame without instances (kept by default) ...
+    empty_frame_node: int = 0  # ... plus per node (a CSV row's empty cells, NWB's NaNs)
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,10 @@ class OutputFormat:
         return (self.suffix, *self.also_suffixes)
 
     @property
+    def holds_poses(self) -> bool:
+        return Product.POSES in self.holds
+
+    @property
     def holds_masks(self) -> bool:
         return Product.MASKS in self.holds
 
@@ -88,12 +95,18 @@ FORMATS: dict[str, OutputFormat] = {
             "slp",
             ".slp",
             f"{_W}.slp_stream:write_slp",
-            Sizes(32_000, 93, 26, box_tables=48_000, box_row=69 + 3 * 16 + 17),
+            Sizes(32_000, 93, 26, box_tables=48_000, box_row=69 + 3 * 16 + 17, empty_frame=36),
             frozenset(Product),
             hdf5_keys=("frames", "metadata"),
         ),
         OutputFormat(
-            "nwb", ".nwb", f"{_W}.nwb_out:write_nwb", Sizes(256_000, 8, 24), needs=NWB_PACKAGES
+            "nwb",
+            ".nwb",
+            f"{_W}.nwb_out:write_nwb",
+            # An empty frame: NaN points and scores in every track's series (one track
+            # counted), and its timestamp.
+            Sizes(256_000, 8, 24, empty_frame=8, empty_frame_node=24),
+            needs=NWB_PACKAGES,
         ),
         OutputFormat(
             "analysis-h5",
@@ -107,9 +120,30 @@ FORMATS: dict[str, OutputFormat] = {
             "csv",
             ".csv",
             f"{_W}.csv_out:write_csv",
-            Sizes(1_000, 50, 60, box_tables=100, box_row=130),
+            Sizes(1_000, 50, 60, box_tables=100, box_row=130, empty_frame=12, empty_frame_node=3),
             frozenset({Product.POSES, Product.BOXES}),
             ("pandas",),
+            hdf5_keys=None,
+        ),
+        # DeepLabCut-style CSV through sleap-io's writer: a row per video frame, x, y and
+        # likelihood per node per track (the per-instance sizes bound the numbers).
+        OutputFormat(
+            "dlc-csv",
+            ".dlc.csv",
+            f"{_W}.dlc_csv:write_dlc_csv",
+            Sizes(1_000, 30, 60),
+            needs=("pandas",),
+            also_suffixes=(".csv",),
+            hdf5_keys=None,
+        ),
+        # VIA-tracks CSV: a row per box (about 230 bytes), boxes only.
+        OutputFormat(
+            "via-csv",
+            ".via.csv",
+            f"{_W}.via_csv:write_via_csv",
+            Sizes(200, 0, 0, box_tables=0, box_row=260),
+            frozenset({Product.BOXES}),
+            also_suffixes=(".csv",),
             hdf5_keys=None,
         ),
     )
@@ -135,9 +169,9 @@ def missing_product(fmt: OutputFormat, products: Iterable[Product]) -> Product |
 
 
 def use_instead(product: Product) -> str:
-    """``use --format slp or csv``: the formats that do hold ``product``."""
+    """``use --format slp, csv or via-csv``: the formats that do hold ``product``."""
     names = [f.name for f in FORMATS.values() if product in f.holds]
-    return "use --format " + " or ".join(names)
+    return "use --format " + " or ".join([", ".join(names[:-1]), names[-1]] if names[1:] else names)
 
 
 def refuse(fmt: OutputFormat, products: Iterable[Product], models: str) -> None:

@@ -13,12 +13,13 @@ an identity to every tool that reads the file.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import sleap_io as sio
 
+from sleap_infer.core.nwb_metadata import NwbMetadata
 from sleap_infer.core.options import POLYGON_EPSILON
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.journal import Journal
@@ -43,6 +44,8 @@ class Source:
     polygon_epsilon: float = POLYGON_EPSILON
     box_categories: tuple[str, ...] = ()  # a box detector's class names (slp and csv hold boxes)
     poses: bool = True  # the models predict keypoint instances (a lone box detector does not)
+    nwb: NwbMetadata = field(default_factory=NwbMetadata)  # session and subject (NWB only)
+    empty_frames: bool = True  # predicted frames where nothing was found are written too
 
     @property
     def node_names(self) -> list[str]:

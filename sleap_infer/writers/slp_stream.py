@@ -36,6 +36,10 @@ masks still gets its ``frames`` row (no instances), as sleap-io writes a
 content (1.9 for predicted masks or ROIs, 2.1 once a mask has a scale or
 offset), which the frame-less shell cannot know: :meth:`close` raises it.
 
+Every predicted frame gets its ``frames`` row, those where nothing was found
+too (a ``LabeledFrame`` without instances, as sleap-nn 0.3.5 writes them);
+``empty_frames=False`` leaves them out (sleap-nn's ``--no_empty_frames``).
+
 Boxes go into sleap-io's ``bboxes/`` group (one column dataset per field, as
 ``write_bboxes`` makes it), created at the first box; a frame with only boxes
 gets its ``frames`` row too. A named category also goes into sleap-io's
@@ -181,7 +185,8 @@ class StreamingSlpWriter:
     ``PredictedROI`` (see :mod:`sleap_infer.core.polygons`), ``"both"`` both.
     ``box_categories`` names a box's category index (the model's classes);
     ``expected_boxes`` sizes the box columns' chunks, ``expected_embeddings``
-    the re-ID vectors' (see the module docstring).
+    the re-ID vectors' (see the module docstring). ``empty_frames``: a frame where
+    nothing was found is a row too (False: only frames with something in them).
     """
 
     def __init__(
@@ -201,8 +206,10 @@ class StreamingSlpWriter:
         box_categories: tuple[str, ...] = (),
         expected_boxes: int | None = None,
         expected_embeddings: int | None = None,
+        empty_frames: bool = True,
     ) -> None:
         self.path = path
+        self.empty_frames = empty_frames
         self.box_categories = tuple(box_categories)
         self.n_nodes = len(skeleton.nodes)
         self.n_tracks = len(tracks)
@@ -312,8 +319,8 @@ class StreamingSlpWriter:
         table[start:] = rows
 
     def add(self, preds: BatchPredictions) -> None:
-        """Frames with a valid instance, a mask, a polygon or a box become rows, in the order
-        given."""
+        """Every frame becomes a row, in the order given (without ``empty_frames``: only
+        frames with a valid instance, a mask, a polygon or a box)."""
         if preds.frame_indices is None:
             raise ValueError("BatchPredictions.frame_indices must be set before writing")
         frame_indices = np.asarray(preds.frame_indices)
@@ -322,7 +329,7 @@ class StreamingSlpWriter:
         per_frame = valid.sum(axis=1)
         masks = packaged(preds.masks)
         rois = mask_rois(masks, self.polygon_epsilon) if self.write_rois and len(masks) else []
-        kept = per_frame > 0
+        kept = (per_frame > 0) | self.empty_frames
         if self.write_masks:
             kept |= np.bincount(masks.frame, minlength=n_rows)[:n_rows] > 0
         for k, _ in rois:
@@ -593,6 +600,7 @@ def write_slp(path: Path, source: Source) -> None:
     tracks = [sio.Track(name=n) for n in source.class_names]
     journal = source.journal
     totals = journal.totals
+    frames = journal.n_predicted if source.empty_frames else totals.frames_with_instances
     with StreamingSlpWriter(
         path,
         source.video,
@@ -600,7 +608,7 @@ def write_slp(path: Path, source: Source) -> None:
         tracks,
         source.provenance,
         expected_instances=totals.instances,
-        expected_frames=totals.frames_with_instances,
+        expected_frames=frames,
         expected_masks=totals.masks,
         expected_rle_bytes=totals.mask_rle_bytes,
         mask_output=source.mask_output,
@@ -608,6 +616,7 @@ def write_slp(path: Path, source: Source) -> None:
         box_categories=source.box_categories,
         expected_boxes=totals.boxes,
         expected_embeddings=totals.embeddings,
+        empty_frames=source.empty_frames,
     ) as writer:
         for batch in journal.batches():
             writer.add(batch)

@@ -256,6 +256,7 @@ def test_choices_are_validated_and_listed_by_the_command_line() -> None:
     help_text = runner.invoke(app, ["predict", "--help"], env={"COLUMNS": "160"}).output
     assert "torch|onnx|openvino|trt" in help_text and "slp|nwb|analysis-h5|csv" in help_text
     export_help = runner.invoke(app, ["export", "--help"], env={"COLUMNS": "160"}).output
-    assert "--runtime" in export_help and "onnx|trt" in export_help
+    assert "-f, --format, --runtime" in export_help
+    assert "onnx|openvino|trt|tensorrt|both" in export_help
     bench_help = runner.invoke(app, ["bench", "--help"], env={"COLUMNS": "160"}).output
-    assert "torch|onnx|openvino|trt|all" in bench_help
+    assert "torch, onnx, openvino, trt, all" in bench_help

@@ -13,7 +13,7 @@ import sleap_io as sio
 import torch
 
 import scene
-from conftest import SYNTHETIC_MODEL, fixture_model
+from conftest import SYNTHETIC_MODEL, fixture_model, predicted_poses
 
 
 def infer(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -143,7 +143,22 @@ def test_default_output_name_next_to_video(tmp_path: Path) -> None:
         (["export", "{model}", "{model}"], 2, "cannot export models of types single_instance"),
         (["export", "{model}", "--batch", "2", "--dynamic-batch"], 2, "exclude each other"),
         (["export", "{model}", "--input-size", "big"], 2, "--input-size 'big'"),
-        (["export", "{model}", "--runtime", "tflite"], 2, "--runtime: 'tflite' is not one of"),
+        (["export", "{model}", "--runtime", "tflite"], 2, "--format: 'tflite' is not one of"),
+        # Lists take commas; a space-separated list is a usage error, not a missing model.
+        (["bench", "{model}", "--batch-sizes", "1", "4"], 2, "a list takes commas"),
+        (["bench", "{model}", "--backend", "torch", "onnx"], 2, "--backend torch onnx"),
+        (["bench", "{model}", "--backend", "torch,caffe"], 2, "unknown backend 'caffe'"),
+        # sleap-nn's flags: refused by name, with the reason.
+        (
+            ["predict", "-i", "{video}", "--model_paths", "{model}", "--tracker", "botsort"],
+            2,
+            "--tracker botsort: not implemented yet in infer (classic, bytetrack available)",
+        ),
+        (
+            ["predict", "{video}", "-m", "{model}", "--mask_backend", "sam"],
+            2,
+            "--mask_backend: SAM",
+        ),
         (["export", "{model}", "-o", "{video}"], 1, "exists and is not an export directory"),
     ],
 )
@@ -238,11 +253,7 @@ def test_bench_rejects_input_and_size_together(tmp_path: Path) -> None:
 
 
 def _instances(path: Path) -> tuple[list[int], np.ndarray, np.ndarray]:
-    labels = sio.load_slp(str(path))
-    frames = [lf.frame_idx for lf in labels]
-    points = np.stack([np.stack([i.numpy() for i in lf.instances]) for lf in labels])
-    scores = np.array([[i.score for i in lf.instances] for lf in labels])
-    return frames, points, scores
+    return predicted_poses(path)  # empty frames padded with NaN
 
 
 def _same_instances(a: Path, b: Path, atol: float = 0.05) -> None:
@@ -268,7 +279,8 @@ def test_export_command_writes_onnx_and_metadata(tmp_path: Path) -> None:
 def test_predict_onnx_writes_the_same_instances_as_torch(tmp_path: Path) -> None:
     video = tmp_path / "synthetic.mp4"
     scene.write_video(video, n_frames=12, seed=3)
-    common = ["-m", str(SYNTHETIC_MODEL), "--device", "cpu", "-b", "4", "-q"]
+    # --progress none, not -q: -q would hide the export notice (it prints only errors).
+    common = ["-m", str(SYNTHETIC_MODEL), "--device", "cpu", "-b", "4", "--progress", "none"]
     res = infer("predict", str(video), *common, "-o", str(tmp_path / "torch.slp"))
     assert res.returncode == 0, res.stderr
     res = infer(

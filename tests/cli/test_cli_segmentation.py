@@ -47,21 +47,22 @@ def test_masks_are_written_and_counted(seg_inputs: tuple[Path, Path], tmp_path: 
     assert {(m.height, m.width, m.scale) for m in masks} == {(24, 32, (0.5, 0.5))}
     record = json.loads(summary.read_text())["videos"][0]
     assert (record["masks"], record["instances"]) == (len(masks), 0)
-    assert record["frames_with_instances"] == len(labels.labeled_frames)
+    assert record["frames_with_instances"] == sum(bool(lf.masks) for lf in labels.labeled_frames)
     mean = np.mean([m.score for m in masks])
     assert record["mean_score"] == pytest.approx(mean, rel=1e-5)
     assert f"{len(masks)} masks" in res.stderr  # the per-video line counts masks
 
 
+@pytest.mark.parametrize("fmt", ["csv", "dlc-csv", "via-csv"])
 def test_formats_without_masks_are_refused_before_predicting(
-    seg_inputs: tuple[Path, Path], tmp_path: Path
+    seg_inputs: tuple[Path, Path], tmp_path: Path, fmt: str
 ) -> None:
     model, video = seg_inputs
     out = tmp_path / "out.csv"
-    res = infer("predict", str(video), "-m", str(model), "-o", str(out), "--format", "csv")
+    res = infer("predict", str(video), "-m", str(model), "-o", str(out), "--format", fmt)
     assert res.returncode == 2
     lines = [line for line in res.stderr.splitlines() if "error" in line]
-    assert len(lines) == 1 and "--format csv cannot hold segmentation masks" in lines[0]
+    assert len(lines) == 1 and f"--format {fmt} cannot hold segmentation masks" in lines[0]
     assert list(tmp_path.iterdir()) == []  # no output, no journal
 
 

@@ -115,11 +115,13 @@ def test_to_labels_saves_and_reloads(
 ) -> None:
     pred = pipe.predict(frames)
     labels = pred.to_labels()
-    assert len(labels) == int(pred.valid.any(axis=1).sum())
+    # Every predicted frame, those where nothing was found too, as infer predict writes.
+    assert [lf.frame_idx for lf in labels] == pred.frame_indices.tolist()
+    assert sum(bool(lf.instances) for lf in labels) == int(pred.valid.any(axis=1).sum())
     path = tmp_path / "mem.slp"
     labels.save(str(path))
     again = sio.load_slp(str(path))
-    first = next(iter(again))
+    first = next(lf for lf in again if lf.instances)
     row = int(np.flatnonzero(pred.frame_indices == first.frame_idx)[0])
     slot = int(np.flatnonzero(pred.valid[row])[0])
     assert np.array_equal(first.instances[0].numpy(), pred.points[row, slot].astype(np.float64))
@@ -184,3 +186,17 @@ def test_batch_predict(video: Path, tmp_path: Path) -> None:
     assert outcome.task.output.exists()
     again = sleap_infer.predict([video], SYNTHETIC_MODEL, output=tmp_path / "out", device="cpu")
     assert again.outcomes[0].status == "skipped"
+
+
+def test_to_labels_leaves_empty_frames_out_when_asked(frames: np.ndarray) -> None:
+    """``no_empty_frames=True`` (``--no-empty-frames``): only frames where something was
+    found; the same frames are predicted either way."""
+    quiet = sleap_infer.load(SYNTHETIC_MODEL, device="cpu", peak_threshold=2.0)
+    dropping = sleap_infer.load(
+        SYNTHETIC_MODEL, device="cpu", peak_threshold=2.0, no_empty_frames=True
+    )
+    kept, dropped = quiet.predict(frames), dropping.predict(frames)
+    assert len(kept) == len(dropped) == N_FRAMES
+    assert kept.counts.instances == 0  # nothing reaches a peak of 2
+    assert [lf.frame_idx for lf in kept.to_labels()] == list(range(N_FRAMES))
+    assert len(dropped.to_labels()) == 0

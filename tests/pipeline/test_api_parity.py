@@ -169,6 +169,9 @@ def test_api_equals_infer_predict(
     _assert_masks_equal(pred, rebuilt)
     _assert_boxes_equal(pred, rebuilt)
     assert pred.counts.instances == sum(len(lf.instances) for lf in written)
+    # Both keep every predicted frame, the empty ones too (sleap-nn's default).
+    frames = pred.frame_indices.tolist()
+    assert [lf.frame_idx for lf in written] == [lf.frame_idx for lf in rebuilt] == frames
     assert pred.counts.of(pred.counts.headline) > 0  # something was found and compared
 
 

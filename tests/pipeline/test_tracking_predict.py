@@ -52,8 +52,13 @@ CLEANUP = [
 
 @pytest.mark.parametrize(
     "extra",
-    [[], ["--use-flow"], ["--tracker", "bytetrack"], CLEANUP],
-    ids=["classic", "optical-flow", "bytetrack", "cull-clean-connect"],
+    [
+        [],
+        ["--use-flow"],
+        *(["--tracker", n] for n in ("bytetrack", "sort", "botsort", "ocsort")),
+        CLEANUP,
+    ],
+    ids=["classic", "optical-flow", "bytetrack", "sort", "botsort", "ocsort", "cull-clean-connect"],
 )
 def test_killed_tracked_run_resumes_to_identical_tracks(
     shared: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, extra: list[str]

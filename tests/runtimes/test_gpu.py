@@ -699,7 +699,7 @@ def test_two_gpus_write_what_one_gpu_writes(tmp_path: Path) -> None:
     for i in range(2):
         scene.write_video(clips / f"clip{i}.mp4", n_frames=12, seed=i)
     args = [sys.executable, "-m", "sleap_infer", "predict", str(clips)]
-    args += ["--model", str(SYNTHETIC_MODEL), "-q"]
+    args += ["--model", str(SYNTHETIC_MODEL), "--progress", "none"]  # -q hides the model line
     workers = subprocess.run(
         [*args, "--devices", "cuda:0,cuda:1", "-o", str(tmp_path / "w")],
         capture_output=True,

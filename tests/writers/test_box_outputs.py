@@ -316,12 +316,27 @@ def test_csv_of_a_box_detector_is_one_row_per_box(tmp_path: Path) -> None:
         for frame, rows in _expected_boxes(batches, CLASSES).items()
         for row in rows
     ]
-    assert len(table) == len(want) > 0
-    for got, w in zip(table.itertuples(index=False), want, strict=True):
+    # A predicted frame without a box is one row holding only its frame_idx (kept by
+    # default, as sleap-nn keeps empty frames), in frame order among the box rows.
+    predicted = [int(f) for b in batches for f in b.frame_indices]
+    empty = table["x1"] == ""
+    assert sorted(set(table["frame_idx"])) == predicted
+    assert table.loc[empty, "frame_idx"].tolist() == sorted(set(predicted) - {w[0] for w in want})
+    assert (table.loc[empty, ["y1", "x2", "y2", "score", "category"]] == "").all().all()
+    assert table["frame_idx"].is_monotonic_increasing
+    boxes = table[~empty].astype({"x1": float, "y1": float, "x2": float, "y2": float})
+    assert len(boxes) == len(want) > 0
+    for got, w in zip(boxes.itertuples(index=False), want, strict=True):
         assert got.frame_idx == w[0]
         assert (got.x1, got.y1, got.x2, got.y2) == w[1:5]  # repr round trip: exact
-        assert got.score == pytest.approx(w[5], abs=1e-7)
+        assert float(got.score) == pytest.approx(w[5], abs=1e-7)
         assert got.category == w[6]
+    (tmp_path / "no_empty").mkdir()
+    dropped = _from_journal(
+        tmp_path / "no_empty", batches, "csv", box_categories=CLASSES, poses=False,
+        empty_frames=False,
+    )  # fmt: skip
+    assert len(pd.read_csv(dropped)) == len(want)  # --no-empty-frames: one row per box only
 
 
 def test_csv_with_poses_and_boxes_has_both_row_kinds(tmp_path: Path) -> None:
@@ -334,9 +349,16 @@ def test_csv_with_poses_and_boxes_has_both_row_kinds(tmp_path: Path) -> None:
     ]  # fmt: skip
     table = pd.read_csv(out)
     is_box = table["x1"].notna()
+    is_empty = table["x1"].isna() & table["instance.score"].isna()  # a frame_idx-only row
     n_instances = sum(b.n_instances for b in batches)
     assert int(is_box.sum()) == sum(b.n_boxes for b in batches)
-    assert int((~is_box).sum()) == n_instances
+    assert int((~is_box & ~is_empty).sum()) == n_instances
+    found = {int(f) for f in table.loc[~is_empty, "frame_idx"]}
+    predicted = {int(f) for b in batches for f in b.frame_indices}
+    assert sorted(table.loc[is_empty, "frame_idx"]) == sorted(predicted - found)
+    assert table.loc[is_empty].drop(columns="frame_idx").isna().all().all()
+    table = table[~is_empty]
+    is_box = is_box[~is_empty]
     assert table.loc[is_box, ["instance.score", "a.x", "b.score"]].isna().all().all()
     assert table.loc[~is_box, ["x1", "score", "category"]].isna().all().all()
     assert np.all(np.diff(table["frame_idx"].to_numpy()) >= 0)  # frame by frame
@@ -369,11 +391,24 @@ def test_csv_of_a_box_detector_that_found_nothing_has_the_box_header(tmp_path: P
         skeleton=_skeleton(),
         box_categories=("object",),
         poses=False,
+        empty_frames=False,
     )
     assert out.read_text() == "frame_idx,x1,y1,x2,y2,score,category\n"
+    (tmp_path / "kept").mkdir()
+    kept = _from_journal(
+        tmp_path / "kept",
+        [_batch(rng, 0, boxes=False)],
+        "csv",
+        skeleton=_skeleton(),
+        box_categories=("object",),
+        poses=False,
+    )  # by default each predicted frame is a row, empty here
+    assert kept.read_text() == "frame_idx,x1,y1,x2,y2,score,category\n" + "".join(
+        f"{i},,,,,,\n" for i in range(4)
+    )
 
 
-@pytest.mark.parametrize("fmt", ["analysis-h5", "nwb"])
+@pytest.mark.parametrize("fmt", ["analysis-h5", "nwb", "dlc-csv"])
 def test_formats_without_boxes_refuse_a_journal_with_boxes(tmp_path: Path, fmt: str) -> None:
     rng = np.random.default_rng(12)
     batches = [_batch(rng, 0, poses=True), _batch(rng, 4)]
@@ -384,25 +419,25 @@ def test_formats_without_boxes_refuse_a_journal_with_boxes(tmp_path: Path, fmt: 
     assert "\n" not in message
     assert message == (
         f"{tmp_path / f'out.{fmt}'}: --format {fmt} has no place for bounding boxes "
-        f"({n} predicted, kept in {tmp_path / 'j.partial'}); use --format slp or csv"
+        f"({n} predicted, kept in {tmp_path / 'j.partial'}); use --format slp, csv or via-csv"
     )
     assert not (tmp_path / f"out.{fmt}").exists()
 
 
-@pytest.mark.parametrize("fmt", ["analysis-h5", "nwb"])
+@pytest.mark.parametrize("fmt", ["analysis-h5", "nwb", "dlc-csv"])
 def test_the_per_track_formats_refuse_boxes_before_writing(tmp_path: Path, fmt: str) -> None:
     """The backstop every format goes through (the registry's ``holds``), not one per writer."""
     rng = np.random.default_rng(13)
     batches = [_batch(rng, 0), _batch(rng, 4, poses=True)]  # boxes, and poses with boxes
     journal = read_journal(write_journal(tmp_path / "j.partial", batches))
     out = tmp_path / f"x{FORMATS[fmt].suffix}"
-    with pytest.raises(OutputError, match="has no place for bounding boxes .*slp or csv"):
+    with pytest.raises(OutputError, match="has no place for bounding boxes .*slp, csv or via"):
         write_from_journal(journal, out, FORMATS[fmt], _video(), _skeleton(), (), {})
     assert not out.exists()
 
 
 def test_formats_hold_boxes() -> None:
-    assert {n for n, f in FORMATS.items() if f.holds_boxes} == {"slp", "csv"}
+    assert {n for n, f in FORMATS.items() if f.holds_boxes} == {"slp", "csv", "via-csv"}
     assert {n for n, f in FORMATS.items() if f.holds_masks} == {"slp"}
 
 

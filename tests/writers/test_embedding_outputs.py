@@ -291,7 +291,7 @@ def test_write_from_journal_writes_the_vectors_to_slp(tmp_path: Path) -> None:
     assert_same_datasets(tmp_path / "ref.slp", out)
 
 
-@pytest.mark.parametrize("fmt", ["csv", "analysis-h5", "nwb"])
+@pytest.mark.parametrize("fmt", ["csv", "analysis-h5", "nwb", "dlc-csv"])
 def test_formats_without_vectors_refuse_a_journal_with_vectors(tmp_path: Path, fmt: str) -> None:
     batches = _mix(11)
     n = sum(v is not None for v in _expected(batches).values())

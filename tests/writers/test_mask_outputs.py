@@ -139,7 +139,7 @@ def _assert_same_tables(ref: Path, got: Path, names: list[str] | None = None) ->
 
 
 def _stream(
-    path: Path, batches: list[BatchPredictions], mask_output: str = "mask", **hints: int
+    path: Path, batches: list[BatchPredictions], mask_output: str = "mask", **hints: int | bool
 ) -> None:
     with StreamingSlpWriter(
         path, _video(), _skeleton(), [], {"run": 1}, mask_output=mask_output, **hints
@@ -271,20 +271,28 @@ def test_frames_with_masks_only_get_a_row_and_nothing_found_has_no_mask_tables(
     tmp_path: Path,
 ) -> None:
     batches, expected = _batches(3, seed=4)
-    _stream(tmp_path / "s.slp", batches)
-    tables = _tables(tmp_path / "s.slp")
-    assert len(tables["instances"]) == 0
-    assert tables["frames"]["frame_idx"].tolist() == sorted({f for f, _ in expected})
-    assert (tables["frames"]["instance_id_start"] == tables["frames"]["instance_id_end"]).all()
+    predicted = [int(f) for b in batches for f in b.frame_indices]
+    with_masks = sorted({f for f, _ in expected})
+    assert with_masks != predicted  # some frames have no mask
+    for keep, frames in ((False, with_masks), (True, predicted)):
+        _stream(tmp_path / "s.slp", batches, empty_frames=keep)
+        tables = _tables(tmp_path / "s.slp")
+        assert len(tables["instances"]) == 0
+        assert tables["frames"]["frame_idx"].tolist() == frames  # empty frames kept by default
+        starts, ends = tables["frames"]["instance_id_start"], tables["frames"]["instance_id_end"]
+        assert (starts == ends).all()
 
     for b in batches:  # only empty masks left: a file like sio.save_slp of nothing
         b.masks = b.masks.select(~has_pixels(b.masks))
-    _stream(tmp_path / "e.slp", batches)
     nothing = sio.Labels(videos=[_video()], skeletons=[_skeleton()], provenance={"run": 1})
     sio.save_slp(nothing, str(tmp_path / "r.slp"))
-    assert sorted(_tables(tmp_path / "e.slp")) == sorted(_tables(tmp_path / "r.slp"))
-    assert _format_id(tmp_path / "e.slp") == _format_id(tmp_path / "r.slp")
-    assert len(sio.load_slp(str(tmp_path / "e.slp"))) == 0
+    for keep, frames in ((False, []), (True, predicted)):
+        _stream(tmp_path / "e.slp", batches, empty_frames=keep)
+        assert sorted(_tables(tmp_path / "e.slp")) == sorted(_tables(tmp_path / "r.slp"))
+        assert _format_id(tmp_path / "e.slp") == _format_id(tmp_path / "r.slp")
+        labels = sio.load_slp(str(tmp_path / "e.slp"))
+        assert [lf.frame_idx for lf in labels] == frames
+        assert not any(lf.masks or lf.instances for lf in labels)
 
 
 def test_masks_of_a_batch_out_of_frame_order_are_grouped_by_frame(tmp_path: Path) -> None:
@@ -352,7 +360,7 @@ def test_write_from_journal_passes_the_mask_output_on(tmp_path: Path, mask_outpu
         assert [r.geometry.wkt for lf in labels for r in lf.rois] == coarse
 
 
-@pytest.mark.parametrize("fmt", ["csv", "analysis-h5", "nwb"])
+@pytest.mark.parametrize("fmt", ["csv", "analysis-h5", "nwb", "dlc-csv", "via-csv"])
 def test_formats_without_masks_refuse_a_journal_with_masks(tmp_path: Path, fmt: str) -> None:
     assert [f.name for f in FORMATS.values() if f.holds_masks] == ["slp"]
     batches, expected = _batches(2, seed=8)

@@ -7,7 +7,6 @@ import csv
 import importlib.util
 import json
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
 import h5py
@@ -16,133 +15,34 @@ import pytest
 import sleap_io as sio
 
 from sleap_infer.core.errors import UsageError
-from sleap_infer.core.predictions import BatchPredictions
-from sleap_infer.journal import JournalWriter, read_journal
-from sleap_infer.model.config import parse_config
-from sleap_infer.sources.video import VideoInfo
-from sleap_infer.writers.labels import make_skeleton, make_video
+from sleap_infer.journal import read_journal
 from sleap_infer.writers.outputs import is_complete, write_from_journal
 from sleap_infer.writers.registry import FORMATS, get_format
 
 from conftest import fixture_model
-from model_factory import config_dict
-
-N_FRAMES = 12  # the video's length; frames 3 and 7 are never predicted (sparse on purpose)
-CASES = ("untracked", "identities", "single", "empty")
-HAS_NWB = importlib.util.find_spec("pynwb") is not None
-needs_nwb = pytest.mark.skipif(not HAS_NWB, reason="pynwb not installed")
-
-
-@dataclass
-class Expected:
-    """One predicted instance, as the test built it (independent of the writers)."""
-
-    frame: int
-    points: np.ndarray  # (nodes, 2)
-    point_scores: np.ndarray
-    score: float
-    track: str | None
+from output_cases import (
+    CASES,
+    HAS_NWB,
+    N_FRAMES,
+    expected_slots,
+    journal_from_labels,
+    make_case,
+    needs_nwb,
+    write,
+)
 
 
-@dataclass
-class Case:
-    batches: list[BatchPredictions]
-    model_type: str
-    class_names: tuple[str, ...]
-
-    @property
-    def instances(self) -> list[Expected]:
-        """Every valid instance, frame by frame in model order (the .slp's order)."""
-        out = []
-        for b in self.batches:
-            for f, i in zip(*np.nonzero(b.valid)):
-                cid = -1 if b.class_ids is None else int(b.class_ids[f, i])
-                track = self.class_names[cid] if 0 <= cid < len(self.class_names) else None
-                out.append(
-                    Expected(
-                        int(b.frame_indices[f]),
-                        b.points[f, i],
-                        b.point_scores[f, i],
-                        float(b.instance_scores[f, i]),
-                        track,
-                    )
-                )
-        return out
-
-    def by_frame(self, placed_only: bool = False) -> dict[int, list[Expected]]:
-        """Instances per frame; ``placed_only`` drops those an identity model gave no class."""
-        frames: dict[int, list[Expected]] = {}
-        for inst in self.instances:
-            if placed_only and self.class_names and inst.track is None:
-                continue
-            frames.setdefault(inst.frame, []).append(inst)
-        return frames
-
-
-def make_case(kind: str, seed: int = 0) -> Case:
-    rng = np.random.default_rng(seed)
-    model_type = {"identities": "multi_class_bottomup", "single": "single_instance"}.get(
-        kind, "bottomup"
-    )
-    n_inst = 1 if kind == "single" else 3
-    frames = [f for f in range(N_FRAMES) if f not in (3, 7)]
-    batches = []
-    for start in range(0, len(frames), 4):
-        idx = np.array(frames[start : start + 4])
-        n = len(idx)
-        points = rng.uniform(0, 90, (n, n_inst, 3, 2)).astype(np.float32)
-        points[rng.uniform(size=(n, n_inst, 3)) < 0.15] = np.nan  # nodes not found
-        valid = rng.uniform(size=(n, n_inst)) < 0.75
-        valid[0, : min(2, n_inst)] = True  # at least one frame with two animals
-        if kind == "empty":
-            valid[:] = False
-        batch = BatchPredictions(
-            points=points,
-            point_scores=rng.uniform(0.2, 1, (n, n_inst, 3)).astype(np.float32),
-            instance_scores=rng.uniform(0.5, 3, (n, n_inst)).astype(np.float32),
-            valid=valid,
-            frame_indices=idx,
-        )
-        if kind == "identities":
-            ids = np.stack([rng.permutation(3) for _ in range(n)]).astype(np.int32) - 1
-            batch.class_ids = ids  # -1, 0, 1 in a random order: one animal per frame has no class
-            batch.class_scores = rng.uniform(0.5, 1, (n, n_inst)).astype(np.float32)
-        batches.append(batch)
-    class_names = ("female", "male") if kind == "identities" else ()
-    return Case(batches, model_type, class_names)
-
-
-def write(tmp_path: Path, case: Case, fmt_name: str) -> Path:
-    journal_file = tmp_path / "j.partial"
-    with JournalWriter(journal_file, header={"fingerprint": {}}) as w:
-        for batch in case.batches:
-            w.write_batch(batch)
-    cfg = parse_config(config_dict(case.model_type))
-    info = VideoInfo(tmp_path / "v.mp4", N_FRAMES, 30.0, 64, 96, True, "h264")
-    fmt = get_format(fmt_name)
-    out = tmp_path / f"v.mp4.predictions{fmt.suffix}"
-    write_from_journal(
-        read_journal(journal_file),
-        out,
-        fmt,
-        make_video(info),
-        make_skeleton(cfg),
-        case.class_names,
-        {"run": "test"},
-    )
-    assert is_complete(out, fmt)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["j.partial", out.name]  # no temp
-    return out
-
-
+@pytest.mark.parametrize("empty_frames", [True, False])
 @pytest.mark.parametrize("kind", CASES)
-def test_slp(tmp_path: Path, kind: str) -> None:
+def test_slp(tmp_path: Path, kind: str, empty_frames: bool) -> None:
     case = make_case(kind)
-    labels = sio.load_slp(str(write(tmp_path, case, "slp")))
+    labels = sio.load_slp(str(write(tmp_path, case, "slp", empty_frames)))
     expected = case.by_frame()
-    assert [lf.frame_idx for lf in labels] == sorted(expected)
+    # Every predicted frame, as sleap-nn writes them; --no-empty-frames: those with instances.
+    assert [lf.frame_idx for lf in labels] == (case.predicted if empty_frames else sorted(expected))
+    assert len(case.predicted) > len(expected)  # the cases do have empty frames
     for lf in labels:
-        want = expected[lf.frame_idx]
+        want = expected.get(lf.frame_idx, [])
         assert len(lf.instances) == len(want)
         for inst, exp in zip(lf.instances, want):
             np.testing.assert_array_equal(inst.numpy(), exp.points)
@@ -156,15 +56,28 @@ def _cell(text: str) -> float:
     return float(text) if text else float("nan")
 
 
+@pytest.mark.parametrize("empty_frames", [True, False])
 @pytest.mark.parametrize("kind", CASES)
-def test_csv_has_a_header_and_one_row_per_instance(tmp_path: Path, kind: str) -> None:
+def test_csv_has_a_header_and_one_row_per_instance(
+    tmp_path: Path, kind: str, empty_frames: bool
+) -> None:
     case = make_case(kind)
-    out = write(tmp_path, case, "csv")
+    out = write(tmp_path, case, "csv", empty_frames)
     with out.open(newline="") as fh:
         rows = list(csv.reader(fh))
     nodes = [f"{n}.{f}" for n in ("head", "thorax", "tail") for f in ("x", "y", "score")]
     assert rows[0] == ["track", "frame_idx", "instance.score", *nodes]
     expected = case.instances
+    # A predicted frame without instances is one row with only its frame_idx (sleap-io's
+    # CSV row for an empty frame), in frame order; --no-empty-frames leaves it out.
+    found = {exp.frame for exp in expected}
+    empty = [f for f in case.predicted if f not in found] if empty_frames else []
+    order = sorted([(exp.frame, 0) for exp in expected] + [(f, 1) for f in empty])
+    assert [int(row[1]) for row in rows[1:]] == [f for f, _ in order]
+    blank = [row for row in rows[1:] if not row[2]]
+    assert [int(row[1]) for row in blank] == empty
+    assert all(set(row[:1] + row[2:]) == {""} for row in blank)
+    rows = [row for row in rows if row[2]]  # header and instance rows
     assert len(rows) - 1 == len(expected)
     for row, exp in zip(rows[1:], expected):
         assert row[0] == (exp.track or "")  # no identity unless the model gave one
@@ -175,7 +88,8 @@ def test_csv_has_a_header_and_one_row_per_instance(tmp_path: Path, kind: str) ->
         np.testing.assert_array_equal(values[:, 2], exp.point_scores.astype(np.float64))
     if expected:
         labels = sio.load_csv(str(out))
-        assert sum(len(lf.instances) for lf in labels) == len(expected)
+        # sleap-io reads its own empty-frame row back as an instance without points.
+        assert sum(len(lf.instances) for lf in labels) == len(expected) + len(empty)
 
 
 def _analysis(path: Path) -> dict[str, object]:
@@ -186,26 +100,12 @@ def _analysis(path: Path) -> dict[str, object]:
     return data
 
 
-def _expected_slots(case: Case) -> dict[tuple[int, int], Expected]:
-    """(frame, slot) -> instance: identities by class, else by descending score."""
-    slots = {}
-    names = list(case.class_names)
-    for frame, instances in case.by_frame(placed_only=True).items():
-        if names:
-            for inst in instances:
-                slots[(frame, names.index(inst.track))] = inst
-        else:
-            ranked = sorted(instances, key=lambda inst: -inst.score)
-            slots.update({(frame, k): inst for k, inst in enumerate(ranked)})
-    return slots
-
-
 @pytest.mark.parametrize("kind", CASES)
 def test_analysis_h5_never_presents_ranks_as_identities(tmp_path: Path, kind: str) -> None:
     case = make_case(kind)
     out = write(tmp_path, case, "analysis-h5")
     data = _analysis(out)
-    slots = _expected_slots(case)
+    slots = expected_slots(case)
     n_slots = max((s for _, s in slots), default=-1) + 1
     names = [n.decode() for n in data["track_names"]]
     axis = data["attrs"]["track_axis"]
@@ -232,33 +132,58 @@ def test_analysis_h5_never_presents_ranks_as_identities(tmp_path: Path, kind: st
 
 
 @needs_nwb
+@pytest.mark.parametrize("empty_frames", [True, False])
 @pytest.mark.parametrize("kind", CASES)
-def test_nwb_loads_back_every_instance(tmp_path: Path, kind: str) -> None:
+def test_nwb_loads_back_every_instance(tmp_path: Path, kind: str, empty_frames: bool) -> None:
     case = make_case(kind)
-    out = write(tmp_path, case, "nwb")
+    out = write(tmp_path, case, "nwb", empty_frames)
+    # NWB series cover every frame of the video (NaN where a track has no instance), as
+    # analysis HDF5 does: the time axis is the video's, with or without --no-empty-frames.
+    with h5py.File(out, "r") as f:
+        behavior = f["processing/behavior"]
+        for track in behavior:
+            if track == "Skeletons":
+                continue
+            for series in behavior[track].values():
+                if isinstance(series, h5py.Group) and "data" in series:
+                    assert series["data"].shape[0] == N_FRAMES
     with warnings.catch_warnings():
         # sleap-io 0.9.5's reader touches fields pynwb 4 deprecates: not ours.
         warnings.simplefilter("ignore", DeprecationWarning)
         labels = sio.load_nwb(str(out))
     expected = case.by_frame(placed_only=True)
-    # sleap-io's reader renumbers frames by timestamp rank, so compare frame by frame in order.
-    assert [len(lf.instances) for lf in labels] == [len(expected[f]) for f in sorted(expected)]
-    for lf, frame in zip(labels, sorted(expected)):
+    # Every frame is in the file (NaN where none), so sleap-io's rank is the frame index.
+    assert [lf.frame_idx for lf in labels] == sorted(expected)
+    for lf in labels:
         got = sorted(tuple(np.nan_to_num(i.numpy(), nan=-1).ravel()) for i in lf.instances)
-        want = sorted(tuple(np.nan_to_num(i.points, nan=-1).ravel()) for i in expected[frame])
+        want = sorted(
+            tuple(np.nan_to_num(i.points, nan=-1).ravel()) for i in expected[lf.frame_idx]
+        )
         np.testing.assert_allclose(got, want, rtol=1e-6)
+    # Identities stay identities in sleap-io (its reader names them track<k> whatever the file
+    # says); score ranks stay untracked.
+    names = [t.name for t in labels.tracks]
+    assert names == (["track0", "track1"] if case.class_names else [])
     descriptions = _nwb_track_descriptions(out)
     if case.class_names:
-        assert sorted(descriptions) == ["track=female", "track=male"]
+        assert sorted(descriptions) == ["female", "male"]
+        assert all("(identity)" in d for d in descriptions.values())
+    elif kind == "untracked":
+        assert sorted(descriptions) == ["untracked_0", "untracked_1", "untracked_2"]
     else:
-        assert descriptions and all("(not an identity)" in d for d in descriptions.values())
+        assert list(descriptions) == ["PoseEstimation"]  # one track: movement's default name
+    if kind != "identities":
+        assert all("(not an identity)" in d for d in descriptions.values())
 
 
 def _nwb_track_descriptions(path: Path) -> dict[str, str]:
     with h5py.File(path, "r") as f:
-        (module,) = [k for k in f["processing"] if k.startswith("SLEAP_VIDEO_")]
-        group = f["processing"][module]
-        return {k: group[k]["description"][()].decode() for k in group}  # a dataset in ndx-pose
+        group = f["processing"]["behavior"]
+        return {
+            k: group[k]["description"][()].decode()  # a dataset in ndx-pose
+            for k in group
+            if group[k].attrs.get("neurodata_type") == "PoseEstimation"
+        }
 
 
 def test_format_names_and_missing_packages(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -285,40 +210,12 @@ def test_damaged_outputs_are_not_complete(tmp_path: Path) -> None:
 
 # --- real sleap-nn models on a real video (skipped without ../shared/fixtures) -------------
 
+POSE_FORMATS = [f for f in FORMATS.values() if f.holds_poses]
 REAL = {
     "bottomup": ("bottomup",),
     "topdown": ("centroid", "centered_instance"),
     "multiclass": ("multi_class_bottomup",),
 }
-
-
-def journal_from_labels(labels: sio.Labels, path: Path, class_names: tuple[str, ...]) -> Path:
-    """A journal holding exactly the predictions of a ``.slp`` (float32 values survive)."""
-    frames = list(labels)
-    n_nodes = len(labels.skeleton.nodes)
-    with JournalWriter(path, header={"fingerprint": {}}) as w:
-        for start in range(0, len(frames), 4):
-            group = frames[start : start + 4]
-            n, n_inst = len(group), max(len(lf.instances) for lf in group)
-            batch = BatchPredictions(
-                points=np.full((n, n_inst, n_nodes, 2), np.nan, np.float32),
-                point_scores=np.zeros((n, n_inst, n_nodes), np.float32),
-                instance_scores=np.zeros((n, n_inst), np.float32),
-                valid=np.zeros((n, n_inst), bool),
-                class_ids=np.full((n, n_inst), -1, np.int32),
-                class_scores=np.zeros((n, n_inst), np.float32),
-                frame_indices=np.array([lf.frame_idx for lf in group]),
-            )
-            for b, lf in enumerate(group):
-                for i, inst in enumerate(lf.instances):
-                    batch.points[b, i] = inst.numpy()
-                    batch.point_scores[b, i] = inst.points["score"]
-                    batch.instance_scores[b, i] = inst.score
-                    batch.valid[b, i] = True
-                    if inst.track is not None:
-                        batch.class_ids[b, i] = class_names.index(inst.track.name)
-            w.write_batch(batch)
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -341,7 +238,7 @@ def real_outputs(shared: Path, tmp_path_factory: pytest.TempPathFactory) -> dict
         labels = sio.load_slp(str(paths[f"{case}/slp"]))
         class_names = pipe.primary.config.class_names
         journal = read_journal(journal_from_labels(labels, out / f"{case}.partial", class_names))
-        for fmt in FORMATS.values():
+        for fmt in POSE_FORMATS:
             if f"{case}/{fmt.name}" in paths or (fmt.name == "nwb" and not HAS_NWB):
                 continue
             path = out / f"{case}.from_journal{fmt.suffix}"
@@ -359,6 +256,12 @@ def test_real_models_every_format_matches_the_slp(real_outputs: dict[str, Path],
     assert all((i.track is not None) == tracked for lf in slp for i in lf.instances)
     with real_outputs[f"{case}/csv"].open(newline="") as fh:
         rows = list(csv.DictReader(fh))
+    # The .slp keeps every predicted frame, empty ones too, and the CSV has a row for each.
+    assert [lf.frame_idx for lf in slp] == list(range(12))
+    assert {int(r["frame_idx"]) for r in rows} == set(range(12))
+    empty = [int(r["frame_idx"]) for r in rows if not r["instance.score"]]
+    assert empty == [lf.frame_idx for lf in slp if not lf.instances]
+    rows = [r for r in rows if r["instance.score"]]
     assert len(rows) == sum(per_frame)
     assert [r["frame_idx"] for r in rows] == [str(lf.frame_idx) for lf in slp for _ in lf.instances]
     assert [r["A.x"] for r in rows] == [
@@ -373,7 +276,7 @@ def test_real_models_every_format_matches_the_slp(real_outputs: dict[str, Path],
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             nwb = sio.load_nwb(str(real_outputs[f"{case}/nwb"]))
-        assert [len(lf.instances) for lf in nwb] == per_frame
+        assert [len(lf.instances) for lf in nwb] == [n for n in per_frame if n]
 
 
 def test_real_model_with_nothing_found_writes_every_format(shared: Path, tmp_path: Path) -> None:
@@ -387,12 +290,17 @@ def test_real_model_with_nothing_found_writes_every_format(shared: Path, tmp_pat
         device="cpu",
         options=PredictOptions(peak_threshold=1.5),
     )
-    for fmt in FORMATS.values():
+    for fmt in POSE_FORMATS:
         if fmt.name == "nwb" and not HAS_NWB:
             continue
         out = tmp_path / f"empty{fmt.suffix}"
         result = pipe.predict_to_file(video, output=out, frames="0-3", format=fmt)
         assert result.counts.instances == 0 and is_complete(out, fmt)
     assert (tmp_path / "empty.csv").read_text().splitlines()[0].startswith("track,frame_idx,")
-    assert len((tmp_path / "empty.csv").read_text().splitlines()) == 1
+    # Nothing found, yet every predicted frame is there (as sleap-nn writes it).
+    assert (tmp_path / "empty.csv").read_text().splitlines()[1:] == [
+        "," + str(i) + "," * (1 + 3 * 2)
+        for i in range(4)  # 2 nodes
+    ]
+    assert [lf.frame_idx for lf in sio.load_slp(str(tmp_path / "empty.slp"))] == [0, 1, 2, 3]
     assert len(sio.load_analysis_h5(str(tmp_path / "empty.analysis.h5"))) == 0

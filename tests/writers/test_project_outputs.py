@@ -92,7 +92,7 @@ def test_every_video_predicted_combined_and_merged(
     model = fixture_model(shared, "centroid")
     args = ("predict", two_videos, "-m", model, "--only-labeled-frames", "--merge-into-project")
     folder = two_videos.parent
-    code, err = run_cli(capsys, *args, "-q", "--summary-json", folder / "run.json")
+    code, err = run_cli(capsys, *args, "--progress", "none", "--summary-json", folder / "run.json")
     assert code == 0, err
     assert "two.slp [video 1]" in err  # the summary tells a project's videos apart
     summary = json.loads((folder / "run.json").read_text())
@@ -149,7 +149,7 @@ def test_shards_assemble_the_project_when_its_last_video_lands(
 ) -> None:
     """A project split over array tasks: the run that finishes its last video combines it."""
     model = fixture_model(shared, "centroid")
-    common = ("predict", two_videos, "-m", model, "--only-labeled-frames", "-q")
+    common = ("predict", two_videos, "-m", model, "--only-labeled-frames", "--progress", "none")
     combined = two_videos.parent / "two.slp.predictions.slp"
     code, err = run_cli(capsys, *common, "--shard", "0/2")
     assert code == 0, err

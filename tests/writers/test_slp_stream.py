@@ -49,27 +49,41 @@ def _tables(path: Path) -> dict[str, np.ndarray]:
         return {k: f[k][()] for k in f if isinstance(f[k], h5py.Dataset)}
 
 
+@pytest.mark.parametrize("empty_frames", [True, False])
 @pytest.mark.parametrize("model_type", ["single_instance", "multi_class_bottomup"])
-def test_tables_match_sleap_io_field_by_field(tmp_path: Path, model_type: str) -> None:
+def test_tables_match_sleap_io_field_by_field(
+    tmp_path: Path, model_type: str, empty_frames: bool
+) -> None:
     cfg = parse_config(config_dict(model_type))
     info = VideoInfo(tmp_path / "v.mp4", 20, 30.0, 64, 96, True, "h264")
     batches = _random_batches(5)
     if not cfg.class_names:
         for b in batches:
             b.class_ids = b.class_scores = None
-    builder = LabelsBuilder(make_video(info), make_skeleton(cfg), cfg.class_names)
+    builder = LabelsBuilder(
+        make_video(info), make_skeleton(cfg), cfg.class_names, empty_frames=empty_frames
+    )
     for b in batches:
         builder.add(b)
     sio.save_slp(builder.labels({"run": 1}), str(tmp_path / "ref.slp"))
     tracks = [sio.Track(name=n) for n in cfg.class_names]
     with StreamingSlpWriter(
-        tmp_path / "stream.slp", make_video(info), make_skeleton(cfg), tracks, {"run": 1}
+        tmp_path / "stream.slp",
+        make_video(info),
+        make_skeleton(cfg),
+        tracks,
+        {"run": 1},
+        empty_frames=empty_frames,
     ) as writer:
         for b in batches:
             writer.add(b)
     ref, got = _tables(tmp_path / "ref.slp"), _tables(tmp_path / "stream.slp")
     assert sorted(ref) == sorted(got)
-    assert len(ref["frames"]) > 0 and len(ref["frames"]) < 20
+    # Every predicted frame is a row, the empty ones too (sleap-nn's default); without
+    # them only the frames with an instance.
+    with_instances = sum(int(b.valid.any(axis=1).sum()) for b in batches)
+    assert 0 < with_instances < 20
+    assert len(ref["frames"]) == (20 if empty_frames else with_instances)
     for name, table in ref.items():
         if table.dtype.names is None:
             assert np.array_equal(table, got[name]), name
@@ -89,13 +103,17 @@ def test_no_predictions_is_a_valid_empty_file(tmp_path: Path) -> None:
     empty = _random_batches(1)[0]
     empty.valid[:] = False
     empty.class_ids = empty.class_scores = None
-    with StreamingSlpWriter(
-        tmp_path / "e.slp", make_video(info), make_skeleton(cfg), [], {}
-    ) as writer:
-        writer.add(empty)
-    labels = sio.load_slp(str(tmp_path / "e.slp"))
-    assert len(labels) == 0
-    assert list(labels.videos[0].shape) == [20, 64, 96, 1]
+    for name, keep in (("e.slp", True), ("n.slp", False)):
+        with StreamingSlpWriter(
+            tmp_path / name, make_video(info), make_skeleton(cfg), [], {}, empty_frames=keep
+        ) as writer:
+            writer.add(empty)
+        labels = sio.load_slp(str(tmp_path / name))
+        # Nothing found: every predicted frame without instances, or no frame at all.
+        assert [(lf.frame_idx, len(lf.instances)) for lf in labels] == (
+            [(i, 0) for i in range(4)] if keep else []
+        )
+        assert list(labels.videos[0].shape) == [20, 64, 96, 1]
 
 
 def _stream(path: Path, batches: list[BatchPredictions], hint: bool = True) -> None:

@@ -48,7 +48,8 @@ def test_labels_roundtrip_through_sleap_io(tmp_path: Path) -> None:
     out = tmp_path / "out.slp"
     atomic_save(builder.labels({"backend": "torch"}), out)
     labels = sio.load_slp(str(out))
-    assert len(labels) == 1  # frame 4's only instance is invalid, so no frame is written
+    # Frame 4's only instance is invalid: an empty frame, kept (as sleap-nn keeps it).
+    assert [(lf.frame_idx, len(lf.instances)) for lf in labels] == [(3, 1), (4, 0)]
     lf = labels[0]
     assert lf.frame_idx == 3
     inst = lf.instances[0]
@@ -58,6 +59,9 @@ def test_labels_roundtrip_through_sleap_io(tmp_path: Path) -> None:
     assert [n.name for n in labels.skeleton.nodes] == ["head", "thorax", "tail"]
     assert len(labels.skeleton.edges) == 2
     assert labels.provenance["backend"] == "torch"
+    dropping = LabelsBuilder(make_video(_info(tmp_path)), make_skeleton(cfg), empty_frames=False)
+    dropping.add(_batch())
+    assert [lf.frame_idx for lf in dropping.labels({})] == [3]  # no_empty_frames
     assert labels.videos[0].filename == str(tmp_path / "v.mp4")
     assert not [p for p in tmp_path.iterdir() if ".tmp" in p.name]
 
@@ -141,10 +145,11 @@ def test_masks_become_predicted_masks_and_polygons_on_their_frames(
     )
     builder.add(batch)
     labels = builder.labels({})
-    assert [lf.frame_idx for lf in labels] == [5, 7]  # frame 6's mask is empty: dropped
+    assert [lf.frame_idx for lf in labels] == [5, 6, 7]  # every frame given is kept ...
+    assert not labels[1].masks and not labels[1].rois  # ... frame 6's empty mask is dropped
     assert builder.n_instances == 0
     if mask_output != "polygon":
-        mask = labels[1].masks[0]
+        mask = labels[2].masks[0]
         assert isinstance(mask, sio.PredictedSegmentationMask)
         assert (mask.instance, mask.track) == (None, None)
         assert np.array_equal(mask.data, square)
@@ -152,7 +157,7 @@ def test_masks_become_predicted_masks_and_polygons_on_their_frames(
     else:
         assert not any(lf.masks for lf in labels)
     if mask_output != "mask":
-        roi = labels[1].rois[0]
+        roi = labels[2].rois[0]
         assert isinstance(roi, sio.PredictedROI) and roi.score == 0.5
         assert roi.geometry.bounds == (14.0, 22.0, 22.0, 28.0)  # mask / scale + offset
     else:

@@ -1,0 +1,182 @@
+#!/usr/bin/env python
+"""MOT-tracker parity: ours vs sleap-nn 0.3.5's own tracker classes, on random scenes.
+
+Each case is a random scene (animals wandering and crossing, missed animals,
+hidden nodes, stray detections, scores from 0.05 to 1, and for some cases
+dropped frames or a frame stride). sleap-nn's class (``sleap_nn.tracking.mot``,
+e.g. ``SORTTracker``, its "animal" preset) tracks it frame by frame through
+its ``track()``, as an online caller would (no ``prepare``/``finalize``: no
+whole-video calibration), and ours through :func:`sleap_infer.tracking.make_tracker`.
+
+Counted per case:
+
+* **same online**: detections whose track id equals the one sleap-nn had
+  given it when its ``track()`` returned for that frame (``track_k`` -> ``k``);
+* **retro**: detections sleap-nn labels only later, when the track confirms
+  (its tentative frames); an online tracker has written those frames already,
+  so ours leaves them untracked: the one deliberate difference.
+
+sleap-nn is not installed into our environment: its wheel (pure-Python tracking
+code; numpy, scipy, sleap-io, attrs, loguru, which our venv has) is downloaded
+once with ``pip download sleap-nn==0.3.5 --no-deps`` and unpacked into
+``.bench-venv/sleap-nn-src``; ``--sleap-nn-src DIR`` points at an unpacked copy.
+
+    .venv/bin/python benchmarks/mot_parity.py [--trackers sort] [--cases 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from sleap_infer.core.tracking import TrackingOptions  # noqa: E402
+from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, make_tracker  # noqa: E402
+
+SRC = ROOT / ".bench-venv" / "sleap-nn-src"
+SHAPE = np.array([[0.0, 0.0], [14.0, 3.0], [26.0, -2.0], [8.0, 9.0]])
+
+
+def sleap_nn_source(path: Path) -> Path:
+    """An unpacked sleap-nn 0.3.5 wheel at ``path`` (downloaded once)."""
+    if (path / "sleap_nn" / "tracking" / "mot").is_dir():
+        return path
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", "sleap-nn==0.3.5", "--no-deps"]
+        subprocess.run([*cmd, "-d", tmp, "-q"], check=True)
+        wheel = next(Path(tmp).glob("sleap_nn-0.3.5-*.whl"))
+        path.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(wheel) as zf:
+            zf.extractall(path)
+    return path
+
+
+def scene(rng: np.random.Generator, carrier: str, n_nodes: int) -> list[Detections]:
+    """Random animals on noisy paths; misses, hidden nodes, strays, gaps and a stride."""
+    n_animals = int(rng.integers(2, 6))
+    n_frames = int(rng.integers(30, 90))
+    stride = int(rng.choice([1, 1, 1, 2, 3]))
+    pos = rng.uniform(40, 300, (n_animals, 2))
+    vel = rng.uniform(-4, 4, (n_animals, 2))
+    shape = SHAPE[:n_nodes] * rng.uniform(0.6, 2.0)
+    frames, f = [], 0
+    for _ in range(n_frames):
+        f += stride * (1 if rng.random() > 0.1 else int(rng.integers(2, 4)))
+        vel += rng.normal(0, 0.8, vel.shape)
+        pos += vel * stride
+        shown = [a for a in range(n_animals) if rng.random() > 0.12]
+        pts = [shape + pos[a] + rng.normal(0, 1.5, shape.shape) for a in shown]
+        if rng.random() < 0.25:
+            pts.append(shape + rng.uniform(20, 320, 2))
+        order = rng.permutation(len(pts))
+        pts = np.array([pts[i] for i in order]).reshape(-1, n_nodes, 2)
+        if n_nodes > 1:
+            pts[rng.random(pts.shape[:2]) < 0.15] = np.nan
+        scores = rng.uniform(0.05, 1.0, len(pts))
+        masks = None
+        if carrier == MASKS:
+            masks = []
+            for p in pts:
+                bitmap = np.zeros((200, 200), bool)
+                for x, y in p[np.isfinite(p).all(axis=1)] / 2:
+                    y0, x0 = max(0, int(y) - 4), max(0, int(x) - 4)
+                    bitmap[y0 : max(0, int(y) + 4), x0 : max(0, int(x) + 4)] = True
+                masks.append(MaskBitmap(bitmap, (0.5, 0.5)))
+            pts = np.zeros((len(pts), 0, 2))
+        frames.append(Detections(f, pts, scores, masks=masks))
+    return frames
+
+
+def _sleap_nn_objects(det: Detections, carrier: str, skeleton):
+    import sleap_io as sio
+
+    if carrier == MASKS:
+        return [
+            sio.PredictedSegmentationMask.from_numpy(
+                m.bitmap, scale=m.scale, offset=m.offset, score=float(s)
+            )
+            for m, s in zip(det.masks or [], det.scores)
+        ]
+    # No point scores: sleap-nn then scores a pose by its instance score, as we do.
+    return [
+        sio.PredictedInstance.from_numpy(p, skeleton=skeleton, score=float(s))
+        for p, s in zip(det.points, det.scores)
+    ]
+
+
+def theirs(name: str, frames: list[Detections], carrier: str, n_nodes: int):
+    """sleap-nn's ids per frame: as ``track()`` returned them, and at the end."""
+    import sleap_io as sio
+    from sleap_nn.tracking.mot import MOTParams, build_mot_tracker
+
+    skeleton = sio.Skeleton([f"n{i}" for i in range(max(n_nodes, 1))])
+    tracker = build_mot_tracker(
+        MOTParams.for_tracker(name, preset="animal"),
+        carrier="mask" if carrier == MASKS else "pose",
+        n_nodes=None if carrier == MASKS else n_nodes,
+    )
+    kept, online = [], []
+
+    def ids(objs):
+        return np.array([-1 if o.track is None else int(o.track.name[6:]) for o in objs])
+
+    for det in frames:
+        objs = tracker.track(_sleap_nn_objects(det, carrier, skeleton), det.frame_idx)
+        kept.append(objs)
+        online.append(ids(objs))
+    return online, [ids(objs) for objs in kept]
+
+
+def ours(name: str, frames: list[Detections], carrier: str, n_nodes: int):
+    tracker = make_tracker(TrackingOptions(tracker=name), carrier, n_nodes)
+    return [tracker.step(det).track_ids for det in frames]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trackers", nargs="+", default=["sort"])
+    parser.add_argument("--cases", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sleap-nn-src", type=Path, default=SRC)
+    args = parser.parse_args()
+    sys.path.insert(0, str(sleap_nn_source(args.sleap_nn_src)))
+    import sleap_nn.tracking.mot  # noqa: F401  (its import adds a log handler)
+    from loguru import logger
+
+    logger.remove()  # sleap-nn's once-per-tracker notices
+    print("| tracker | carrier | cases | frames same | detections | same online | retro | other |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    failed = False
+    for name in args.trackers:
+        for carrier, n_nodes in ((POSES, 4), (POSES, 1), (MASKS, 0)):
+            rng = np.random.default_rng(args.seed)
+            n_dets = same = retro = other = frames_same = n_frames = 0
+            for _ in range(args.cases):
+                frames = scene(rng, carrier, n_nodes if carrier == POSES else 4)
+                online, final = theirs(name, frames, carrier, n_nodes)
+                got = ours(name, frames, carrier, n_nodes)
+                for o, fin, g in zip(online, final, got):
+                    n_frames += 1
+                    frames_same += bool(np.array_equal(o, g))
+                    n_dets += len(g)
+                    same += int((o == g).sum())
+                    is_retro = (o == -1) & (fin != -1) & (g == -1)
+                    retro += int(is_retro.sum())
+                    other += int(((o != g) & ~is_retro).sum())
+            failed |= other > 0
+            row = [name, carrier if n_nodes != 1 else "poses, 1 node", args.cases]
+            row += [f"{frames_same}/{n_frames}", n_dets, same, retro, other]
+            print("| " + " | ".join(map(str, row)) + " |", flush=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,548 @@
+"""sleap-nn 0.3.5's command lines, run unchanged: its flag spellings rewritten to ours.
+
+A lab moving from ``sleap-nn predict/track/export/eval`` brings scripts full of
+``--batch_size``, ``-i/--data_path``, ``--runtime tensorrt`` and
+``--tracking_window_size``. Declaring each of those as a second name of our
+options would double every help page, so the translation happens once, on the
+argument list, before click parses it: :func:`translate` rewrites each
+sleap-nn flag (and, where the words differ, its value) into our spelling, and
+refuses by name, with a reason, what infer deliberately does not do (SAM mask
+backends, remote inputs) or does not do yet (the MOT trackers of issue #31).
+Our help keeps our names; ``docs/from_sleap_nn.md`` lists the whole table.
+
+``sleap-nn track -m MODEL ...`` predicts and tracks: ``infer track -m`` runs
+``infer predict --tracking``. Without ``-m`` both re-track an existing file.
+
+Only tokens that name a flag are rewritten, never values (a file called
+``--frames`` after ``-o`` stays a file), and nothing after ``--``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sleap_infer.core.errors import UsageError
+
+ALIAS = "alias"  # our option under another name; the value (if any) passes unchanged
+VALUE = "value"  # the value decides our tokens (or a refusal)
+IGNORED = "ignored"  # accepted, changes nothing in infer's output; one note says why
+POSITIONAL = "positional"  # the value is one of our command's arguments
+REFUSED = "refused"  # not in infer: one line names the flag and says why
+
+
+@dataclass(frozen=True)
+class Flag:
+    """What one sleap-nn flag becomes on our command line."""
+
+    kind: str
+    to: str = ""  # ALIAS: our option; VALUE: shown in the docs table
+    values: Mapping[str, tuple[str, ...] | str] = field(default_factory=dict)  # str: refusal
+    takes_value: bool = False  # IGNORED: swallow the next token (a refusal stops there)
+    reason: str = ""  # IGNORED: the note; REFUSED: why
+    one_value: str = ""  # VALUE: refused when given twice with different values, saying this
+
+    def describe(self) -> str:
+        """The docs table's 'ours' column."""
+        if self.kind == ALIAS:
+            return f"`{self.to}`"
+        if self.kind == POSITIONAL:
+            return f"argument {self.to}"
+        if self.kind == VALUE:
+            parts = []
+            for value, tokens in self.values.items():
+                if isinstance(tokens, str):
+                    parts.append(f"{value}: refused ({tokens})")
+                else:
+                    parts.append(
+                        f"{value} -> `{' '.join(tokens)}`" if tokens else f"{value}: default"
+                    )
+            return "; ".join(parts)
+        return self.reason
+
+
+def alias(to: str) -> Flag:
+    return Flag(ALIAS, to=to)
+
+
+def by_value(to: str, values: Mapping[str, tuple[str, ...] | str], one_value: str = "") -> Flag:
+    return Flag(VALUE, to=to, values=values, one_value=one_value)
+
+
+def ignored(reason: str, takes_value: bool = True) -> Flag:
+    return Flag(IGNORED, takes_value=takes_value, reason=reason)
+
+
+def positional(name: str) -> Flag:
+    return Flag(POSITIONAL, to=name, takes_value=True)
+
+
+def refused(reason: str) -> Flag:
+    return Flag(REFUSED, reason=reason)
+
+
+def _dashed(names: Sequence[str]) -> dict[str, Flag]:
+    """``--batch_size`` -> ``--batch-size``: flags that differ from ours only by ``_``."""
+    return {n: alias(n.replace("_", "-")) for n in names}
+
+
+LATER = "not implemented yet in infer (issue #31)"
+TRACKERS_OURS = "classic, bytetrack, sort, botsort, ocsort available"
+SAM = (
+    "SAM mask backends are not part of infer (deliberately: no SAM models; predict masks "
+    "with a segmentation model)"
+)
+REMOTE = "remote (URL) inputs are not supported by infer: download the file first"
+HDF5_VIDEO = (
+    "HDF5 video inputs (a dataset inside an .h5) are not supported by infer: use a video "
+    "file or image folder"
+)
+
+# --------------------------------------------------------------- inputs and outputs
+PREDICT_IO: dict[str, Flag] = {
+    "-i": positional("VIDEOS"),
+    "--data_path": positional("VIDEOS"),
+    "--model_paths": alias("--model"),
+    "--output_path": alias("--output"),
+    "--output_format": by_value(
+        "--format",
+        {"slp": ("--format", "slp"), "analysis_h5": ("--format", "analysis-h5")},
+        one_value="several output formats in one run are not implemented yet in infer: "
+        "run once per format",
+    ),
+    "--headers": refused(REMOTE),
+    "--stream-mode": refused(REMOTE),
+    "--stream_mode": refused(REMOTE),
+    "--embed": by_value(
+        "(never embeds)",
+        {
+            "false": (),
+            "true": "embedding frame images in the .slp is not implemented in infer",
+            "auto": "embedding frame images in the .slp is not implemented in infer "
+            "(--embed false: reference the input)",
+        },
+    ),
+    "--restore_source_videos": refused(
+        "infer's .slp refers to the .pkg.slp input as sleap-nn's default does; restoring the "
+        "original video paths is not implemented"
+    ),
+    "--no-restore_source_videos": ignored(
+        "--no-restore_source_videos is what infer always does", takes_value=False
+    ),
+    "--save_embeddings": by_value(
+        "(re-ID vectors)",
+        {
+            "slp": (),  # what infer's .slp always does with an embedding model's vectors
+            "none": "infer's .slp always keeps an embedding model's re-ID vectors "
+            "(sleap-nn's --save_embeddings slp); stripping them is not implemented",
+        },
+    ),
+    "--stream-to-file": alias("--output"),
+    "--write-interval": ignored(
+        "infer writes every batch to a journal as it goes; --write-interval has no effect"
+    ),
+    "--gui": alias("--progress json"),  # JSON lines on stdout, as sleap-nn's GUI reads
+}
+
+# ------------------------------------------------------- what only a model run uses
+PREDICT_ONLY: dict[str, Flag] = {
+    # Spelt as ours in predict; listed so that infer track without -m can refuse them.
+    "--device": alias("--device"),
+    "-d": alias("-d"),
+    "-b": alias("-b"),
+    "-n": alias("-n"),
+    "--frames": alias("--frames"),
+    "--runtime": by_value(
+        "--backend",
+        {"auto": (), "onnx": ("--backend", "onnx"), "tensorrt": ("--backend", "trt")},
+    ),
+    "--centroid_only": alias("--centroid-only"),
+    "--centroid-only": alias("--centroid-only"),
+    "--centroid-output": by_value(
+        "(centroid-only output)",
+        {
+            "instance": (),
+            "centroid": "sio.PredictedCentroid output is not implemented yet in infer "
+            "(instance available)",
+            "both": "sio.PredictedCentroid output is not implemented yet in infer "
+            "(instance available)",
+        },
+    ),
+    "--backbone_ckpt_path": refused(
+        "checkpoint-path overrides are not implemented in infer: point -m at a model directory"
+    ),
+    "--head_ckpt_path": refused(
+        "checkpoint-path overrides are not implemented in infer: point -m at a model directory"
+    ),
+    "--ensure_rgb": alias("--ensure-rgb"),
+    "--no-ensure_rgb": alias("--no-ensure-rgb"),
+    "--ensure_grayscale": alias("--ensure-grayscale"),
+    "--no-ensure_grayscale": alias("--no-ensure-grayscale"),
+    "--video_dataset": refused(HDF5_VIDEO),
+    "--video_input_format": by_value(
+        "(video files)", {"channels_last": (), "channels_first": HDF5_VIDEO}
+    ),
+    "--integral_refinement": by_value("--no-refine", {"integral": (), "none": ("--no-refine",)}),
+    "--peak-conf-threshold": alias("--peak-threshold"),
+    "--mask_cleanup": alias("--mask-cleanup"),
+    "--no-mask_cleanup": alias("--no-mask-cleanup"),
+    "--merge_fragments": alias("--merge-fragments"),
+    "--no-merge_fragments": ignored("fragment merging is off by default", takes_value=False),
+    "--no-merge-fragments": ignored("fragment merging is off by default", takes_value=False),
+    "--full_res_masks": alias("--full-res-masks"),
+    "--no-full_res_masks": ignored("full-resolution masks are off by default", False),
+    "--no-full-res-masks": ignored("full-resolution masks are off by default", False),
+    "--mask_backend": refused(SAM),
+    "--mask-backend": refused(SAM),
+    "--filter_min_centroid_distance": refused(
+        "centroid de-duplication is not implemented yet in infer"
+    ),
+    "--queue_maxsize": ignored("infer's frame queue sizes itself; --queue_maxsize has no effect"),
+    "--paf-workers": ignored(
+        "infer groups bottom-up PAFs in the predicting process; for parallel work use "
+        "--devices (one worker per device)"
+    ),
+    "--cpu-workers": ignored(
+        "infer groups bottom-up PAFs in the predicting process; for parallel work use "
+        "--devices (one worker per device)"
+    ),
+    **_dashed(
+        (
+            "--batch_size",
+            "--max_instances",
+            "--max_height",
+            "--max_width",
+            "--input_scale",
+            "--anchor_part",
+            "--only_labeled_frames",
+            "--only_suggested_frames",
+            "--exclude_user_labeled",
+            "--only_predicted_frames",
+            "--no_empty_frames",
+            "--video_index",
+            "--integral_patch_size",
+            "--max_edge_length_ratio",
+            "--dist_penalty_weight",
+            "--n_points",
+            "--min_instance_peaks",
+            "--min_line_scores",
+            "--bbox_nms_iou",
+            "--fg_threshold",
+            "--min_mask_area",
+            "--center_nms_kernel",
+            "--mask_cleanup_radius",
+            "--distance_gate_alpha",
+            "--merge_method",
+            "--merge_thresholds",
+            "--merge_w_valley",
+            "--merge_w_offset",
+            "--merge_dilate",
+            "--mask_output",
+            "--polygon_epsilon",
+            "--crop_size",
+            "--peak_threshold",
+            "--centroid_peak_threshold",
+            "--filter_overlapping",
+            "--filter_overlapping_method",
+            "--filter_overlapping_threshold",
+            "--filter_min_visible_nodes",
+            "--filter_min_visible_node_fraction",
+            "--filter_min_mean_node_score",
+            "--filter_min_instance_score",
+        )
+    ),
+}
+PREDICT_ONLY["--centroid_output"] = PREDICT_ONLY["--centroid-output"]
+for _name in (
+    "--sam3_model_id",
+    "--sam3-model-id",
+    "--sam_checkpoint",
+    "--sam-checkpoint",
+    "--sam_model_type",
+    "--sam-model-type",
+    "--sam_prompt_mode",
+    "--sam-prompt-mode",
+    "--sam_anchor_ind",
+    "--sam-anchor-ind",
+    "--overlay_path",
+    "--overlay-path",
+):
+    PREDICT_ONLY[_name] = refused(SAM)
+PREDICT_ONLY["--sam_disjointify_masks"] = refused(SAM)
+PREDICT_ONLY["--sam-disjointify-masks"] = refused(SAM)
+
+# ------------------------------------------------------------------------ tracking
+_TRACKER_VALUES: dict[str, tuple[str, ...] | str] = {
+    "classic": ("--tracker", "classic"),
+    "bytetrack": ("--tracker", "bytetrack"),
+    "sort": ("--tracker", "sort"),
+    "botsort": ("--tracker", "botsort"),
+    "ocsort": ("--tracker", "ocsort"),
+    **{
+        name: f"not implemented yet in infer ({TRACKERS_OURS})"
+        for name in ("deepsort", "strongsort", "deepocsort")
+    },
+}
+TRACKING: dict[str, Flag] = {
+    "--tracker": by_value("--tracker", _TRACKER_VALUES),
+    "--tracking_window_size": alias("--window-size"),
+    "--candidates_method": alias("--candidates"),
+    "--scoring_method": alias("--scoring"),
+    "--scoring_reduction": alias("--reduction"),
+    "--robust_best_instance": alias("--robust-quantile"),
+    "--track_matching_method": alias("--matching"),
+    "--use_flow": alias("--use-flow"),
+    **_dashed(
+        (
+            "--min_new_track_points",
+            "--min_match_points",
+            "--max_tracks",
+            "--oks_stddev",
+            "--of_img_scale",
+            "--of_window_size",
+            "--of_max_levels",
+            "--track_buffer",
+            "--track_high_threshold",
+            "--track_low_threshold",
+            "--new_track_threshold",
+            "--tracking_target_instance_count",
+            "--tracking_pre_cull_to_target",
+            "--tracking_pre_cull_iou_threshold",
+            "--tracking_clean_instance_count",
+            "--tracking_clean_iou_threshold",
+            "--post_connect_single_breaks",
+            "--min_hits",
+            "--min_match_similarity",
+            "--appearance_weight",
+            "--euclidean_scale",
+            "--appearance_threshold",
+        )
+    ),
+    "--use_kalman": refused(LATER),
+    "--link_tracklets": refused(LATER),
+    **{
+        n: refused(LATER)
+        for n in (
+            "--kf_track_features",
+            "--kf_init_frame_count",
+            "--kf_node_indices",
+            "--kf_reset_gap_size",
+            "--mot_param",
+        )
+    },
+}
+
+NEEDS_MODEL = (
+    "only with -m: without a model, infer track re-tracks the file's poses and runs no "
+    "model (with -m, infer track runs infer predict --tracking)"
+)
+PREDICT: dict[str, Flag] = {**PREDICT_IO, **PREDICT_ONLY, **TRACKING}
+# ``infer track`` without -m: re-track a prediction file (sleap-nn's retrack-only mode).
+RETRACK: dict[str, Flag] = {
+    **{
+        name: flag if flag.kind == IGNORED else refused(NEEDS_MODEL)
+        for name, flag in PREDICT_ONLY.items()
+    },
+    "-i": positional("PREDICTIONS"),
+    "--data_path": positional("PREDICTIONS"),
+    "--output_path": alias("--output"),
+    "--gui": refused(
+        "infer track has no JSON progress (with -m it runs infer predict, where --gui works)"
+    ),
+    "-t": ignored("infer track always tracks", takes_value=False),
+    "--tracking": ignored("infer track always tracks", takes_value=False),
+    **TRACKING,
+}
+
+# -------------------------------------------------------------------------- export
+EXPORT: dict[str, Flag] = {
+    "--opset-version": alias("--opset"),
+    "--max-peaks-per-node": alias("--max-peaks"),
+    "--n-line-points": alias("--n-points"),
+    "--workspace-size-gb": alias("--workspace-gb"),
+    "--input-height": alias("--input-height"),
+    "--input-width": alias("--input-width"),
+    "--precision": alias("--precision"),
+    "--max-instances": ignored(
+        "infer's graphs return every candidate; the instance cap is applied when predicting "
+        "(infer predict -n/--max-instances)"
+    ),
+    "--verify": ignored("infer export always checks the graph against torch", False),
+    "--no-verify": ignored("infer export always checks the graph against torch", False),
+    "--max-batch-size": refused(
+        "not implemented in infer export: a dynamic-batch engine covers batches 1 to 16; "
+        "--batch N builds a static one"
+    ),
+    "--input-scale": refused(
+        "infer's exports keep the trained input scale (infer predict --input-scale: torch only)"
+    ),
+    "--crop-size": refused("infer's exports keep the trained crop size"),
+}
+
+# ---------------------------------------------------------------------------- eval
+_EVAL_MATCH = "infer eval matches by OKS only"
+EVAL: dict[str, Flag] = {
+    "-g": positional("GROUND_TRUTH"),
+    "--ground_truth_path": positional("GROUND_TRUTH"),
+    "-p": positional("PREDICTIONS"),
+    "--predicted_path": positional("PREDICTIONS"),
+    "-s": refused("sleap-nn writes metrics as .npz; infer writes JSON: use --json PATH"),
+    "--save_metrics": refused(
+        "sleap-nn writes metrics as .npz; infer writes JSON: use --json PATH"
+    ),
+    "--oks_stddev": alias("--oks-stddev"),
+    "--oks_scale": alias("--oks-scale"),
+    "--match_threshold": alias("--match-threshold"),
+    "--user_labels_only": alias("--user-labels-only"),
+    "--no-user_labels_only": alias("--all-labels"),
+    "--match_method": by_value(
+        "(OKS)",
+        {
+            "auto": (),
+            "oks": (),
+            "centroid": _EVAL_MATCH,
+            "mask": _EVAL_MATCH,
+            "semantic": _EVAL_MATCH,
+        },
+    ),
+    "--bbox_source": refused(_EVAL_MATCH),
+    "--bbox_padding": refused(_EVAL_MATCH),
+    "--anchor_part": refused(_EVAL_MATCH + " (the anchor only serves centroid matching)"),
+    "--centroid_method": refused(_EVAL_MATCH),
+    "--centroid_fallback": refused(_EVAL_MATCH),
+}
+
+TABLES: dict[str, dict[str, Flag]] = {
+    "predict": PREDICT,
+    "track": RETRACK,
+    "export": EXPORT,
+    "eval": EVAL,
+}
+# Where a positional flag's value goes: ``eval``'s first argument first, the others last
+# (``infer eval gt.slp -p pred.slp`` and ``-g gt.slp pred.slp`` both keep the order).
+FIRST_ARGUMENTS = ("GROUND_TRUTH",)
+MODEL_FLAGS = ("-m", "--model", "--model_paths")
+
+
+def _names(token: str) -> tuple[str, str | None]:
+    """``--flag=value`` -> (``--flag``, ``value``); other tokens -> (token, None)."""
+    if token.startswith("--") and "=" in token:
+        name, value = token.split("=", 1)
+        return name, value
+    return token, None
+
+
+def translate(
+    args: Sequence[str],
+    notes: list[str] | None = None,
+    value_options: Callable[[str], Collection[str]] | None = None,
+) -> list[str]:
+    """``args`` (command first) with sleap-nn's flags in our spelling.
+
+    A refused flag raises :class:`UsageError` (exit code 2) naming it; an ignored
+    one adds a line to ``notes``. Commands without a table pass unchanged.
+    ``value_options(command)``: our options of ``command`` that take a value (the
+    token after one is a value, never rewritten).
+    """
+    args = list(args)
+    if not args or args[0] not in TABLES:
+        return args
+    command = args[0]
+    head = args[1 : args.index("--")] if "--" in args else args[1:]
+    tail = args[len(head) + 2 :]
+    if command == "track" and any(_names(t)[0] in MODEL_FLAGS for t in head):
+        command = "predict"  # sleap-nn's track with a model predicts, then tracks
+        head = ["--tracking", *head]
+    table = TABLES[command]
+    out: list[str] = []
+    arguments: dict[str, list[str]] = {}
+    chosen: dict[str, tuple[str, ...]] = {}
+    i = 0
+    while i < len(head):
+        token = head[i]
+        name, inline = _names(token)
+        flag = table.get(name)
+        i += 1
+        if flag is not None and i >= 2 and value_options is not None:
+            before = head[i - 2]  # passed on as it was: one of ours, or an argument
+            if before.startswith("-") and before not in table and before in value_options(command):
+                flag = None  # the value of our option (``-o --batch_size``): left as it is
+        if flag is None:
+            out.append(token)
+            continue
+        if flag.kind == REFUSED:
+            raise UsageError(f"{name}: {flag.reason}")
+        needs_value = flag.kind in (VALUE, POSITIONAL) or flag.takes_value
+        value = inline
+        if needs_value and value is None:
+            if i >= len(head):
+                raise UsageError(f"{name}: needs a value")
+            value = head[i]
+            i += 1
+        if flag.kind == ALIAS:
+            out.extend(flag.to.split())
+            if inline is not None:
+                out.append(inline)
+        elif flag.kind == POSITIONAL:
+            arguments.setdefault(flag.to, []).append(str(value))
+        elif flag.kind == IGNORED:
+            if notes is not None:
+                notes.append(f"{name}: {flag.reason}")
+        else:
+            out.extend(_by_value(name, flag, str(value), chosen))
+    first = [v for key, values in arguments.items() if key in FIRST_ARGUMENTS for v in values]
+    last = [v for key, values in arguments.items() if key not in FIRST_ARGUMENTS for v in values]
+    return [command, *first, *out, *last, *(["--", *tail] if "--" in args else [])]
+
+
+def _by_value(
+    name: str, flag: Flag, value: str, chosen: dict[str, tuple[str, ...]]
+) -> tuple[str, ...]:
+    key = value.strip().lower()
+    tokens = flag.values.get(key)
+    if tokens is None:
+        taken = [v for v, t in flag.values.items() if not isinstance(t, str)]
+        raise UsageError(f"{name} {value!r}: choose one of {', '.join(taken)}")
+    if isinstance(tokens, str):
+        raise UsageError(f"{name} {value}: {tokens}")
+    if flag.one_value:
+        earlier = chosen.setdefault(name, tokens)
+        if earlier != tokens:
+            raise UsageError(f"{name}: {flag.one_value}")
+        if earlier is not tokens:
+            return ()  # the same value again: once is enough
+    return tokens
+
+
+# --------------------------------------------------------------- lists take commas
+_LIST_ITEMS: dict[str, dict[str, str]] = {
+    "bench": {"--batch-sizes": r"\d+", "--backend": r"[a-z0-9_-]+"},
+    "predict": {"--devices": r"(?:cpu|mps|cuda(?::\d+)?)"},
+}
+
+
+def check_lists(args: Sequence[str]) -> None:
+    """``--batch-sizes 1 4``: the ``4`` would become a model path and fail as one (exit 1);
+    say instead that lists take commas (exit 2). A token that exists as a path is left
+    alone: it really is an argument."""
+    if not args or args[0] not in _LIST_ITEMS:
+        return
+    items = _LIST_ITEMS[args[0]]
+    for flag, value, following in zip(args, args[1:], args[2:], strict=False):
+        pattern = items.get(flag)
+        if pattern is None or following.startswith("-") or Path(following).exists():
+            continue
+        if re.fullmatch(pattern, following, flags=re.IGNORECASE) and (
+            flag != "--backend" or following.lower() in _bench_backends()
+        ):
+            raise UsageError(
+                f"{flag} {value} {following}: a list takes commas ({flag} {value},{following})"
+            )
+
+
+def _bench_backends() -> set[str]:
+    from sleap_infer.runtimes.runtime import RUNTIMES
+
+    return {*RUNTIMES, "all"}

@@ -1,0 +1,421 @@
+"""The track lifecycle sleap-nn 0.3.5's MOT trackers share, online and saved bit for bit.
+
+Per frame (sleap-nn's ``BaseMOTTracker.track`` without ``prepare``):
+
+1. Detections become padded boxes (:mod:`~sleap_infer.tracking.mot_boxes`),
+   with the body size of the poses seen *before* this frame.
+2. The clock advances: one step per processed frame when the frames come at a
+   regular stride (the commonest gap, once it covers half of them), gaps of
+   several strides count several steps; every live track is Kalman-predicted
+   that many times, and a track the gap would already have outlived is removed.
+3. The subclass associates (:meth:`MotCore.associate`): ``(row, detection,
+   similarity)`` triples and the detections that may not start a track.
+4. Matched tracks are updated; unmatched confirmed ones become lost.
+5. Unmatched detections scoring at least ``new_track_threshold`` start
+   tentative tracks; a tentative track confirms once its hit streak (SORT
+   family) reaches ``min_hits`` and only then takes the next public id.
+6. Tracks unmatched for more than ``track_buffer`` steps are removed.
+
+The answer labels this frame's detections of confirmed tracks with their
+public id and the match's similarity. sleap-nn also labels a track's earlier,
+tentative detections once it confirms; an online tracker has already written
+those frames, so they stay untracked here (the one deliberate difference,
+counted by ``benchmarks/mot_parity.py``).
+
+Everything remembered between frames is a few per-track arrays, a handful of
+integers and the recent pose diagonals (the running body size), so
+:meth:`MotCore.state` / :meth:`MotCore.load_state` round-trip it exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from sleap_infer.core.tracking import MOT_PRESETS, TrackingOptions
+from sleap_infer.tracking import mot_body as body
+from sleap_infer.tracking import mot_boxes as mb
+from sleap_infer.tracking.base import MASKS, Assignment, Detections, TrackerState
+
+TENTATIVE, CONFIRMED, LOST = 0, 1, 2
+BODY_SIZE_HISTORY = 2048  # pose diagonals remembered for the running body size
+STATE_FORMAT = 1
+_INT_FIELDS = ("tid", "public_id", "status", "hits", "hit_streak", "age", "tsu", "seen_step")
+
+# A per-track array a subclass adds: (name, shape of one track's entry, fill of a new track).
+ExtraField = tuple[str, tuple[int, ...], float]
+
+
+@dataclass
+class MotParams:
+    """A MOT tracker's knobs after sleap-nn's per-tracker preset was applied."""
+
+    track_buffer: int
+    min_hits: int
+    track_high_threshold: float
+    track_low_threshold: float
+    new_track_threshold: float
+    min_match_similarity: float
+    box_padding: float = 0.1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Frame:
+    """One frame's detections as the MOT trackers see them."""
+
+    boxes: np.ndarray  # (I, 4) padded xyxy
+    raw: np.ndarray  # (I, 4) unpadded (degenerate: the body-size square)
+    centroids: np.ndarray  # (I, 2) raw-box centres
+    scores: np.ndarray  # (I,)
+    valid: np.ndarray  # (I,) bool: something visible
+    frame_idx: int = 0
+    keypoints: np.ndarray | None = None  # (I, N, 2) poses, NaN = hidden; None for masks
+
+    def __len__(self) -> int:
+        return int(self.scores.shape[0])
+
+
+@dataclass
+class Association:
+    """What :meth:`MotCore.associate` decided for one frame."""
+
+    matches: list[tuple[int, int, float]] = field(default_factory=list)  # (row, det, sim)
+    no_spawn: set[int] = field(default_factory=set)
+    removed: set[int] = field(default_factory=set)  # rows dropped now (BoT-SORT's duplicates)
+
+
+class MotCore:
+    """Online SORT-family tracker; a subclass supplies :meth:`associate` and its kinds."""
+
+    name: ClassVar[str] = ""
+    needs_images = False
+    kalman_dim: ClassVar[int] = mb.XYSR_DIM
+    tentative_dies_on_miss: ClassVar[bool] = False
+    hits_start: ClassVar[int] = 0
+    confirm_on_streak: ClassVar[bool] = True
+    extra_fields: tuple[ExtraField, ...] = ()  # float64 per-track memory
+    zero_on_miss: ClassVar[tuple[int, ...]] = ()  # state entries zeroed before predicting a
+    # track not matched at the previous step (BoT-SORT: the size velocities)
+
+    def __init__(self, params: MotParams, carrier: str, n_nodes: int) -> None:
+        self.params = params
+        self.carrier = carrier
+        self.similarity = "centroid" if carrier != MASKS and n_nodes == 1 else "iou"
+        d = self.kalman_dim
+        self.mean = np.zeros((0, d))
+        self.cov = np.zeros((0, d, d))
+        for name in _INT_FIELDS:
+            setattr(self, name, np.zeros(0, np.int64))
+        for name, shape, _ in self.extra_fields:
+            setattr(self, name, np.zeros((0, *shape)))
+        self.next_tid = 0
+        self.next_public = 0
+        self.clock = -1  # step of the latest frame (-1: none yet)
+        self.last_frame: int | None = None
+        self.delta_counts: dict[int, int] = {}
+        self.diagonals = np.zeros(0)
+        self.spacings = np.zeros(0)  # same-frame nearest-animal distances (no extent yet)
+        self.step_lengths = np.zeros(0)  # per-step lengths of unambiguous links (ditto)
+        self.prev_geometry: tuple[np.ndarray, np.ndarray] | None = None  # previous frame's
+        self.last_delta: int | None = None  # frame-index change to this frame
+
+    # --------------------------------------------------------------- kinds
+    def initiate(self, box: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return mb.xysr_initiate(box)
+
+    def predict(self, mean: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return mb.xysr_predict(mean, cov)
+
+    def update(self, mean: np.ndarray, cov: np.ndarray, box: np.ndarray):
+        return mb.xysr_update(mean, cov, box)
+
+    def predicted_boxes(self) -> np.ndarray:
+        return mb.xyxy_from_xysr(self.mean)
+
+    def associate(self, frame: Frame) -> Association:
+        raise NotImplementedError
+
+    # -------------------------------------------------------------- helpers
+    @property
+    def n_tracks(self) -> int:
+        return self.next_public
+
+    def body_size(self) -> float:
+        """Median diagonal of the extents seen so far, else :mod:`.mot_body`'s fallbacks."""
+        if self.diagonals.size:
+            return float(np.median(self.diagonals))
+        p99 = float(np.percentile(self.step_lengths, 99)) if self.step_lengths.size else np.nan
+        spacing = float(np.median(self.spacings)) if self.spacings.size else np.nan
+        return body.resolve_body_size(np.nan, p99, spacing)
+
+    def similarity_to(self, rows: np.ndarray, frame: Frame) -> np.ndarray:
+        """``(len(rows), I)`` geometric similarity of the tracks' predictions to the detections."""
+        if len(rows) == 0 or len(frame) == 0:
+            return np.zeros((len(rows), len(frame)))
+        if self.similarity == "centroid":
+            sim = mb.centroid_similarity(
+                self.mean[rows, :2], frame.centroids, 0.5 * self.body_size()
+            )
+        else:
+            sim = mb.iou(self.predicted_boxes()[rows], frame.boxes)
+        sim = np.clip(np.nan_to_num(sim, nan=0.0, posinf=0.0, neginf=0.0), 0.0, 1.0)
+        sim[:, ~frame.valid] = 0.0
+        return sim
+
+    def _frame(self, det: Detections) -> Frame:
+        raw, count = mb.raw_boxes(det, self.carrier)
+        boxes, raw = mb.padded_boxes(
+            raw, count, self.carrier, self.params.box_padding, self.body_size()
+        )
+        valid = np.isfinite(raw).all(axis=1)
+        scores = np.asarray(det.scores, np.float64)
+        scores = np.clip(np.where(np.isfinite(scores), scores, 1.0), 0.0, 1.0)
+        points = None if self.carrier == MASKS else np.asarray(det.points, np.float64)
+        centroids = 0.5 * (raw[:, :2] + raw[:, 2:])
+        return Frame(boxes, raw, centroids, scores, valid, int(det.frame_idx), points)
+
+    def _observe_body_size(self, det: Detections, frame: Frame, steps: int) -> None:
+        """Remember this frame's body-size evidence (see :meth:`body_size`)."""
+        if len(frame):
+            if self.carrier == MASKS:
+                wh = (frame.raw[:, 2:] - frame.raw[:, :2])[frame.valid]
+                keep = np.isfinite(wh).all(axis=1) & (wh >= 1.0).all(axis=1)
+                new = np.hypot(wh[keep, 0], wh[keep, 1])
+            else:
+                new = mb.pose_diagonals(det)
+            self.diagonals = np.concatenate([self.diagonals, new])[-BODY_SIZE_HISTORY:]
+        if self.diagonals.size:
+            self.prev_geometry = None
+            return
+        # No extent seen yet (one-node skeletons): spacing and motion, as sleap-nn.
+        prev = self.prev_geometry if (self.last_delta is None or self.last_delta > 0) else None
+        max_dist = 0.5 * float(np.median(self.spacings)) if self.spacings.size else None
+        cur = body.geometry(frame.keypoints, frame.raw, frame.valid)
+        spacings, links = body.pair_geometry(prev, cur, max_dist)
+        self.spacings = np.concatenate([self.spacings, spacings])[-BODY_SIZE_HISTORY:]
+        if steps > 0 and links.size:
+            moved = np.concatenate([self.step_lengths, links / steps])
+            self.step_lengths = moved[-BODY_SIZE_HISTORY:]
+        self.prev_geometry = cur
+
+    def _keep(self, keep: np.ndarray) -> None:
+        self.mean, self.cov = self.mean[keep], self.cov[keep]
+        for name in (*_INT_FIELDS, *(f[0] for f in self.extra_fields)):
+            setattr(self, name, getattr(self, name)[keep])
+
+    def _steps(self, frame_idx: int) -> int:
+        """Steps since the previous frame; the stride is the commonest gap (sleap-nn's rule)."""
+        if self.clock < 0:
+            self.clock, self.last_frame, self.last_delta = 0, frame_idx, None
+            return 0
+        delta = frame_idx - int(self.last_frame)  # type: ignore[arg-type]
+        self.last_delta = delta
+        steps = 1
+        if delta > 0:
+            self.delta_counts[delta] = self.delta_counts.get(delta, 0) + 1
+            stride = min(self.delta_counts, key=lambda d: (-self.delta_counts[d], d))
+            if self.delta_counts[stride] >= 0.5 * sum(self.delta_counts.values()):
+                steps = max(1, int(np.rint(delta / stride)))
+        self.clock += steps
+        self.last_frame = frame_idx
+        return steps
+
+    def _advance(self, steps: int) -> None:
+        if steps == 0 or len(self.tid) == 0:
+            return
+        gone = self.tsu + steps - 1 > self.params.track_buffer
+        if steps > 1 and self.tentative_dies_on_miss:
+            gone |= self.status == TENTATIVE
+        self._keep(~gone)
+        mean, cov = self.mean, self.cov
+        for k in range(steps):
+            if self.zero_on_miss:
+                missed = self.tsu + k > 0
+                mean[np.ix_(missed, self.zero_on_miss)] = 0.0
+            mean, cov = self.predict(mean, cov)
+            if k == 0 and steps > 1:
+                self.on_gap(mean, cov, self.clock - steps + 1)
+        self.mean, self.cov = mean.reshape(-1, self.kalman_dim), cov
+        self.tsu = self.tsu + steps
+        self.age = self.age + steps
+        self.hit_streak = np.where(self.tsu > 1, 0, self.hit_streak)
+        if steps > 1:
+            self.status = np.where(self.status == CONFIRMED, LOST, self.status)
+
+    def _spawn(self, frame: Frame, j: int) -> None:
+        mean, cov = self.initiate(frame.boxes[j])
+        self.mean = np.concatenate([self.mean, mean[None]])
+        self.cov = np.concatenate([self.cov, cov[None]])
+        row = dict(tid=self.next_tid, public_id=-1, status=TENTATIVE, hits=self.hits_start)
+        row |= dict(hit_streak=self.hits_start, age=0, tsu=0, seen_step=self.clock)
+        for name in _INT_FIELDS:
+            setattr(self, name, np.append(getattr(self, name), np.int64(row[name])))
+        for name, shape, fill in self.extra_fields:
+            setattr(self, name, np.concatenate([getattr(self, name), np.full((1, *shape), fill)]))
+        self.next_tid += 1
+
+    # ----------------------------------------------------------------- step
+    def step(self, det: Detections) -> Assignment:
+        frame = self._frame(det)
+        steps = self._steps(int(det.frame_idx))
+        self._advance(steps)
+        self._observe_body_size(det, frame, steps)
+        found = self.associate(frame) if len(frame) else Association()
+        matched = self._apply_matches(found, frame)
+        n_old = len(self.tid)
+        keep = self._age_unmatched(found, matched)
+        used = {j for j, _ in matched.values()}
+        for j in range(len(frame)):
+            if j in used or j in found.no_spawn or not frame.valid[j]:
+                continue
+            if frame.scores[j] >= self.params.new_track_threshold:
+                self._spawn(frame, j)
+                self.on_spawn(len(self.tid) - 1, frame, j)
+        self._confirm_ready()
+        ids = np.full(len(frame), -1, np.int64)
+        scores = np.full(len(frame), np.nan, np.float32)
+        for row, (j, sim) in matched.items():
+            if keep[row] and self.status[row] == CONFIRMED:
+                ids[j], scores[j] = self.public_id[row], sim
+        keep = np.concatenate([keep, np.ones(len(self.tid) - n_old, bool)])
+        self._keep(keep & (self.tsu <= self.params.track_buffer))
+        return Assignment(ids, scores)
+
+    def _apply_matches(self, found: Association, frame: Frame) -> dict[int, tuple[int, float]]:
+        """Update the matched tracks; ``{row: (detection, similarity)}``."""
+        matched: dict[int, tuple[int, float]] = {}
+        used: set[int] = set()
+        for row, j, sim in found.matches:
+            if row in matched or j in used or not frame.valid[j]:
+                continue
+            used.add(j)
+            sim = float(np.clip(sim, 0.0, 1.0)) if np.isfinite(sim) else 0.0
+            matched[row] = (j, sim)
+            self.correct(row, frame.boxes[j])
+            self.hits[row] += 1
+            self.hit_streak[row] += 1
+            self.tsu[row] = 0
+            self.seen_step[row] = self.clock
+            if self.status[row] == LOST:
+                self.status[row] = CONFIRMED
+            self.on_match(row, frame, j)
+        return matched
+
+    def _age_unmatched(self, found: Association, matched: dict) -> np.ndarray:
+        """Unmatched confirmed tracks become lost; which rows survive this frame."""
+        keep = np.ones(len(self.tid), bool)
+        for row in range(len(self.tid)):
+            if row in found.removed:
+                keep[row] = False
+            if row in matched or row in found.removed:
+                continue
+            self.on_miss(row)
+            if self.status[row] == CONFIRMED:
+                self.status[row] = LOST
+            elif self.status[row] == TENTATIVE and self.tentative_dies_on_miss:
+                keep[row] = False
+        return keep
+
+    def _confirm_ready(self) -> None:
+        """Confirm the tentative tracks matched now that reached ``min_hits``; next public id."""
+        for row in range(len(self.tid)):
+            if self.status[row] == TENTATIVE and self.tsu[row] == 0:
+                count = self.hit_streak[row] if self.confirm_on_streak else self.hits[row]
+                if count >= self.params.min_hits:
+                    self.status[row] = CONFIRMED
+                    self.public_id[row] = self.next_public
+                    self.next_public += 1
+
+    # ------------------------------------------------- subclass extensions
+    def correct(self, row: int, box: np.ndarray) -> None:
+        """Kalman-update track ``row`` with its matched padded box."""
+        self.mean[row], self.cov[row] = self.update(self.mean[row], self.cov[row], box)
+
+    def on_gap(self, mean: np.ndarray, cov: np.ndarray, first_step: int) -> None:
+        """After a frame gap's first predicted step (``mean``/``cov``: every live track's)."""
+
+    def on_match(self, row: int, frame: Frame, j: int) -> None:
+        """A subclass's own per-track memory after a match (OC-SORT's observations)."""
+
+    def on_miss(self, row: int) -> None:
+        """A subclass's own per-track memory after a miss."""
+
+    def on_spawn(self, row: int, frame: Frame, j: int) -> None:
+        """A subclass's own per-track memory for a new track."""
+
+    # ---------------------------------------------------------------- state
+    def state(self) -> TrackerState:
+        meta = dict(
+            format=STATE_FORMAT,
+            tracker=self.name,
+            next_tid=self.next_tid,
+            next_public=self.next_public,
+            clock=self.clock,
+            last_frame=self.last_frame,
+            delta_counts=[[int(k), int(v)] for k, v in self.delta_counts.items()],
+            last_delta=self.last_delta,
+            has_prev_geometry=self.prev_geometry is not None,
+        )
+        if self.prev_geometry is not None:
+            arrays_prev = {
+                "prev_centroids": self.prev_geometry[0],
+                "prev_extents": self.prev_geometry[1],
+            }
+        else:
+            arrays_prev = {}
+        arrays = {
+            **{k: v.copy() for k, v in arrays_prev.items()},
+            "mean": self.mean.copy(),
+            "cov": self.cov.copy(),
+            "diagonals": self.diagonals.copy(),
+            "spacings": self.spacings.copy(),
+            "step_lengths": self.step_lengths.copy(),
+        }
+        names = (*_INT_FIELDS, *(f[0] for f in self.extra_fields))
+        arrays |= {name: getattr(self, name).copy() for name in names}
+        return TrackerState(meta=meta, arrays=arrays)
+
+    def load_state(self, state: TrackerState) -> None:
+        meta, arrays = state.meta, state.arrays
+        if meta.get("format") != STATE_FORMAT or meta.get("tracker") != self.name:
+            raise ValueError(f"saved tracker state is not a {self.name} state of this version")
+        self.next_tid, self.next_public = int(meta["next_tid"]), int(meta["next_public"])
+        self.clock = int(meta["clock"])
+        self.last_frame = None if meta["last_frame"] is None else int(meta["last_frame"])
+        self.delta_counts = {int(k): int(v) for k, v in meta["delta_counts"]}
+        d = self.kalman_dim
+        self.mean = np.array(arrays["mean"], np.float64).reshape(-1, d)
+        self.cov = np.array(arrays["cov"], np.float64).reshape(-1, d, d)
+        self.diagonals = np.array(arrays["diagonals"], np.float64).reshape(-1)
+        self.spacings = np.array(arrays["spacings"], np.float64).reshape(-1)
+        self.step_lengths = np.array(arrays["step_lengths"], np.float64).reshape(-1)
+        self.last_delta = None if meta["last_delta"] is None else int(meta["last_delta"])
+        self.prev_geometry = None
+        if meta["has_prev_geometry"]:
+            self.prev_geometry = (
+                np.array(arrays["prev_centroids"], np.float64).reshape(-1, 2),
+                np.array(arrays["prev_extents"], np.float64).reshape(-1, 4),
+            )
+        for name in _INT_FIELDS:
+            setattr(self, name, np.array(arrays[name], np.int64).reshape(-1))
+        for name, shape, _ in self.extra_fields:
+            setattr(self, name, np.array(arrays[name], np.float64).reshape(-1, *shape))
+
+
+def mot_params(options: TrackingOptions) -> MotParams:
+    """``options`` with sleap-nn's preset for ``options.tracker`` where a knob was left default.
+
+    A threshold equal to the shared default counts as left default: an explicit
+    ``--new_track_threshold 0.6`` with ``--tracker sort`` is read as SORT's 0.1.
+    """
+    shared = TrackingOptions()
+    names = ("track_high_threshold", "track_low_threshold", "new_track_threshold")
+    names += ("min_hits", "min_match_similarity")
+    values = {name: getattr(options, name) for name in names}
+    for name, value in MOT_PRESETS.get(options.tracker, {}).items():
+        if values[name] == getattr(shared, name):
+            values[name] = value
+    return MotParams(track_buffer=options.track_buffer, **values)

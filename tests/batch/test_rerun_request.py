@@ -1,0 +1,88 @@
+"""A finished output is kept: a rerun skips it only for the same request, a run never
+replaces one that another run finished meanwhile (issue 29 item 4, issue 28 item 4)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import sleap_io as sio
+
+import sleap_infer
+from sleap_infer.core.errors import OutputExistsError
+from sleap_infer.journal import journal_path
+from sleap_infer.pipeline.request import REQUEST_KEY
+from sleap_infer.writers.outputs import stored_provenance
+
+import scene
+from cli_runs import error_lines, run_cli
+from conftest import SYNTHETIC_MODEL
+
+MODEL = str(SYNTHETIC_MODEL)
+
+
+@pytest.fixture(scope="module")
+def video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("rerun") / "v.mp4"
+    scene.write_video(path, n_frames=12)
+    return path
+
+
+def _frames(path: Path) -> int:
+    return len(sio.load_slp(str(path)).labeled_frames)
+
+
+def test_a_run_never_replaces_an_output_finished_while_it_predicted(
+    tmp_path: Path, video: Path
+) -> None:
+    """The quick run saw no output when it started; the full run finished during it."""
+    pipe = sleap_infer.load(MODEL, device="cpu")
+    full = tmp_path / "full.slp"
+    pipe.predict_to_file(video, full)  # what the full run will have written
+    out = tmp_path / "v.slp"
+
+    def full_run_finishes(_info: object, _n: int) -> None:
+        shutil.copyfile(full, out)
+
+    with pytest.raises(OutputExistsError, match="another run wrote this output"):
+        pipe.predict_to_file(video, out, frames="0-3", on_start=full_run_finishes)
+    assert _frames(out) == 12  # the full run's output, untouched
+    assert journal_path(out).exists()  # the quick run's frames are kept too
+    assert not [p for p in tmp_path.iterdir() if ".tmp" in p.name]
+
+
+def test_a_rerun_skips_only_the_same_request(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, video: Path
+) -> None:
+    out = tmp_path / "v.slp"
+    base = ("predict", video, "-m", MODEL, "--device", "cpu", "-o", out, "-q")
+    code, err = run_cli(capsys, *base, "--frames", "0-5")
+    assert code == 0, err
+    request = stored_provenance(out)[REQUEST_KEY]
+    assert request["frames"] == "0-5" and len(request["checkpoint_sha256"]) == 1
+    before = out.read_bytes()
+
+    code, err = run_cli(capsys, *base, "--frames", "0-5")  # same request: skipped
+    assert code == 0 and "skipped" in err, err
+    for extra, differs in (
+        ((), "frames"),  # every frame asked, 6 predicted
+        (("--frames", "0-5", "--peak-threshold", "0.5"), "options.peak_threshold"),
+    ):
+        code, err = run_cli(capsys, *base, *extra)
+        [line] = error_lines(err)
+        assert code == 1 and differs in line and "--overwrite" in line, err
+        assert out.read_bytes() == before
+    code, err = run_cli(capsys, *base, "--overwrite")
+    assert code == 0 and _frames(out) == 12, err
+
+
+def test_a_model_path_is_checked_before_anything_is_skipped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, video: Path
+) -> None:
+    out = tmp_path / "v.slp"
+    code, err = run_cli(capsys, "predict", video, "-m", MODEL, "-o", out, "-q")
+    assert code == 0, err
+    code, err = run_cli(capsys, "predict", video, "-m", tmp_path / "nonexistent", "-o", out)
+    [line] = error_lines(err)
+    assert code == 1 and "model path does not exist" in line and "skipped" not in err

@@ -1,0 +1,317 @@
+"""sleap-nn 0.3.5's command lines run unchanged: each of the 226 flags of its ``predict``,
+``export``, ``track`` and ``eval`` (``sleap_nn_0.3.5_flags.txt``, from their ``--help``) is
+accepted with sleap-nn's meaning (the parsed options equal those of our own spelling) or
+refused by name, with a reason, exit code 2."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import re
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer.main
+
+from sleap_infer.cli import build_app, main, value_options
+from sleap_infer.cli import sleap_nn_flags as snf
+from sleap_infer.core.errors import UsageError
+from sleap_infer.core.options import NUMBER_RANGES, NumberRange
+
+FLAG_LIST = Path(__file__).with_name("sleap_nn_0.3.5_flags.txt")
+DOC = Path(__file__).parents[2] / "docs" / "from_sleap_nn.md"
+# Enough arguments for each command to parse (nothing runs: make_context only parses).
+BASE = {
+    "predict": ["predict", "v.mp4", "-m", "m"],
+    "track": ["track", "p.slp"],
+    "export": ["export", "m"],
+    "eval": ["eval", "g.slp", "p.slp"],
+}
+
+
+def sleap_nn_flags() -> list[tuple[str, str]]:
+    """(command, flag) for every spelling in the list (``--a,--b``, ``--x/--no-x``, ``-o, --o``)."""
+    pairs = []
+    for line in FLAG_LIST.read_text().splitlines():
+        command, spec = line.split(maxsplit=1)
+        for name in re.split(r"[\s,/]+", spec):
+            if name and (command, name) not in pairs:
+                pairs.append((command, name))
+    return pairs
+
+
+@functools.cache
+def _command(name: str) -> Any:
+    return typer.main.get_command(build_app([name])).commands[name]  # type: ignore[attr-defined]
+
+
+def parse(args: list[str]) -> tuple[str, dict[str, Any], list[str]]:
+    """What our command line makes of ``args``: its command and parsed options, and notes."""
+    notes: list[str] = []
+    args = snf.translate(args, notes, value_options)
+    snf.check_lists(args)
+    ctx = _command(args[0]).make_context(args[0], args[1:])
+    return args[0], dict(ctx.params), notes
+
+
+def _option(command: str, name: str) -> Any:
+    """Our click option called ``name`` (Typer vendors click: matched by duck type)."""
+    for param in _command(command).params:
+        if param.param_type_name == "option" and name in (*param.opts, *param.secondary_opts):
+            return param
+    return None
+
+
+def _sample(option: Any) -> list[str]:
+    """A value for ``option`` that differs from its default (none for a flag)."""
+    if option.is_flag:
+        return []
+    kind = option.type_descriptor.annotation
+    default = option.default
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        return [next(m.value for m in kind if m != default)]
+    if kind is int:
+        return [str((default or 1) + 2)]
+    if kind is float:
+        value = (default or 0.0) + 0.25
+        if not NUMBER_RANGES.get(option.name, NumberRange()).holds(value):
+            value = (default or 0.0) - 0.25  # a unit-range option near its top
+        return [str(value)]
+    return ["0.9,0.5"]  # a string: merge thresholds, frames, names all take it
+
+
+def _check_alias(command: str, name: str, flag: snf.Flag) -> None:
+    ours = flag.to.split()
+    option = _option(command, ours[0])
+    assert option is not None, f"{command} {name} -> {flag.to}: no such option of ours"
+    value = ours[1:] or _sample(option)
+    base = BASE[command]
+    _, theirs, _ = parse([*base, name, *([] if ours[1:] else value)])
+    _, mine, _ = parse([*base, *ours[:1], *value])
+    _, default, _ = parse(base)
+    assert theirs == mine, f"{command} {name}: parsed unlike {flag.to}"
+    if not (option.is_flag and option.default is True):  # --user-labels-only: the default
+        assert theirs != default, f"{command} {name}: changed nothing"
+
+
+def _check(command: str, name: str) -> str:
+    """Check one flag; returns how it is taken (for the counts)."""
+    if name in ("-h", "--help"):
+        with pytest.raises(SystemExit) as exit_, contextlib.redirect_stdout(io.StringIO()):
+            main([command, name])
+        assert exit_.value.code == 0
+        return "ours"
+    if command == "track" and name in snf.MODEL_FLAGS:  # sleap-nn's track with a model
+        ran, parsed, _ = parse(["track", "v.mp4", name, "m"])
+        assert (ran, parsed["tracking"], parsed["model"]) == ("predict", True, [Path("m")])
+        return "aliased"
+    table = snf.TABLES[command]
+    flag = table.get(name)
+    if command == "track" and flag is not None and flag.reason == snf.NEEDS_MODEL:
+        with pytest.raises(UsageError, match=f"^{re.escape(name)}: only with -m"):
+            parse([*BASE[command], name, "x"])
+        return _check("predict", name)  # infer track -m runs infer predict --tracking
+    if flag is None:  # spelt as ours
+        option = _option(command, name)
+        assert option is not None, f"{command} {name}: neither ours nor in the table"
+        _, parsed, _ = parse([*BASE[command], name, *_sample(option)])
+        assert parsed != parse(BASE[command])[1], f"{command} {name}: changed nothing"
+        return "ours"
+    if flag.kind == snf.REFUSED:
+        with pytest.raises(UsageError, match=f"^{re.escape(name)}: .{{20}}"):
+            parse([*BASE[command], name, "x"])
+        return "refused"
+    if flag.kind == snf.IGNORED:
+        value = ["3"] if flag.takes_value else []
+        _, parsed, notes = parse([*BASE[command], name, *value])
+        assert parsed == parse(BASE[command])[1]
+        assert notes and notes[0].startswith(f"{name}: ")
+        return "ignored"
+    if flag.kind == snf.POSITIONAL:
+        base = [a for a in BASE[command] if not a.endswith((".mp4", ".slp"))]
+        values = {"GROUND_TRUTH": "g.slp", "PREDICTIONS": "p.slp", "VIDEOS": "v.mp4"}
+        extra = [a for a in BASE[command] if a.endswith((".mp4", ".slp")) and a != values[flag.to]]
+        _, parsed, _ = parse([*base, *extra, name, values[flag.to]])
+        _, mine, _ = parse(BASE[command])
+        assert parsed == mine, f"{command} {name}: not the {flag.to} argument"
+        return "aliased"
+    if flag.kind == snf.VALUE:
+        accepted = 0
+        for value, tokens in flag.values.items():
+            if isinstance(tokens, str):
+                with pytest.raises(UsageError, match=f"^{re.escape(name)} {value}: "):
+                    parse([*BASE[command], name, value])
+                continue
+            _, parsed, _ = parse([*BASE[command], name, value])
+            assert parsed == parse([*BASE[command], *tokens])[1]
+            accepted += 1
+        return "aliased" if accepted else "refused"
+    _check_alias(command, name, flag)
+    return "aliased"
+
+
+@pytest.mark.parametrize(("command", "name"), sleap_nn_flags())
+def test_each_sleap_nn_flag_is_taken_or_refused_by_name(command: str, name: str) -> None:
+    _check(command, name)
+
+
+def test_the_list_is_whole_and_counted() -> None:
+    assert len(FLAG_LIST.read_text().splitlines()) == 226
+    counts: dict[str, int] = {}
+    for command, name in sleap_nn_flags():
+        how = _check(command, name)
+        counts[how] = counts.get(how, 0) + 1
+    assert sum(counts.values()) == len(sleap_nn_flags())
+    assert DOC.exists()
+    doc = DOC.read_text()
+    for command, name in sleap_nn_flags():
+        assert f"`{name}`" in doc, f"{command} {name} missing from {DOC.name}"
+
+
+def test_values_and_what_follows_double_dash_are_never_rewritten() -> None:
+    args = ["predict", "-o", "--batch_size", "v.mp4", "--batch_size=8", "--", "--frames"]
+    assert snf.translate(args, value_options=value_options) == [
+        "predict", "-o", "--batch_size", "v.mp4", "--batch-size", "8", "--", "--frames",
+    ]  # fmt: skip
+
+
+def test_arguments_given_as_flags_keep_their_order() -> None:
+    for args in (
+        ["eval", "-p", "p.slp", "-g", "g.slp"],
+        ["eval", "g.slp", "--predicted_path", "p.slp"],
+        ["eval", "--ground_truth_path=g.slp", "p.slp"],
+    ):
+        _, parsed, _ = parse(args)
+        assert (parsed["ground_truth"], parsed["predictions"]) == (Path("g.slp"), Path("p.slp"))
+
+
+def test_sleap_nn_command_lines_mean_what_they_meant() -> None:
+    _, parsed, notes = parse(
+        [
+            "predict", "-i", "a.mp4", "--model_paths", "m1", "--model_paths", "m2",
+            "--runtime", "tensorrt", "--batch_size", "8", "--integral_refinement", "none",
+            "--output_format", "analysis_h5", "--output_format", "analysis_h5",
+            "--no_empty_frames", "--tracking", "--tracking_window_size", "7",
+            "--scoring_reduction", "robust_quantile", "--robust_best_instance", "0.9",
+            "--gui", "--queue_maxsize", "8",
+        ]
+    )  # fmt: skip
+    assert parsed["videos"] == ["a.mp4"] and parsed["model"] == [Path("m1"), Path("m2")]
+    assert parsed["backend"].value == "trt" and parsed["batch_size"] == 8
+    assert parsed["no_refine"] and parsed["output_format"].value == "analysis-h5"
+    assert parsed["no_empty_frames"] and parsed["tracking"] and parsed["window_size"] == 7
+    assert (parsed["reduction"], parsed["robust_quantile"]) == ("robust_quantile", 0.9)
+    assert parsed["progress"].value == "json"
+    assert notes == [
+        "--queue_maxsize: infer's frame queue sizes itself; --queue_maxsize has no effect"
+    ]
+
+
+def test_an_unknown_value_lists_only_what_infer_takes() -> None:
+    with pytest.raises(
+        UsageError,
+        match="^--tracker 'foo': choose one of classic, bytetrack, sort, botsort, ocsort$",
+    ):
+        snf.translate(["predict", "--tracker", "foo"])
+
+
+def test_several_output_formats_are_refused_by_name() -> None:
+    with pytest.raises(UsageError, match="^--output_format: several output formats"):
+        snf.translate(["predict", "--output_format", "slp", "--output_format", "analysis_h5"])
+
+
+def test_no_empty_frames_reaches_the_spec() -> None:
+    from sleap_infer.pipeline.spec import bind
+
+    assert bind(["m"], no_empty_frames=True).options.no_empty_frames
+    assert not bind(["m"]).options.no_empty_frames
+
+
+@pytest.mark.parametrize(
+    "command", ["", "predict", "track", "eval", "render", "export", "bench", "info", "system"]
+)
+def test_dash_h_is_help(command: str) -> None:
+    out = io.StringIO()
+    with pytest.raises(SystemExit) as exit_, contextlib.redirect_stdout(out):
+        main([command, "-h"] if command else ["-h"])
+    assert exit_.value.code == 0 and out.getvalue().startswith("Usage: infer")
+
+
+@pytest.mark.parametrize(
+    ("given", "formats", "fp16"),
+    [
+        (["-f", "tensorrt"], ("onnx", "trt"), False),
+        (["--format", "both", "--precision", "fp16"], ("onnx", "trt"), True),
+        (["--runtime", "trt"], ("onnx", "trt"), False),
+        (["-f", "openvino"], ("onnx",), False),
+        (["-f", "onnx", "--precision", "fp16"], ("onnx",), False),  # TensorRT's precision only
+        (
+            ["--opset-version", "18", "--input-height", "64", "--input-width", "96"],
+            ("onnx",),
+            False,
+        ),
+    ],
+)
+def test_export_format_names(
+    monkeypatch: pytest.MonkeyPatch, given: list[str], formats: tuple[str, ...], fp16: bool
+) -> None:
+    import sleap_infer.export.exporter as exporter
+
+    seen = []
+
+    def capture(model, output, settings, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(settings)
+        raise UsageError("captured")
+
+    monkeypatch.setattr(exporter, "export_model", capture)
+    with pytest.raises(SystemExit) as exit_:
+        main(["export", "m", *given])
+    assert exit_.value.code == 2 and (seen[0].formats, seen[0].fp16) == (formats, fp16)
+    if "--input-height" in given:
+        assert seen[0].frame_size == (64, 96) and seen[0].opset == 18
+
+
+def markdown() -> str:
+    """The table of ``docs/from_sleap_nn.md`` (``python tests/cli/test_sleap_nn_flags.py``)."""
+    rows, counts = [], {}
+    for command, name in sleap_nn_flags():
+        how = _check(command, name)
+        counts.setdefault(command, {}).setdefault(how, 0)
+        counts[command][how] += 1
+        flag = snf.TABLES[command].get(name)
+        if command == "track" and name in snf.MODEL_FLAGS:
+            ours = "runs `infer predict --tracking -m`"
+        elif flag is not None and flag.reason == snf.NEEDS_MODEL:
+            ours = "with -m: as in predict; without -m: refused (re-tracking runs no model)"
+        elif flag is None:
+            ours = "same"
+        else:
+            ours = flag.describe()
+        rows.append(f"| {command} | `{name}` | {how} | {ours.replace('|', '/')} |")
+    kinds = ("ours", "aliased", "ignored", "refused")
+    totals = {k: sum(c.get(k, 0) for c in counts.values()) for k in kinds}
+    tally = [
+        "| command | spellings | " + " | ".join(kinds) + " |",
+        "|---|---|" + "---|" * len(kinds),
+        *(
+            f"| {cmd} | {sum(c.values())} | " + " | ".join(str(c.get(k, 0)) for k in kinds) + " |"
+            for cmd, c in counts.items()
+        ),
+        f"| all | {sum(totals.values())} | " + " | ".join(str(totals[k]) for k in kinds) + " |",
+    ]
+    return "\n".join(
+        [
+            *tally,
+            "",
+            "| command | sleap-nn flag | taken as | infer |",
+            "|---|---|---|---|",
+            *rows,
+        ]
+    )
+
+
+if __name__ == "__main__":
+    print(markdown())
