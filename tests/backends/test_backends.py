@@ -87,7 +87,7 @@ def test_bf16_autocast_runs_on_cpu_and_stays_close() -> None:
         assert b[k].dtype == torch.float32
         assert not torch.equal(a[k], b[k])  # really ran in bfloat16
         torch.testing.assert_close(b[k], a[k], rtol=0.1, atol=0.05)
-    with pytest.raises(BackendError, match="one of --fp16 and --bf16"):
+    with pytest.raises(UsageError, match="--fp16 and --bf16 conflict"):
         TorchBackend(net, "cpu", bf16=True, fp16=True)
 
 

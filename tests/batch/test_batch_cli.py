@@ -76,7 +76,8 @@ def test_one_bad_video_never_stops_the_others(
         "cpu",
         "-o",
         out,
-        "-q",
+        "--progress",
+        "none",  # not -q: -q prints only errors, and the warning below is checked
     )
     assert code == 1, err
     errors = error_lines(err)
@@ -123,14 +124,17 @@ def _broken_models(root: Path) -> dict[str, tuple[list[Path], str]]:
     (mismatch / "training_config.yaml").write_text(yaml.safe_dump(raw))
     backbone = write_model_dir(root / "backbone", config_dict("single_instance"))
     raw = yaml.safe_load((backbone / "training_config.yaml").read_text())
-    raw["model_config"]["backbone_config"] = {"unet": None, "pretrained": {"model": "dinov2"}}
+    raw["model_config"]["backbone_config"] = {
+        "unet": None,
+        "pretrained": {"model_name": "x", "source": "timm"},
+    }
     (backbone / "training_config.yaml").write_text(yaml.safe_dump(raw))
     other = write_model_dir(root / "other", config_dict("single_instance"), seed=1)
     return {
         "missing config": ([missing_cfg], "no_cfg: no training_config.yaml"),
         "missing checkpoint": ([missing_ckpt], "no_ckpt: no best.ckpt"),
         "weights do not match": ([mismatch], "weights do not match training_config.yaml"),
-        "unsupported backbone": ([backbone], "backbone 'pretrained' is not supported"),
+        "unsupported backbone": ([backbone], "pretrained.source: 'timm' is not supported"),
         "not a top-down pair": ([SYNTHETIC_MODEL, other], "cannot combine models"),
     }
 
@@ -155,7 +159,9 @@ def test_bad_models_fail_before_any_video_is_opened(
     for case, (models, needle) in _broken_models(tmp_path).items():
         model_args = [arg for m in models for arg in ("-m", str(m))]
         out = tmp_path / "out" / case
-        code, err = run_cli(capsys, "predict", clips, *model_args, *extra, "-o", out, "-q")
+        code, err = run_cli(
+            capsys, "predict", clips, *model_args, *extra, "-o", out, "--progress", "none"
+        )
         errors = error_lines(err)
         assert code in (1, 2) and len(errors) == 1 and needle in errors[0], (case, err)
         assert not out.exists(), case
@@ -176,7 +182,7 @@ def test_killed_run_resumes_to_the_same_result(
 ) -> None:
     video = tmp_path / "long.mp4"
     scene.write_video(video, n_frames=60, seed=7)
-    args = ["predict", video, "-m", MODEL, "--device", "cpu", "-b", "4", "-q"]
+    args = ["predict", video, "-m", MODEL, "--device", "cpu", "-b", "4", "--progress", "none"]
     resumed_slp = tmp_path / "resumed.slp"
     killed = infer_stopping("SIGKILL", 6, *args, "-o", resumed_slp)
     assert killed.returncode == -9, killed.stderr
@@ -199,7 +205,7 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes_the_batch(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, clips: Path
 ) -> None:
     out = tmp_path / "out"
-    args = ["predict", clips, "-m", MODEL, "--device", "cpu", "-b", "2", "-q"]
+    args = ["predict", clips, "-m", MODEL, "--device", "cpu", "-b", "2", "--progress", "none"]
     stopped = infer_stopping("SIGINT", 8, *args, "-o", out)  # clip0 done (6 batches), clip1 not
     assert stopped.returncode == 130, stopped.stderr
     assert "Traceback" not in stopped.stderr
@@ -221,7 +227,18 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes_the_batch(
 def test_sigterm_stops_like_ctrl_c(tmp_path: Path, clips: Path) -> None:
     """SLURM preemption sends SIGTERM: the journal is closed and resumable, exit 130."""
     out = tmp_path / "clip0.slp"
-    args = ["predict", clips / "clip0.mp4", "-m", MODEL, "--device", "cpu", "-b", "2", "-q"]
+    args = [
+        "predict",
+        clips / "clip0.mp4",
+        "-m",
+        MODEL,
+        "--device",
+        "cpu",
+        "-b",
+        "2",
+        "--progress",
+        "none",
+    ]
     stopped = infer_stopping("SIGTERM", 2, *args, "-o", out)
     assert stopped.returncode == 130, stopped.stderr
     assert "clip0.mp4: interrupted; predictions so far are kept in" in stopped.stderr
@@ -235,7 +252,18 @@ def test_shards_partition_the_batch_and_a_rerun_skips_finished_outputs(
 ) -> None:
     listing = tmp_path / "videos.txt"
     listing.write_text("".join(f"{clips / f'clip{i}.mp4'}\n" for i in range(3)))
-    base = ["predict", listing, "-m", MODEL, "--device", "cpu", "--frames", "0-3", "-q"]
+    base = [
+        "predict",
+        listing,
+        "-m",
+        MODEL,
+        "--device",
+        "cpu",
+        "--frames",
+        "0-3",
+        "--progress",
+        "none",
+    ]
     written = []
     for shard in ("0/2", "1/2"):
         out = tmp_path / shard.replace("/", "of")
@@ -270,7 +298,7 @@ def test_other_formats_from_the_cli(
 ) -> None:
     code, err = run_cli(
         capsys, "predict", clips / "clip0.mp4", "-m", MODEL, "--device", "cpu",
-        "--format", fmt, "-o", tmp_path, "-q",
+        "--format", fmt, "-o", tmp_path, "--progress", "none",
     )  # fmt: skip
     assert code == 0, err
     out = tmp_path / f"clip0.mp4.predictions{suffix}"
@@ -282,7 +310,7 @@ def test_other_formats_from_the_cli(
 
 
 def test_two_cpu_workers_match_a_single_process_run(tmp_path: Path, clips: Path) -> None:
-    args = ["predict", clips, "-m", MODEL, "--frames", "0-5", "-q"]
+    args = ["predict", clips, "-m", MODEL, "--frames", "0-5", "--progress", "none"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "sleap_infer", *args, "--devices", "cpu,cpu", "-o", tmp_path / "w"],
         stderr=subprocess.PIPE,
@@ -311,7 +339,7 @@ def test_ctrl_c_with_workers_keeps_every_partial(
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "sleap_infer", "predict", str(videos), "-m", MODEL]
     proc = subprocess.Popen(
-        [*cmd, "--devices", "cpu,cpu", "-b", "1", "-o", str(out), "-q"],
+        [*cmd, "--devices", "cpu,cpu", "-b", "1", "-o", str(out), "--progress", "none"],
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, like a shell job
@@ -328,10 +356,10 @@ def test_ctrl_c_with_workers_keeps_every_partial(
     journals = list(out.glob("*.partial"))
     assert journals and all(read_journal(j).n_predicted > 0 for j in journals)
     code, err = run_cli(capsys, "predict", videos, "-m", MODEL, "--device", "cpu", "-o", out,
-                        "-q", "--resume")  # fmt: skip
+                        "--progress", "none", "--resume")  # fmt: skip
     assert code == 0, err
     code, err = run_cli(capsys, "predict", videos, "-m", MODEL, "--device", "cpu", "-o",
-                        tmp_path / "clean", "-q")  # fmt: skip
+                        tmp_path / "clean", "--progress", "none")  # fmt: skip
     assert code == 0, err
     for i in range(2):
         name = f"long{i}.mp4.predictions.slp"

@@ -150,9 +150,10 @@ def test_default_output_name_next_to_video(tmp_path: Path) -> None:
         (["bench", "{model}", "--backend", "torch,caffe"], 2, "unknown backend 'caffe'"),
         # sleap-nn's flags: refused by name, with the reason.
         (
-            ["predict", "-i", "{video}", "--model_paths", "{model}", "--tracker", "botsort"],
+            ["predict", "-i", "{video}", "--model_paths", "{model}", "--tracker", "deepsort"],
             2,
-            "--tracker botsort: not implemented yet in infer (classic, bytetrack available)",
+            "--tracker deepsort: not implemented yet in infer (classic, bytetrack, sort, botsort, "
+            "ocsort available)",
         ),
         (
             ["predict", "{video}", "-m", "{model}", "--mask_backend", "sam"],
