@@ -162,6 +162,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         _main(sys.argv[1:] if argv is None else list(argv))
     finally:
+        console.errors_only = False  # -q is this call's; a caller in the same process prints
         if argv is None:
             gc.freeze()
 
@@ -216,7 +217,9 @@ def value_options(command: str) -> frozenset[str]:
 
 
 def _interrupted() -> None:
-    """One plain line (colour only on a terminal) and exit 130, whichever command it was."""
+    """One plain line (colour only on a terminal) and exit 130, whichever command it was;
+    also under -q, which keeps the lines that say why the run did not finish."""
+    console.errors_only = False
     console.print("[yellow]interrupted[/]", highlight=False)
     sys.exit(EXIT_INTERRUPTED)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sleap_infer.journal import fingerprint_changes
+from sleap_infer.model.exported import is_export_dir, load_exported, stage_dirs
 from sleap_infer.model.legacy import LEGACY_WEIGHTS
 from sleap_infer.model.loader import CKPT_NAME, file_sha256, resolve_model_dir
 from sleap_infer.pipeline.spec import PipelineSpec
@@ -38,6 +39,10 @@ def checkpoint_hashes(model_paths: tuple[str, ...] | list[str]) -> list[str]:
     """sha256 of each model's weights, remembered per file version (one hash per run)."""
     out = []
     for given in model_paths:
+        folder = resolve_model_dir(given)
+        if is_export_dir(folder):  # no weights here: the hash the export recorded, per stage
+            out.extend(load_exported(stage).checkpoint_sha256 for stage in stage_dirs(folder))
+            continue
         path = weights_file(given)
         stat = path.stat()
         key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)

@@ -56,7 +56,7 @@ def test_a_rerun_skips_only_the_same_request(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, video: Path
 ) -> None:
     out = tmp_path / "v.slp"
-    base = ("predict", video, "-m", MODEL, "--device", "cpu", "-o", out, "-q")
+    base = ("predict", video, "-m", MODEL, "--device", "cpu", "-o", out, "--progress", "none")
     code, err = run_cli(capsys, *base, "--frames", "0-5")
     assert code == 0, err
     request = stored_provenance(out)[REQUEST_KEY]
