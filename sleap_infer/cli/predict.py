@@ -360,7 +360,7 @@ def predict(
         "devices": devices,
         "batch_size": batch_size,
         "frames": frames,
-        "format": output_format.value,
+        "format": ",".join(output_format),
         "shard": shard,
         "tracking": spec.tracking is not None,
     }
@@ -368,7 +368,7 @@ def predict(
         videos,
         spec,
         output=output,
-        format=output_format.value,
+        format=output_format,
         frames=frames,
         resume=resume,
         overwrite=overwrite,

@@ -64,6 +64,7 @@ def video_record(outcome: VideoOutcome) -> dict[str, Any]:
         "video": str(task.video),
         **({"video_index": task.video_index} if task.video_index is not None else {}),
         "output": str(task.output),
+        "outputs": [str(p) for p in outcome.outputs],
         "status": outcome.status,
         **outcome.counts.to_json(),
         "mean_score": _number(outcome.counts.mean_score, 6),
