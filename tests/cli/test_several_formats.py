@@ -36,9 +36,11 @@ def _h5_tables(path: Path) -> dict[str, np.ndarray]:
     found: dict[str, np.ndarray] = {}
     with h5py.File(path, "r") as f:
         f.visititems(
-            lambda name, obj: found.__setitem__(name, obj[()])
-            if isinstance(obj, h5py.Dataset) and name != "provenance"
-            else None
+            lambda name, obj: (
+                found.__setitem__(name, obj[()])
+                if isinstance(obj, h5py.Dataset) and name != "provenance"
+                else None
+            )
         )
     return found
 

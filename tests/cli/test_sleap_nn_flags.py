@@ -202,7 +202,8 @@ def test_sleap_nn_command_lines_mean_what_they_meant() -> None:
     )  # fmt: skip
     assert parsed["videos"] == ["a.mp4"] and parsed["model"] == [Path("m1"), Path("m2")]
     assert parsed["backend"].value == "trt" and parsed["batch_size"] == 8
-    assert parsed["no_refine"] and format_names(get_formats(parsed["output_format"])) == "analysis-h5"
+    assert parsed["no_refine"]
+    assert format_names(get_formats(parsed["output_format"])) == "analysis-h5"
     assert parsed["no_empty_frames"] and parsed["tracking"] and parsed["window_size"] == 7
     assert (parsed["reduction"], parsed["robust_quantile"]) == ("robust_quantile", 0.9)
     assert parsed["progress"].value == "json"
