@@ -57,6 +57,7 @@ OutputFormatOption = Annotated[
     list[str],
     typer.Option(
         "--format",
+        metavar="FORMAT",
         help=f"Output file format: {', '.join(FORMATS)}; several (repeat it, or commas) "
         "write each from one prediction pass.",
     ),
