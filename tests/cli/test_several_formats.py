@@ -155,3 +155,44 @@ def test_resume_after_a_kill_writes_every_format(tmp_path: Path) -> None:
     args[1] = single
     assert infer_stopping("SIGCONT", 10_000, *args[:-2], "--format", "slp").returncode == 0
     assert_same_predictions(_out(single, "slp"), _out(video, "slp"))
+
+
+def test_one_format_failing_keeps_the_others_and_the_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    import sleap_infer
+    from sleap_infer.core.errors import OutputError
+    from sleap_infer.journal import journal_path
+    from sleap_infer.writers import csv_out
+
+    def full_disk(path: Path, source: object) -> None:
+        raise OSError(errno.EIO, "input/output error")
+
+    video = _video(tmp_path)
+    pipe = sleap_infer.load(SYNTHETIC_MODEL, device="cpu")
+    with monkeypatch.context() as patch:
+        patch.setattr(csv_out, "write_csv", full_disk)
+        with pytest.raises(OutputError) as failed:
+            pipe.predict_to_file(video, format=["slp", "csv", "analysis-h5"])
+    (line,) = str(failed.value).splitlines()
+    assert line.startswith("--format csv: ") and str(_out(video, "csv")) in line
+    assert _out(video, "slp").is_file() and _out(video, "analysis-h5").is_file()
+    assert not _out(video, "csv").exists()
+    journal = journal_path(_out(video, "slp"))
+    assert journal.is_file()
+    kept = _out(video, "slp").stat().st_mtime_ns
+    # Once the cause is fixed, the kept journal gives the missing format (nothing predicted).
+    result = pipe.predict_to_file(video, format="slp,csv,analysis-h5", resume=True)
+    assert result.outputs == [_out(video, "csv")] and result.resumed_frames == 6
+    assert _out(video, "slp").stat().st_mtime_ns == kept and not journal.exists()
+
+
+def test_the_python_api_takes_a_list(tmp_path: Path) -> None:
+    import sleap_infer
+
+    video = _video(tmp_path)
+    result = sleap_infer.predict(video, SYNTHETIC_MODEL, device="cpu", format=["slp", "csv"])
+    (outcome,) = result.outcomes
+    assert outcome.ok and outcome.outputs == (_out(video, "slp"), _out(video, "csv"))
