@@ -380,7 +380,7 @@ def predict(
         extra_provenance={"cli_args": cli_args},
     )
     if summary_json is not None:
-        check_summary_path(summary_json, batch.tasks, model, overwrite)
+        check_summary_path(summary_json, batch.tasks, model, overwrite, batch.formats)
     report = RunReport(batch.tasks, options=cli_args, overwrite=overwrite)
     reporter = make_reporter(mode, len(batch.tasks), progress_interval)
     if not batch.tasks:

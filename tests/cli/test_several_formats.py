@@ -66,6 +66,7 @@ def test_three_formats_equal_three_single_runs(
     code, err = _predict(capsys, many, "--format", "slp,analysis-h5", "--format", "csv",
                          "--summary-json", str(tmp_path / "s.json"))  # fmt: skip
     assert code == 0, err
+    assert ", ".join(str(_out(many, f)) for f in THREE) in " ".join(err.split()).replace(" ,", ",")
     for fmt in THREE:  # the same video, one run per format, into a folder of its own
         folder = tmp_path / fmt
         folder.mkdir()
@@ -196,3 +197,14 @@ def test_the_python_api_takes_a_list(tmp_path: Path) -> None:
     result = sleap_infer.predict(video, SYNTHETIC_MODEL, device="cpu", format=["slp", "csv"])
     (outcome,) = result.outcomes
     assert outcome.ok and outcome.outputs == (_out(video, "slp"), _out(video, "csv"))
+
+
+def test_the_summary_never_goes_over_another_formats_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    video = _video(tmp_path)
+    summary = _out(video, "csv")
+    code, err = _predict(capsys, video, "--format", "slp,csv", "--summary-json", str(summary))
+    assert code == 2
+    (line,) = error_lines(err)
+    assert "--summary-json" in line and not summary.exists()
