@@ -57,9 +57,9 @@ OutputFormatOption = Annotated[
     list[str],
     typer.Option(
         "--format",
-        metavar="FORMAT",
-        help=f"Output file format: {', '.join(FORMATS)}; several (repeat it, or commas) "
-        "write each from one prediction pass.",
+        metavar=f"<{'|'.join(FORMATS)}>",
+        help="Output file format; several (repeat it, or commas: slp,csv) are each "
+        "written from one prediction pass.",
     ),
 ]
 
