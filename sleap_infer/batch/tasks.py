@@ -272,7 +272,11 @@ def settled_before_running(
         # Nothing there, or some formats finished and others not: the pipeline predicts
         # (or resumes its journal) and writes only the missing ones, keeping the rest.
         return None  # a journal is the pipeline's to judge (resume, or ask for a flag)
-    return VideoOutcome(task, SKIPPED, message=existing_message(task.output, formats[0], COMPLETE))
+    if len(formats) == 1:
+        message = existing_message(task.output, formats[0], COMPLETE)
+        return VideoOutcome(task, SKIPPED, message=message)
+    names = ", ".join(str(path) for _, path in output_paths(task.output, formats))
+    return VideoOutcome(task, SKIPPED, message=f"{names} exist (--overwrite replaces them)")
 
 
 def saved_frames(task: VideoTask) -> int:
