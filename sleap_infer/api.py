@@ -25,12 +25,13 @@ from typing import Any
 
 from sleap_infer.batch.execute import BatchEvents, JobSettings
 from sleap_infer.batch.run import Batch, BatchResult, device_list, plan_batch
+from sleap_infer.batch.tasks import check_output_for_formats
 from sleap_infer.core.errors import UsageError
 from sleap_infer.pipeline.pipeline import Pipeline
 from sleap_infer.pipeline.spec import PipelineSpec, bind
 from sleap_infer.sources.frames import check_frames
 from sleap_infer.sources.inputs import parse_shard
-from sleap_infer.writers.registry import get_format
+from sleap_infer.writers.registry import FORMATS, format_names, get_formats
 
 Paths = str | Path | Sequence[str | Path]
 
@@ -86,7 +87,7 @@ def plan_spec(
     spec: PipelineSpec,
     *,
     output: str | Path | None = None,
-    format: str = "slp",
+    format: str | Sequence[str] = "slp",
     frames: str | None = None,
     resume: bool = False,
     overwrite: bool = False,
@@ -101,19 +102,21 @@ def plan_spec(
     if resume and overwrite:
         raise UsageError("--resume and --overwrite contradict each other: pick one")
     check_frames(frames)
-    fmt = get_format(format)
-    spec.nwb.check_format(fmt.name)
+    formats = get_formats(format)
+    fmt = formats[0]  # the main format: names the journal (and -o FILE, with one format)
+    spec.nwb.check_format("nwb" if FORMATS["nwb"] in formats else fmt.name)
     if devices is not None and not isinstance(devices, str):
         devices = ",".join(devices)
     worker_devices = device_list(devices, device)
     inputs = [videos] if isinstance(videos, (str, Path)) else list(videos)
     out = Path(output) if output is not None else None
+    check_output_for_formats(out, formats)
     tasks = plan_batch(inputs, out, fmt, recursive, parse_shard(shard), _video_index(spec))
     if merge_into_project:
-        check_merge(tasks, fmt.name)
+        check_merge(tasks, format_names(formats))
     settings = JobSettings(
         frames=frames,
-        output_format=fmt.name,
+        output_format=format_names(formats),
         resume=resume,
         overwrite=overwrite,
         merge_into_project=merge_into_project,

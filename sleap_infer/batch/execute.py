@@ -79,6 +79,7 @@ def outcome_from_result(task: VideoTask, result: VideoResult) -> VideoOutcome:
         bad_frames=result.n_bad_frames,
         resumed_frames=result.resumed_frames,
         warnings=warnings,
+        outputs=tuple(result.outputs),
     )
     if result.truncated:
         first = min(e.index for e in result.bad_frames if e.kind == MISSING_AT_END)

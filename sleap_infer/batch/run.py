@@ -28,7 +28,7 @@ from sleap_infer.core.errors import UsageError
 from sleap_infer.pipeline.request import checkpoint_hashes, request_record
 from sleap_infer.pipeline.spec import PipelineSpec
 from sleap_infer.sources.inputs import expand_inputs, take_shard
-from sleap_infer.writers.registry import OutputFormat, get_format
+from sleap_infer.writers.registry import OutputFormat, get_formats
 
 if TYPE_CHECKING:
     from sleap_infer.pipeline.pipeline import Pipeline
@@ -97,8 +97,8 @@ class Batch:
         self.spec = spec
         self.settings = settings
         self.devices = list(devices)
-        fmt = get_format(settings.output_format)
-        self.fmt = fmt
+        self.formats = get_formats(settings.output_format)
+        self.fmt = self.formats[0]
         # Settled without the model: finished outputs (skipped unless --overwrite) and inputs
         # that cannot be attempted. When that is every task, the model is never loaded.
         self.skipped: list[VideoOutcome] = []
@@ -115,7 +115,7 @@ class Batch:
             return asked[0]
 
         for task in tasks:
-            settled = settled_before_running(task, fmt, settings.overwrite, wanted)
+            settled = settled_before_running(task, self.formats, settings.overwrite, wanted)
             if settled is None:
                 self.todo.append(task)
             else:
@@ -127,7 +127,7 @@ class Batch:
         spec = self.spec
         if len(self.devices) == 1:
             pipeline = spec.build(self.devices[0])
-            pipeline.check_format(self.fmt)
+            pipeline.check_formats(self.formats)
             self.pipeline = pipeline
             return ModelSummary(
                 pipeline.describe(),
@@ -135,7 +135,7 @@ class Batch:
                 spec.batch_size,
                 tuple(pipeline.warnings),
             )
-        warnings = spec.check(self.devices, self.fmt)
+        warnings = spec.check(self.devices, self.formats)
         return ModelSummary(
             ", ".join(spec.model_paths),
             f"{spec.backend}, {len(self.devices)} workers ({', '.join(self.devices)})",

@@ -20,6 +20,7 @@ from sleap_infer.writers.outputs import (
     existing_message,
     existing_output,
     name_problem,
+    output_paths,
     stored_provenance,
 )
 from sleap_infer.writers.projects import count_videos, part_path
@@ -84,6 +85,7 @@ class VideoOutcome:
     resumed_frames: int = 0
     message: str = ""  # the error line for failures
     warnings: list[str] = field(default_factory=list)
+    outputs: tuple[Path, ...] = ()  # the files this run wrote (several with several formats)
 
     @property
     def ok(self) -> bool:
@@ -174,6 +176,19 @@ def check_output_arg(output: Path, inputs: Sequence[VideoInput], fmt: OutputForm
         )
 
 
+def check_output_for_formats(output: Path | None, formats: tuple[OutputFormat, ...]) -> None:
+    """Several formats need a name each: ``-o`` must then be a folder (or absent), not
+    one file name (one line, exit 2)."""
+    if output is None or len(formats) < 2 or output.is_dir():
+        return
+    if output.name.endswith(_FILE_SUFFIXES) or output.is_file():
+        names = ", ".join(f.name for f in formats)
+        raise UsageError(
+            f"-o/--output {output}: several formats ({names}) are written per video, "
+            "so -o must be a folder (each output is named <video>.predictions<suffix>)"
+        )
+
+
 def plan_tasks(
     inputs: Sequence[VideoInput],
     output: Path | None,
@@ -217,7 +232,7 @@ def plan_tasks(
 
 def settled_before_running(
     task: VideoTask,
-    fmt: OutputFormat,
+    fmt: OutputFormat | tuple[OutputFormat, ...],
     overwrite: bool,
     wanted: Callable[[], dict[str, Any]] | None = None,
 ) -> VideoOutcome | None:
@@ -236,20 +251,32 @@ def settled_before_running(
         return VideoOutcome(task, FAILED, message=f"{task.video}: {task.problem}")
     if overwrite:
         return None
-    found = existing_output(task.output, fmt)
-    if found is None:
+    formats = fmt if isinstance(fmt, tuple) else (fmt,)
+    missing = 0
+    for each, path in output_paths(task.output, formats):
+        found = existing_output(path, each)
+        if found is None:
+            missing += 1
+            continue
+        if found != COMPLETE:
+            return VideoOutcome(task, FAILED, message=existing_message(path, each, found))
+        changes = [] if wanted is None else request_changes(stored_provenance(path), wanted())
+        if changes:
+            return VideoOutcome(
+                task,
+                FAILED,
+                message=f"{path}: exists but was predicted with other settings "
+                f"({'; '.join(changes)}); --overwrite replaces it",
+            )
+    if missing:
+        # Nothing there, or some formats finished and others not: the pipeline predicts
+        # (or resumes its journal) and writes only the missing ones, keeping the rest.
         return None  # a journal is the pipeline's to judge (resume, or ask for a flag)
-    if found != COMPLETE:
-        return VideoOutcome(task, FAILED, message=existing_message(task.output, fmt, found))
-    changes = [] if wanted is None else request_changes(stored_provenance(task.output), wanted())
-    if changes:
-        return VideoOutcome(
-            task,
-            FAILED,
-            message=f"{task.output}: exists but was predicted with other settings "
-            f"({'; '.join(changes)}); --overwrite replaces it",
-        )
-    return VideoOutcome(task, SKIPPED, message=existing_message(task.output, fmt, found))
+    if len(formats) == 1:
+        message = existing_message(task.output, formats[0], COMPLETE)
+        return VideoOutcome(task, SKIPPED, message=message)
+    names = ", ".join(str(path) for _, path in output_paths(task.output, formats))
+    return VideoOutcome(task, SKIPPED, message=f"{names} exist (--overwrite replaces them)")
 
 
 def saved_frames(task: VideoTask) -> int:

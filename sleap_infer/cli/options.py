@@ -39,10 +39,9 @@ ExportFormat = _choices(
     (*(n for n, r in RUNTIMES.items() if r.export_formats), *EXPORT_FORMAT_ALIASES),
 )
 BENCH_BACKENDS = (*RUNTIMES, "all")
-OutputFormatName = _choices("OutputFormatName", FORMATS)
 DEFAULT_BACKEND = Backend("torch")
 DEFAULT_EXPORT_FORMAT = ExportFormat("onnx")
-DEFAULT_FORMAT = OutputFormatName("slp")
+DEFAULT_FORMAT = ["slp"]
 
 
 ProgressMode = _choices("ProgressMode", ("auto", "bar", "plain", "json", "none"))
@@ -52,9 +51,16 @@ BackendOption = Annotated[
     Backend,  # type: ignore[valid-type]
     typer.Option(case_sensitive=False, help="Runtime."),
 ]
+# Repeatable and/or a comma list (``--format slp,nwb``): one prediction pass, each format
+# written from it (checked, one line, by sleap_infer.writers.registry.get_formats).
 OutputFormatOption = Annotated[
-    OutputFormatName,  # type: ignore[valid-type]
-    typer.Option("--format", case_sensitive=False, help="Output file format."),
+    list[str],
+    typer.Option(
+        "--format",
+        metavar=f"<{'|'.join(FORMATS)}>",
+        help="Output file format; several (repeat it, or commas: slp,csv) are each "
+        "written from one prediction pass.",
+    ),
 ]
 
 

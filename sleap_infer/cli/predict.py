@@ -369,7 +369,7 @@ def predict(
         "devices": devices,
         "batch_size": batch_size,
         "frames": frames,
-        "format": output_format.value,
+        "format": ",".join(output_format),
         "shard": shard,
         "tracking": spec.tracking is not None,
     }
@@ -377,7 +377,7 @@ def predict(
         videos,
         spec,
         output=output,
-        format=output_format.value,
+        format=output_format,
         frames=frames,
         resume=resume,
         overwrite=overwrite,
@@ -389,7 +389,7 @@ def predict(
         extra_provenance={"cli_args": cli_args},
     )
     if summary_json is not None:
-        check_summary_path(summary_json, batch.tasks, model, overwrite)
+        check_summary_path(summary_json, batch.tasks, model, overwrite, batch.formats)
     report = RunReport(batch.tasks, options=cli_args, overwrite=overwrite)
     reporter = make_reporter(mode, len(batch.tasks), progress_interval)
     if not batch.tasks:

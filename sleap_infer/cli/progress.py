@@ -50,6 +50,11 @@ MODES = ("auto", "bar", "plain", "json", "none")
 Clock = Callable[[], float]
 
 
+def _written(outcome: VideoOutcome) -> str:
+    """Every file the video's run wrote (one per format), else its output path."""
+    return ", ".join(str(p) for p in outcome.outputs or (outcome.task.output,))
+
+
 def outcome_line(outcome: VideoOutcome) -> str:
     """The rich-markup line for a finished video: done, skipped or the error."""
     video = escape(outcome.task.name)
@@ -57,7 +62,7 @@ def outcome_line(outcome: VideoOutcome) -> str:
         resumed = f" (resumed after {outcome.resumed_frames})" if outcome.resumed_frames else ""
         return (
             f"[green]✓[/] {video}: {outcome.counts.frames} frames{resumed}, {_found(outcome)}, "
-            f"{outcome.fps:.1f} FPS -> {escape(str(outcome.task.output))}"
+            f"{outcome.fps:.1f} FPS -> {escape(_written(outcome))}"
         )
     if outcome.status == SKIPPED:
         return f"- {video}: skipped, {escape(outcome.message)}"

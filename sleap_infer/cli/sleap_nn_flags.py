@@ -108,9 +108,8 @@ PREDICT_IO: dict[str, Flag] = {
     "--output_path": alias("--output"),
     "--output_format": by_value(
         "--format",
+        # Repeatable, as sleap-nn's: each one more --format, all from one prediction pass.
         {"slp": ("--format", "slp"), "analysis_h5": ("--format", "analysis-h5")},
-        one_value="several output formats in one run are not implemented yet in infer: "
-        "run once per format",
     ),
     "--headers": refused(REMOTE),
     "--stream-mode": refused(REMOTE),

@@ -36,7 +36,9 @@ from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_INTERRUPTED, EXIT_OK
 from sleap_infer.core.products import Counts, Product
 from sleap_infer.journal import journal_path
+from sleap_infer.writers.outputs import output_paths
 from sleap_infer.writers.projects import merged_path
+from sleap_infer.writers.registry import OutputFormat
 from sleap_infer.writers.side_files import check_side_file, model_inputs, write_json
 
 SCHEMA = "sleap_infer.run_summary/1"
@@ -64,6 +66,7 @@ def video_record(outcome: VideoOutcome) -> dict[str, Any]:
         "video": str(task.video),
         **({"video_index": task.video_index} if task.video_index is not None else {}),
         "output": str(task.output),
+        "outputs": [str(p) for p in outcome.outputs],
         "status": outcome.status,
         **outcome.counts.to_json(),
         "mean_score": _number(outcome.counts.mean_score, 6),
@@ -159,6 +162,7 @@ def check_summary_path(
     tasks: Sequence[VideoTask] = (),
     model_paths: Sequence[str | Path] = (),
     overwrite: bool = False,
+    formats: tuple[OutputFormat, ...] = (),
 ) -> None:
     """Fail before any prediction if the summary may not or could not be written at the
     end: never over an input (video, model file) or this run's own outputs, and never over
@@ -166,6 +170,7 @@ def check_summary_path(
     outputs: list[Path] = []
     for task in tasks:
         outputs += [task.output, journal_path(task.output)]
+        outputs += [path for _, path in output_paths(task.output, formats)] if formats else []
         if task.project is not None:
             outputs += [task.project.predictions, merged_path(task.project.predictions)]
     check_side_file(

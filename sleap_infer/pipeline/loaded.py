@@ -11,7 +11,7 @@ adds the calls that start them, so the jobs sit below the class that runs them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sleap_infer.core.filters import InstanceFilters
@@ -32,7 +32,7 @@ from sleap_infer.runner import Runner
 from sleap_infer.runtimes import get_runtime
 from sleap_infer.sources.project_frames import ProjectSelection
 from sleap_infer.tracking.online import IMAGES, OnlineTracker
-from sleap_infer.writers.registry import OutputFormat, get_format
+from sleap_infer.writers.registry import OutputFormat, get_format, get_formats
 
 
 class Loaded:
@@ -125,6 +125,16 @@ class Loaded:
         fmt = fmt if isinstance(fmt, OutputFormat) else get_format(fmt)
         model_set.check_format(self.models, fmt)
         return fmt
+
+    def check_formats(
+        self, formats: OutputFormat | str | Sequence[OutputFormat | str]
+    ) -> tuple[OutputFormat, ...]:
+        """:meth:`check_format` for each format asked (``"slp,csv"``, a list, or one);
+        the first format that cannot hold what the models make is named."""
+        found = get_formats(formats)
+        for fmt in found:
+            model_set.check_format(self.models, fmt)
+        return found
 
     # ------------------------------------------------------------- running
     def sink(

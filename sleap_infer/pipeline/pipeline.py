@@ -30,7 +30,7 @@ from sleap_infer.pipeline.result import Prediction
 from sleap_infer.pipeline.video_job import VideoJob, VideoResult, embed_labels
 from sleap_infer.sources.arrays import Source
 from sleap_infer.sources.video import VideoInfo
-from sleap_infer.writers.registry import OutputFormat
+from sleap_infer.writers.registry import OutputFormat, format_names
 
 
 class Pipeline(Loaded):
@@ -64,7 +64,7 @@ class Pipeline(Loaded):
         output: str | Path | None = None,
         *,
         frames: str | None = None,
-        format: str | OutputFormat = "slp",
+        format: str | OutputFormat | Sequence[str | OutputFormat] = "slp",
         resume: bool = False,
         overwrite: bool = False,
         video_index: int | None = None,
@@ -79,12 +79,19 @@ class Pipeline(Loaded):
         the output appears whole (atomic rename) or not at all; a finished
         output (or any other file) at ``output`` is never replaced unless
         ``overwrite=True``. Default output: ``<video>.predictions.slp``.
+        ``format``: one name, a comma list or a list (``"slp,csv"``): one prediction pass,
+        each format written from it, each beside the first's ``output`` with its suffix.
         ``video_index`` picks one video of a SLEAP project (default: ``--video-index``'s);
         ``on_start(info, n)`` hears how many frames this run will predict (fewer than the
         selection when resuming), ``on_progress(n)`` each batch's frames.
         """
-        fmt = self.check_format(format)
+        formats = self.check_formats(format)
         if self.embeds_labels:
-            return embed_labels(self, Path(video), output, fmt, overwrite)
-        job = VideoJob(self, fmt, resume, overwrite)
+            if len(formats) > 1:
+                raise UsageError(
+                    "an embedding model alone writes one .slp: use --format slp, not "
+                    + format_names(formats)
+                )
+            return embed_labels(self, Path(video), output, formats[0], overwrite)
+        job = VideoJob(self, formats, resume, overwrite)
         return job.run(video, output, frames, video_index, on_start, on_progress, extra_provenance)

@@ -69,7 +69,11 @@ class PipelineSpec:
         """The pipeline on ``device`` (a :class:`~sleap_infer.pipeline.pipeline.Pipeline`)."""
         return load_class(self.factory)(self, device)
 
-    def check(self, devices: Sequence[str], fmt: OutputFormat | None = None) -> list[str]:
+    def check(
+        self,
+        devices: Sequence[str],
+        fmt: OutputFormat | tuple[OutputFormat, ...] | None = None,
+    ) -> list[str]:
         """Before spawning one worker per device: the models load and combine, every device
         exists, and ``fmt`` holds what they make. Returns warnings about the models.
 
@@ -79,8 +83,8 @@ class PipelineSpec:
         models = model_set.load_models(
             self.model_paths, self.backend, self.centroid_only, self.overrides
         )
-        if fmt is not None:
-            model_set.check_format(models, fmt)
+        for each in fmt if isinstance(fmt, tuple) else () if fmt is None else (fmt,):
+            model_set.check_format(models, each)
         for device in devices:
             backend_maker(self.backend, device, **self.backend_options.maker_kwargs())
         # An export folder has no network for torch: its own runtime (backends made

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import sleap_io as sio
 
-from sleap_infer.core.errors import OutputError, ResumeError
+from sleap_infer.core.errors import OutputError, OutputExistsError, ResumeError
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.core.products import Counts, Product
 from sleap_infer.core.provenance import now_iso, package_versions, system_info
@@ -61,7 +61,11 @@ from sleap_infer.tracking.online import OnlineTracker, track_names, tracking_pro
 from sleap_infer.writers.isolate import describe
 from sleap_infer.writers.labels import make_skeleton, make_video
 from sleap_infer.writers.outputs import (
+    COMPLETE,
     default_output_path,
+    existing_message,
+    existing_output,
+    output_paths,
     refuse_existing,
     write_from_journal,
 )
@@ -84,6 +88,7 @@ class VideoResult:
     metadata_frames: int = 0  # what the container claims
     decoded_frames: int = 0  # one past the highest frame index that decoded
     warnings: list[str] = field(default_factory=list)  # e.g. --frames clamped to the video
+    outputs: list[Path] = field(default_factory=list)  # every file this run wrote
 
     @property
     def truncated(self) -> bool:
@@ -249,9 +254,17 @@ class VideoJob:
     a forgotten flag never silently throws predictions away.
     """
 
-    def __init__(self, pipeline: Loaded, fmt: OutputFormat, resume: bool, overwrite: bool) -> None:
+    def __init__(
+        self,
+        pipeline: Loaded,
+        fmt: OutputFormat | tuple[OutputFormat, ...],
+        resume: bool,
+        overwrite: bool,
+    ) -> None:
         self.pipeline = pipeline
-        self.fmt = fmt
+        # Several formats: one prediction pass, then each written from the same journal.
+        self.formats = fmt if isinstance(fmt, tuple) else (fmt,)
+        self.fmt = self.formats[0]  # the main one: its output names the journal
         self.resume = resume
         self.overwrite = overwrite
 
@@ -277,7 +290,7 @@ class VideoJob:
         jpath = journal_path(out_path)
         # Also with a journal there: its run may be another one's (a --frames test) and a
         # finished output is never replaced unasked; the rename holds this decision too.
-        refuse_existing(out_path, self.fmt, self.overwrite)
+        todo = self._outputs_to_write(out_path)
         prints = fingerprint(pipeline, info, indices, chosen)
         # What a rerun compares before it skips this output (see pipeline.request).
         request = request_record(
@@ -307,7 +320,7 @@ class VideoJob:
             if pipeline.tracking is not None:
                 extra["tracking"] = tracking_provenance(pipeline.tracking, online)
             extra[REQUEST_KEY] = request
-            self._write_output(finished, info, indices, out_path, time.perf_counter() - t0,
+            self._write_output(finished, info, indices, todo, time.perf_counter() - t0,
                                extra, result, project_video(reader))  # fmt: skip
         except Exception as exc:  # not KeyboardInterrupt: that leaves an "interrupted" journal
             if jpath.exists():
@@ -316,6 +329,27 @@ class VideoJob:
         with contextlib.suppress(FileNotFoundError):
             jpath.unlink()  # only once the output is safely in place
         return result
+
+    def _outputs_to_write(self, out_path: Path) -> list[tuple[OutputFormat, Path]]:
+        """The (format, path) outputs this run writes: every one with ``overwrite``, else
+        those not finished yet (finished ones are kept as they are). Anything else at one
+        of the paths, or every output finished already, is an :class:`OutputExistsError`."""
+        if len(self.formats) == 1:
+            refuse_existing(out_path, self.fmt, self.overwrite)
+            return [(self.fmt, out_path)]
+        pairs = output_paths(out_path, self.formats)
+        if self.overwrite:
+            return pairs
+        todo = []
+        for fmt, path in pairs:
+            found = existing_output(path, fmt)
+            if found is None:
+                todo.append((fmt, path))
+            elif found != COMPLETE:
+                raise OutputExistsError(existing_message(path, fmt, found))
+        if not todo:
+            raise OutputExistsError(existing_message(out_path, self.fmt, COMPLETE))
+        return todo
 
     def _open_journal(
         self, path: Path, prints: dict[str, Any], warnings: list[str]
@@ -431,7 +465,7 @@ class VideoJob:
         journal: Journal,
         info: VideoInfo,
         indices: list[int] | None,
-        out_path: Path,
+        todo: list[tuple[OutputFormat, Path]],
         runtime_s: float,
         extra_provenance: dict[str, Any] | None,
         result: VideoResult,
@@ -468,22 +502,37 @@ class VideoJob:
         )
         record.update(extra_provenance or {})
         config = pipeline.layer.config
-        write_from_journal(
-            journal,
-            out_path,
-            self.fmt,
-            source_video or make_video(info, n_frames=max(info.n_frames, highest + 1)),
-            make_skeleton(config),
-            track_names(journal.n_tracks) if pipeline.tracking else config.class_names,
-            record,
-            mask_output=pipeline.options.mask_output,
-            polygon_epsilon=pipeline.options.polygon_epsilon,
-            box_categories=pipeline.box_categories,
-            poses=Product.POSES in pipeline.products,
-            nwb=pipeline.spec.nwb,
-            empty_frames=not pipeline.options.no_empty_frames,
-            replace=self.overwrite,
-        )
+        video = source_video or make_video(info, n_frames=max(info.n_frames, highest + 1))
+        failures: list[tuple[OutputError, str]] = []
+        for fmt, out_path in todo:
+            try:
+                write_from_journal(
+                    journal,
+                    out_path,
+                    fmt,
+                    video,
+                    make_skeleton(config),
+                    track_names(journal.n_tracks) if pipeline.tracking else config.class_names,
+                    record,
+                    mask_output=pipeline.options.mask_output,
+                    polygon_epsilon=pipeline.options.polygon_epsilon,
+                    box_categories=pipeline.box_categories,
+                    poses=Product.POSES in pipeline.products,
+                    nwb=pipeline.spec.nwb,
+                    empty_frames=not pipeline.options.no_empty_frames,
+                    replace=self.overwrite,
+                )
+            except OutputError as exc:  # the other formats are still written
+                if len(self.formats) == 1:
+                    raise
+                failures.append((exc, f"--format {fmt.name}: {exc}"))
+            else:
+                result.outputs.append(out_path)
+        if failures:
+            # The journal stays (the caller removes it only after a clean return), and so
+            # do the formats written: a rerun writes only what is missing.
+            first = failures[0][0]
+            raise type(first)("; ".join(line for _, line in failures)) from first
 
     def _remaining(
         self,

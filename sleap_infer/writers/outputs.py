@@ -63,6 +63,23 @@ def default_output_path(video: Path, fmt: OutputFormat = FORMATS["slp"]) -> Path
     return video.with_name(f"{video.name}.predictions{fmt.suffix}")
 
 
+def sibling_output(path: Path, main: OutputFormat, fmt: OutputFormat) -> Path:
+    """Where ``fmt``'s output goes beside ``main``'s at ``path``: the same name with the
+    other suffix (``a.mp4.predictions.slp`` -> ``a.mp4.predictions.analysis.h5``)."""
+    if fmt == main:
+        return path
+    name = path.name
+    for suffix in main.suffixes:
+        if name.endswith(suffix):
+            return path.with_name(name[: -len(suffix)] + fmt.suffix)
+    return path.with_name(name + fmt.suffix)
+
+
+def output_paths(path: Path, formats: tuple[OutputFormat, ...]) -> list[tuple[OutputFormat, Path]]:
+    """Each format of a run with its output path; ``path`` is the first (main) format's."""
+    return [(fmt, sibling_output(path, formats[0], fmt)) for fmt in formats]
+
+
 def is_complete(path: Path, fmt: OutputFormat) -> bool:
     """Whether ``path`` holds a finished output (outputs only appear by atomic rename,
     so this mostly guards against foreign or damaged files)."""

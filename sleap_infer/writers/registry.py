@@ -163,6 +163,32 @@ def get_format(name: str) -> OutputFormat:
     return fmt
 
 
+def get_formats(
+    value: str | OutputFormat | Iterable[str | OutputFormat],
+) -> tuple[OutputFormat, ...]:
+    """Every format asked for, in order, each once: ``"slp,nwb"``, ``["slp", "csv"]`` or one
+    name (``--format`` repeated and/or a comma list). The first is the run's main format:
+    its output names the video's journal and, with ``-o FILE``, the file."""
+    items = [value] if isinstance(value, (str, OutputFormat)) else list(value)
+    found: list[OutputFormat] = []
+    for item in items:
+        parts = [item] if isinstance(item, OutputFormat) else str(item).split(",")
+        for part in parts:
+            if isinstance(part, str) and not part.strip():
+                continue
+            fmt = part if isinstance(part, OutputFormat) else get_format(part)
+            if fmt not in found:
+                found.append(fmt)
+    if not found:
+        raise UsageError(f"--format: no format given (choose from {', '.join(FORMATS)})")
+    return tuple(found)
+
+
+def format_names(formats: Iterable[OutputFormat]) -> str:
+    """``slp,analysis-h5``: the formats as one ``--format`` value (a run's settings)."""
+    return ",".join(f.name for f in formats)
+
+
 def missing_product(fmt: OutputFormat, products: Iterable[Product]) -> Product | None:
     """The first of ``products`` that ``fmt`` has no place for (None: it holds them all)."""
     return next((p for p in products if p not in fmt.holds), None)

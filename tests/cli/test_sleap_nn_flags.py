@@ -20,6 +20,7 @@ from sleap_infer.cli import build_app, main, value_options
 from sleap_infer.cli import sleap_nn_flags as snf
 from sleap_infer.core.errors import UsageError
 from sleap_infer.core.options import NUMBER_RANGES, NumberRange
+from sleap_infer.writers.registry import format_names, get_formats
 
 FLAG_LIST = Path(__file__).with_name("sleap_nn_0.3.5_flags.txt")
 DOC = Path(__file__).parents[2] / "docs" / "from_sleap_nn.md"
@@ -201,7 +202,8 @@ def test_sleap_nn_command_lines_mean_what_they_meant() -> None:
     )  # fmt: skip
     assert parsed["videos"] == ["a.mp4"] and parsed["model"] == [Path("m1"), Path("m2")]
     assert parsed["backend"].value == "trt" and parsed["batch_size"] == 8
-    assert parsed["no_refine"] and parsed["output_format"].value == "analysis-h5"
+    assert parsed["no_refine"]
+    assert format_names(get_formats(parsed["output_format"])) == "analysis-h5"
     assert parsed["no_empty_frames"] and parsed["tracking"] and parsed["window_size"] == 7
     assert (parsed["reduction"], parsed["robust_quantile"]) == ("robust_quantile", 0.9)
     assert parsed["progress"].value == "json"
@@ -218,9 +220,10 @@ def test_an_unknown_value_lists_only_what_infer_takes() -> None:
         snf.translate(["predict", "--tracker", "foo"])
 
 
-def test_several_output_formats_are_refused_by_name() -> None:
-    with pytest.raises(UsageError, match="^--output_format: several output formats"):
-        snf.translate(["predict", "--output_format", "slp", "--output_format", "analysis_h5"])
+def test_several_output_formats_become_several_formats() -> None:
+    """sleap-nn's repeated --output_format: each format, from one prediction pass (#28)."""
+    args = snf.translate(["predict", "--output_format", "slp", "--output_format", "analysis_h5"])
+    assert args == ["predict", "--format", "slp", "--format", "analysis-h5"]
 
 
 def test_no_empty_frames_reaches_the_spec() -> None:
