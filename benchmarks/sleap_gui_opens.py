@@ -81,6 +81,45 @@ print(json.dumps(out))
 """
 
 
+# Runs in the sleap venv with Qt offscreen: the GUI itself opens one file (a fresh
+# window per file: SLEAP 1.6's status bar raises UnboundLocalError when a second
+# project replaces the first in one window). A file, not ``-c``: importing
+# sleap.gui.app re-executes ``sys.argv`` once to set its environment.
+GUI_OPENER = r"""
+import json, os, sys
+path = os.environ["SLEAP_GUI_OPENS"]
+from qtpy import QtWidgets
+app = QtWidgets.QApplication([])
+from sleap.gui.app import MainWindow
+window = MainWindow()
+window.commands.loadProjectFile(path)
+app.processEvents()
+frames = window.labels.labeled_frames
+print(json.dumps({
+    "ok": bool(window.state["project_loaded"]) and window.state["filename"] == path,
+    "frames": len(frames),
+    "instances": sum(len(lf.instances) for lf in frames),
+    "tracks": len(window.labels.tracks),
+}))
+"""
+
+
+def open_in_gui(sleap_python: Path, path: Path, work: Path) -> dict[str, object]:
+    script = work / "gui_opener.py"
+    script.write_text(GUI_OPENER)
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "SLEAP_GUI_OPENS": str(path)}
+    done = subprocess.run(
+        [str(sleap_python), str(script)], capture_output=True, text=True, env=env, timeout=600
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        return {"ok": False, "error": f"exit {done.returncode}"}
+    seen = json.loads(lines[-1])
+    if "Traceback" in done.stderr:
+        seen["ok"], seen["error"] = False, done.stderr.strip().splitlines()[-1]
+    return seen
+
+
 def predict(name: str, out_dir: Path) -> Path:
     models, video, flags, _ = CASES[name]
     out = out_dir / f"{name}.slp"
@@ -122,6 +161,7 @@ def main() -> int:
     parser.add_argument("--sleap-python", type=Path, required=True, help="python with sleap")
     parser.add_argument("--out", type=Path, default=ROOT / ".bench-venv" / "sleap_gui_opens")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--no-gui", action="store_true", help="skip the Qt window check")
     args = parser.parse_args()
     if not (FIXTURES / "models").is_dir():
         print(f"shared fixtures not found at {FIXTURES}", file=sys.stderr)
@@ -129,19 +169,32 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict[str, object]] = {}
     failed = False
-    print(f"{'case':<14} {'ours (sleap-io)':<36} {'SLEAP 1.6 opens ours':<44} sleap-nn's file")
+    gui_line = "" if args.no_gui else " | the GUI (offscreen window) opens ours"
+    print(
+        f"{'case':<14} {'ours (sleap-io)':<36} {'SLEAP 1.6 opens ours':<44} sleap-nn's file"
+        + gui_line
+    )
     for name, (_, _, _, reference) in CASES.items():
         path = predict(name, args.out)
         seen = open_in_sleap(args.sleap_python, path)
         control = None
         if reference is not None:
             control = open_in_sleap(args.sleap_python, FIXTURES / "reference" / reference)
-        results[name] = {"file": str(path), "ours": ours(path), "sleap": seen, "sleap_nn": control}
+        gui = None if args.no_gui else open_in_gui(args.sleap_python, path, args.out)
+        results[name] = {
+            "file": str(path),
+            "ours": ours(path),
+            "sleap": seen,
+            "sleap_nn": control,
+            "gui": gui,
+        }
         if not seen.get("ok") and (control is None or control.get("ok")):
             failed = True
+        failed = failed or (gui is not None and not gui.get("ok"))
         print(
             f"{name:<14} {_counts(results[name]['ours']):<36} {_status(seen):<44} "
             f"{'-' if control is None else _status(control)}"
+            + ("" if gui is None else f" | {_status(gui)}")
         )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
