@@ -78,7 +78,7 @@ def size(path: Path) -> str:
     for root, _dirs, files in os.walk(path):
         for name in files:
             try:
-                total += os.lstat(os.path.join(root, name)).st_size
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512  # as du counts
             except OSError:
                 pass
     return f"{total / 2**20:,.0f} MiB"
