@@ -1,7 +1,9 @@
 # Two entry points for a fresh machine: `make demo` and `make test`.
-# Each creates .venv from scratch if needed. The pinned CPU build of torch is
-# installed first so that the package's `torch>=...` requirement is already
-# satisfied and pip never pulls a multi-GB CUDA build.
+# Each creates .venv from scratch if needed. torch is installed first, by
+# tools/install_torch.sh: without CUDA it takes PyTorch's CPU index when that answers
+# (else what pip resolves, e.g. a local CPU wheel), so the package's `torch>=...`
+# requirement is already satisfied and pip never pulls a multi-GB CUDA build. It
+# prints which torch it installed and the sizes.
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -14,8 +16,9 @@ STAMP := $(VENV)/.installed-stamp
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "$(TORCH_PIN)"
+	bash tools/install_torch.sh $(PY) "$(TORCH_PIN)"
 	$(PY) -m pip install --quiet -e ".[onnx,openvino,dev]"
+	bash tools/install_torch.sh --report $(PY)
 	touch $(STAMP)
 
 install: $(STAMP)

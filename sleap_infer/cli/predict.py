@@ -56,7 +56,7 @@ from sleap_infer.cli.options import (
     ProgressMode,
     check_device,
 )
-from sleap_infer.cli.progress import Reporter, make_reporter
+from sleap_infer.cli.progress import Reporter, make_reporter, show_export_notice
 from sleap_infer.cli.summary import (
     RunReport,
     check_summary_path,
@@ -510,5 +510,7 @@ def _finish(
 
 
 def print_export_notice(message: str) -> None:
-    """Module-level (not a lambda) so ``--devices`` workers can unpickle it."""
-    console.print(f"[cyan]export:[/] {escape(message)}")
+    """Module-level (not a lambda) so ``--devices`` workers can unpickle it. Through the
+    running progress display when there is one: the export is a stage of its own there."""
+    if not show_export_notice(message):
+        console.print(f"[cyan]export:[/] {escape(message)}")

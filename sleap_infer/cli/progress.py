@@ -6,12 +6,15 @@
   (SLURM ``.out`` files), where a bar prints nothing until it stops.
 * ``json``: one JSON object per line on stdout (events ``model_loaded``,
   ``video_started``, ``progress``, ``video_finished``, ``warning``, ``error``,
-  ``summary``), like sleap-nn's ``--gui``; progress events carry sleap-nn's keys
-  (``n_processed``, ``n_total``, ``rate``, ``eta``). Human lines stay on stderr.
+  ``summary``, and ``export`` around a first-use export), like sleap-nn's ``--gui``;
+  progress events carry sleap-nn's keys (``n_processed``, ``n_total``, ``rate``,
+  ``eta``). Human lines stay on stderr.
 * ``none``: only the per-video result lines.
 
 Every reporter implements :class:`sleap_infer.batch.execute.BatchEvents` plus
-``note(line)``, and prints the same line per finished video.
+``note(line)``, and prints the same line per finished video. A first-use export (on
+the first batch, inside a video's clock) is a stage of its own: its lines go through
+the display now running, and its time is kept out of the video's rate and ETA.
 """
 
 from __future__ import annotations
@@ -77,6 +80,20 @@ def _found(outcome: VideoOutcome) -> str:
     return f"{counts.of(counts.headline)} {counts.headline.value}{tracks}"
 
 
+# The display now running (entered), which export notices go through; a stack, not one
+# slot, so that a nested display (tests) hands back to the outer one.
+_RUNNING: list[Reporter] = []
+
+
+def show_export_notice(message: str) -> bool:
+    """Show an export notice on the running display; False where none runs (the caller
+    prints it: an export before the run, or in a ``--devices`` worker process)."""
+    if not _RUNNING:
+        return False
+    _RUNNING[-1].export_notice(message)
+    return True
+
+
 class Reporter:
     """``--progress none``: the model line, warnings, and one line per finished video."""
 
@@ -85,10 +102,12 @@ class Reporter:
         self.n_finished = 0
 
     def __enter__(self) -> Reporter:
+        _RUNNING.append(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        return None
+        if self in _RUNNING:
+            _RUNNING.remove(self)
 
     def say(self, markup: str) -> None:
         """Print a line as is: ``error:`` and ``warning:`` lines start the line, for grep."""
@@ -124,6 +143,19 @@ class Reporter:
 
     def note(self, line: str) -> None:
         self.say(f"[yellow]warning:[/] {escape(line)}")
+
+    def export_notice(self, message: str) -> None:
+        """A line from an export; one that ends it (``ExportNotice`` of stage ``finished``
+        or ``failed``) hands its seconds to :meth:`export_done`."""
+        stage = getattr(message, "stage", None)
+        if stage != "failed":  # the error itself is reported where it is raised
+            self.log(f"[cyan]export:[/] {escape(message)}")
+        if stage in ("finished", "failed"):
+            self.export_done(float(getattr(message, "seconds", None) or 0.0))
+
+    def export_done(self, seconds: float) -> None:
+        """An export that took ``seconds`` of the running videos' time has ended."""
+        return None
 
     def error(self, message: str, exit_code: int) -> None:
         """A fatal error; ``main`` prints it, machine-readable modes report it too."""
@@ -180,13 +212,22 @@ class BarProgress(Reporter):
         self.bars: dict[int, TaskID] = {}
 
     def __enter__(self) -> BarProgress:
+        super().__enter__()
         self.progress.start()
         if self.n_videos > 1:
             self.overall = self.progress.add_task("all videos", total=self.n_videos, unit="videos")
         return self
 
     def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)
         self.progress.stop()
+
+    def export_done(self, seconds: float) -> None:
+        """Bars still at frame 0 start their clock again: elapsed and ETA are prediction's."""
+        for bar in self.bars.values():
+            task = self.progress.tasks[self.progress.task_ids.index(bar)]
+            if task.completed == 0:
+                self.progress.reset(bar, total=task.total)
 
     def video_started(self, task: VideoTask, total_frames: int) -> None:
         self.bars[task.index] = self.progress.add_task(
@@ -272,6 +313,12 @@ class TickingReporter(Reporter):
     def video_finished(self, outcome: VideoOutcome) -> None:
         self.meters.pop(outcome.task.index, None)
         super().video_finished(outcome)
+
+    def export_done(self, seconds: float) -> None:
+        """The export's seconds leave each running video's rate window (and so its ETA)."""
+        now = self.clock()
+        for meter in self.meters.values():
+            meter.mark_time = min(now, meter.mark_time + seconds)
 
     def report_start(self, meter: VideoMeter) -> None:
         raise NotImplementedError
@@ -389,6 +436,16 @@ class JsonProgress(TickingReporter):
     def note(self, line: str) -> None:
         super().note(line)
         self.emit("warning", message=line)
+
+    def export_notice(self, message: str) -> None:
+        super().export_notice(message)
+        seconds = getattr(message, "seconds", None)
+        self.emit(
+            "export",
+            stage=getattr(message, "stage", None),
+            message=str(message),
+            seconds=None if seconds is None else round(seconds, 1),
+        )
 
     def error(self, message: str, exit_code: int) -> None:
         self.emit("error", message=message, exit_code=exit_code)

@@ -19,6 +19,7 @@ import atexit
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -192,6 +193,26 @@ def cache_key(model: LoadedModel, request: ExportRequest) -> str:
     return stable_key(payload)
 
 
+class ExportNotice(str):
+    """A notice that starts or ends a fresh export: still a plain ``str`` to any ``notify``
+    callback, while a progress display can read ``stage`` (``started``, ``finished`` or
+    ``failed``) and ``seconds`` to show the export as its own stage and keep its time
+    out of the prediction's rate and ETA (a first ONNX export takes seconds to minutes,
+    and it happens on the first batch, inside the video's clock)."""
+
+    stage: str
+    seconds: float | None
+
+    def __new__(cls, text: str, stage: str, seconds: float | None = None) -> ExportNotice:
+        notice = super().__new__(cls, text)
+        notice.stage = stage
+        notice.seconds = seconds
+        return notice
+
+    def __reduce__(self) -> tuple[Any, ...]:  # ``--devices`` workers pickle their notices
+        return (ExportNotice, (str(self), self.stage, self.seconds))
+
+
 def ensure_export(
     model: LoadedModel,
     request: ExportRequest,
@@ -230,9 +251,11 @@ def ensure_export(
     target = writable_cache_root(say) / target.name
     shape = "x".join(str(d) for d in request.input_shape)
     kind = ", raw maps decoded on the host" if request.raw_maps else ""
+    what = f"{model.path.name} to {request.runtime.name}"
     say(
-        f"Exporting {model.path.name} to {request.runtime.name} for {shape} input{kind} "
-        f"(first use; cached in {target})"
+        ExportNotice(
+            f"Exporting {what} for {shape} input{kind} (first use; cached in {target})", "started"
+        )
     )
     settings = ExportSettings(
         formats=request.runtime.export_formats,
@@ -241,9 +264,21 @@ def ensure_export(
         batch_size=request.input_shape[0] if request.static_batch else None,
         decode=request.decode,
     )
-    info = export_model(
-        model, target, settings, device=device, notify=say, network_shape=request.input_shape[1:]
-    )
+    t0 = time.perf_counter()
+    try:
+        info = export_model(
+            model,
+            target,
+            settings,
+            device=device,
+            notify=say,
+            network_shape=request.input_shape[1:],
+        )
+    except BaseException:
+        say(ExportNotice(f"exporting {what} failed", "failed", time.perf_counter() - t0))
+        raise
+    seconds = time.perf_counter() - t0
+    say(ExportNotice(f"exported {what}: done in {seconds:.1f} s", "finished", seconds))
     why = misfit(info, model, request)
     if why is not None:  # a bug, not a user error: say so plainly
         raise ExportError(f"{target}: fresh export does not fit its own request ({why})")
