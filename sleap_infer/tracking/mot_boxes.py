@@ -193,14 +193,21 @@ def xysr_update(
     mean: np.ndarray, cov: np.ndarray, box: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Correct one track's state with its matched padded box (Joseph form, Cholesky solve)."""
-    z = xysr_from_xyxy(box)
-    s = cov[:4, :4] + np.diag(_R)
+    return _joseph_update(mean, cov, xysr_from_xyxy(box), _R)
+
+
+def _joseph_update(
+    mean: np.ndarray, cov: np.ndarray, z: np.ndarray, r: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The Kalman correction both box filters share: the first four state entries are
+    measured as ``z`` with noise variances ``r``; Joseph form, Cholesky solve, symmetrised."""
+    s = cov[:4, :4] + np.diag(r)
     s = 0.5 * (s + s.T)
     gain = cho_solve(cho_factor(s, lower=True), cov[:4, :]).T
     new_mean = mean + gain @ (z - mean[:4])
-    i_kh = np.eye(XYSR_DIM)
+    i_kh = np.eye(len(mean))
     i_kh[:, :4] -= gain
-    new_cov = i_kh @ cov @ i_kh.T + (gain * _R) @ gain.T
+    new_cov = i_kh @ cov @ i_kh.T + (gain * r) @ gain.T
     return new_mean, 0.5 * (new_cov + new_cov.T)
 
 
@@ -288,14 +295,7 @@ def xywh_update(mean: np.ndarray, cov: np.ndarray, box: np.ndarray):
     z = cxcywh_from_xyxy(box)
     w, h = max(mean[2], MIN_SIDE), max(mean[3], MIN_SIDE)
     r = np.square(STD_POSITION * np.array([w, h, w, h]))
-    s = cov[:4, :4] + np.diag(r)
-    s = 0.5 * (s + s.T)
-    gain = cho_solve(cho_factor(s, lower=True), cov[:4, :]).T
-    new_mean = mean + gain @ (z - mean[:4])
-    i_kh = np.eye(XYWH_DIM)
-    i_kh[:, :4] -= gain
-    new_cov = i_kh @ cov @ i_kh.T + (gain * r) @ gain.T
-    return new_mean, 0.5 * (new_cov + new_cov.T)
+    return _joseph_update(mean, cov, z, r)
 
 
 MIN_SHARED_NODES = 2  # a pair's shared-node boxes need this many nodes seen on both sides
