@@ -1,0 +1,96 @@
+"""The compact per-detection arrays identity linking works from.
+
+Linking needs the whole video, so it runs after the last frame; it must not
+hold the video's predictions while it does. Each pose is reduced, as it is
+read back (from the journal, or from a ``.slp`` being re-tracked), to what
+sleap-nn's linker and calibration look at: its frame, track, visible-node
+extent, detection score and visible-node count -- 34 bytes a detection
+(:data:`BYTES_PER_DETECTION`), never its nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# frame position int32 + track int32 + extent 4 x float32 + score float64 + visible int16
+BYTES_PER_DETECTION = 4 + 4 + 16 + 8 + 2
+
+
+def pose_scores(
+    points: np.ndarray, point_scores: np.ndarray | None, instance_scores: np.ndarray
+) -> np.ndarray:
+    """sleap-nn's ``score_mode="auto"`` for predicted poses: the mean point score over
+    the visible nodes, or the instance score when those are all missing or all 0 (1.0
+    where that is not finite); then clipped to ``[0, 1]``. ``point_scores`` None: user
+    poses, 1.0."""
+    n = len(points)
+    if point_scores is None:
+        return np.ones(n)
+    visible = np.isfinite(points).all(axis=-1)
+    ps = np.asarray(point_scores, dtype=np.float64)
+    has = visible & np.isfinite(ps)
+    ps = np.where(has, ps, 0.0)
+    count = has.sum(axis=1)
+    mean = ps.sum(axis=1) / np.maximum(count, 1)
+    informative = (count > 0) & (np.abs(ps).sum(axis=1) > 0)
+    inst = np.asarray(instance_scores, dtype=np.float64)
+    inst = np.where(np.isfinite(inst), inst, 1.0)
+    out = np.where(informative, mean, inst)
+    return np.clip(np.where(np.isfinite(out), out, 1.0), 0.0, 1.0)
+
+
+@dataclass
+class LinkInput:
+    """One video's detections in output order (frame, then slot), compactly."""
+
+    n_nodes: int = 0
+    frames: list[int] = field(default_factory=list)  # every processed frame, in order
+    _pos: list[np.ndarray] = field(default_factory=list)
+    _track: list[np.ndarray] = field(default_factory=list)
+    _box: list[np.ndarray] = field(default_factory=list)
+    _score: list[np.ndarray] = field(default_factory=list)
+    _visible: list[np.ndarray] = field(default_factory=list)
+
+    def add_frame(
+        self,
+        frame_idx: int,
+        points: np.ndarray,
+        point_scores: np.ndarray | None,
+        instance_scores: np.ndarray,
+        track_ids: np.ndarray,
+    ) -> None:
+        """One processed frame's poses ``(I, N, 2)`` and their track ids (-1: none)."""
+        pts = np.asarray(points, dtype=np.float32)
+        self.n_nodes = max(self.n_nodes, int(pts.shape[1]) if pts.ndim == 3 else 0)
+        n = len(pts)
+        if pts.ndim != 3:
+            pts = pts.reshape(n, 0, 2)
+        visible = np.isfinite(pts).all(axis=-1)
+        lo = np.where(visible[..., None], pts, np.inf).min(axis=1, initial=np.inf)
+        hi = np.where(visible[..., None], pts, -np.inf).max(axis=1, initial=-np.inf)
+        box = np.concatenate([lo, hi], axis=1).astype(np.float32).reshape(n, 4)
+        count = visible.sum(axis=1).astype(np.int16).reshape(n)
+        box[count == 0] = np.nan
+        self._pos.append(np.full(n, len(self.frames), np.int32))
+        self._track.append(np.asarray(track_ids, np.int32).reshape(n))
+        self._box.append(box)
+        self._score.append(pose_scores(pts, point_scores, instance_scores).reshape(n))
+        self._visible.append(count)
+        self.frames.append(int(frame_idx))
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """``(frame_idx, frame_pos, track, box, score, n_visible)``, concatenated."""
+
+        def cat(parts: list[np.ndarray], dtype: type, shape: tuple[int, ...]) -> np.ndarray:
+            return np.concatenate(parts).astype(dtype) if parts else np.zeros(shape, dtype)
+
+        return (
+            np.asarray(self.frames, np.int64),
+            cat(self._pos, np.int32, (0,)),
+            cat(self._track, np.int32, (0,)),
+            cat(self._box, np.float32, (0, 4)),
+            cat(self._score, np.float64, (0,)),
+            cat(self._visible, np.int16, (0,)),
+        )
