@@ -129,9 +129,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     sys.path.insert(0, str(args.sleap_nn_src))
-    from loguru import logger
-
     import sleap_nn.tracking.mot.linking  # noqa: F401  (before silencing its logger)
+    from loguru import logger
 
     logger.remove()
     rows = []
@@ -146,8 +145,9 @@ def main() -> int:
         diff = sum(int((w != g).sum()) for w, g in zip(want, got, strict=True))
         before = len({int(i) for fr in frames for i in fr[4] if i >= 0})
         after = len({int(i) for w in want for i in w if i >= 0})
-        rows.append((case, n_nodes, "N=%d" % n if known else "open", dets, before, after, diff))
-    print(f"{'case':>4} {'nodes':>5} {'set':>5} {'dets':>6} {'ids in':>6} {'ids out':>7} {'diff':>5}")
+        rows.append((case, n_nodes, f"N={n}" if known else "open", dets, before, after, diff))
+    head = ("case", "nodes", "set", "dets", "ids in", "ids out", "diff")
+    print(" ".join(f"{h:>{w}}" for h, w in zip(head, (4, 5, 5, 6, 6, 7, 5), strict=True)))
     for r in rows:
         print(f"{r[0]:>4} {r[1]:>5} {r[2]:>5} {r[3]:>6} {r[4]:>6} {r[5]:>7} {r[6]:>5}")
     total = sum(r[3] for r in rows)

@@ -320,7 +320,7 @@ TRACKING: dict[str, Flag] = {
         )
     ),
     "--use_kalman": refused(LATER),
-    "--link_tracklets": refused(LATER),
+    "--link_tracklets": alias("--link-tracklets"),
     **{
         n: refused(LATER)
         for n in (

@@ -240,7 +240,9 @@ LinkTracklets = Annotated[
     bool,
     typer.Option(
         "--link-tracklets",
-        help="sleap-nn's identity linking after each video: not ported yet (refused).",
+        help="sleap-nn's identity linking after each video: re-join broken tracks by position"
+        " and, with --max-tracks N, assign every tracklet to one of N identities (poses"
+        " without re-ID vectors; docs/tracking-options.md).",
     ),
 ]
 UseKalman = Annotated[

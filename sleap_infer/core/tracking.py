@@ -87,6 +87,9 @@ class TrackingOptions:
     appearance_weight: float = 0.0
     euclidean_scale: float | None = None
     appearance_threshold: str | None = None
+    # sleap-nn's identity linking after each video (--link_tracklets): gap links and,
+    # with max_tracks, the closed set (sleap_infer.tracking.linking)
+    link_tracklets: bool = False
 
     def __post_init__(self) -> None:
         for name, allowed in (
@@ -122,6 +125,14 @@ class TrackingOptions:
             if value is not None and value < 0:
                 raise UsageError(f"--{name.replace('_', '-')} {value}: must be at least 0")
         self._check_appearance()
+        if self.link_tracklets and (
+            self.tracking_clean_instance_count > 0 or self.post_connect_single_breaks
+        ):
+            raise UsageError(
+                "--link-tracklets with --tracking-clean-instance-count or"
+                " --post-connect-single-breaks: sleap-nn links before those steps, which run"
+                " online here; not ported yet"
+            )
         if self.needs_target and not self.tracking_target_instance_count:
             raise UsageError(
                 "--tracking-pre-cull-to-target and --post-connect-single-breaks need"
@@ -182,11 +193,18 @@ class TrackingOptions:
         return out
 
 
-_APPEARANCE_FIELDS = ("appearance_weight", "euclidean_scale", "appearance_threshold")
+# (and linking: a journal's fingerprint from before --link-tracklets existed still matches)
+_APPEARANCE_FIELDS = (
+    "appearance_weight",
+    "euclidean_scale",
+    "appearance_threshold",
+    "link_tracklets",
+)
 _APPEARANCE_DEFAULTS = {
     "appearance_weight": 0.0,
     "euclidean_scale": None,
     "appearance_threshold": None,
+    "link_tracklets": False,
 }
 
 

@@ -359,14 +359,8 @@ class Linker:
                 continue
             i, j = int(ci[k]), int(cj[k])
             skipped = [
-                index.get(int(q))
-                for q in p.row(i)
-                if self.last_step[p.j[q]] < self.first_step[j]
-            ] + [
-                index.get(int(q))
-                for q in p.col(j)
-                if self.first_step[p.i[q]] > self.last_step[i]
-            ]
+                index.get(int(q)) for q in p.row(i) if self.last_step[p.j[q]] < self.first_step[j]
+            ] + [index.get(int(q)) for q in p.col(j) if self.first_step[p.i[q]] > self.last_step[i]]
             if any(s is not None and accepted(s) for s in skipped):
                 continue
             return i, j
@@ -539,5 +533,3 @@ class _Pairs:
 
     def gap(self, linker: Linker, q: np.ndarray) -> np.ndarray:
         return linker.first_step[self.j[q]] - linker.last_step[self.i[q]]
-
-

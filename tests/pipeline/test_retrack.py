@@ -217,7 +217,7 @@ def test_an_appearance_blend_without_vectors_on_the_tracked_poses_is_refused() -
 @pytest.mark.parametrize(
     ("flags", "named"),
     [
-        (["--link-tracklets"], "--link-tracklets"),
+        (["--link-tracklets", "--tracking-clean-instance-count", "1"], "--link-tracklets"),
         (["--use-kalman"], "--use-kalman"),
         (["--kf-reset-gap-size", "3"], "--kf-reset-gap-size"),
         (["--appearance-threshold", "0.4"], "--appearance-threshold"),
@@ -239,8 +239,10 @@ def test_predict_binds_the_not_ported_names_and_refuses_them_when_set() -> None:
 
     spec = bind(["m"], tracking=True, link_tracklets=False, use_kalman=False, kf_node_indices=None)
     assert spec.tracking is not None
-    with pytest.raises(UsageError, match="^--link-tracklets: .*not ported"):
-        bind(["m"], tracking=True, link_tracklets=True)
+    linked = bind(["m"], tracking=True, link_tracklets=True)
+    assert linked.tracking is not None and linked.tracking.link_tracklets
+    with pytest.raises(UsageError, match="^--link-tracklets only matter with --tracking"):
+        bind(["m"], link_tracklets=True)
     with pytest.raises(UsageError, match="^--kf-track-features"):
         bind(["m"], tracking=True, kf_track_features="centroid")
     weighted = bind(["m"], tracking=True, appearance_weight=0.3, euclidean_scale=5.0)
