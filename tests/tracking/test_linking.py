@@ -19,7 +19,7 @@ SHAPE = np.array([[0.0, 0.0], [20.0, 0.0], [10.0, 8.0]])
 
 
 def _pose(x: float, y: float) -> np.ndarray:
-    return SHAPE + [x, y]
+    return SHAPE + np.array([x, y])
 
 
 def _input(frames: list[list[tuple[np.ndarray, int]]], start: int = 0) -> LinkInput:
@@ -50,7 +50,7 @@ def test_a_jump_past_the_spatial_gate_is_not_joined() -> None:
     """After the gap the new id starts far from where the old one ended: two animals."""
     path = _walk(60, 10.0, 50.0)
     frames = [[(p, 0)] for p in path[:30]] + [[] for _ in range(5)]
-    frames += [[(p + [900.0, 700.0], 1)] for p in path[35:]]
+    frames += [[(p + np.array([900.0, 700.0]), 1)] for p in path[35:]]
     new, _ = link_tracks(_input(frames))
     assert set(new.tolist()) == {0, 1}
 
@@ -188,8 +188,6 @@ def test_retracking_with_linking_joins_the_broken_track(kw: dict) -> None:
 
 def test_retracking_refuses_linking_poses_that_carry_re_id_vectors() -> None:
     labels = _broken_labels()
-    labels.labeled_frames[0].instances[0].identity_embedding = sio.Embedding(
-        np.ones(4, np.float32)
-    )
+    labels.labeled_frames[0].instances[0].identity_embedding = sio.Embedding(np.ones(4, np.float32))
     with pytest.raises(UsageError, match="re-ID vectors"):
         retrack_labels(labels, TrackingOptions(link_tracklets=True))
