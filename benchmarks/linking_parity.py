@@ -42,12 +42,13 @@ def scene(rng: np.random.Generator) -> tuple[list, int, int]:
     n_frames = int(rng.integers(60, 260))
     stride = int(rng.choice([1, 1, 1, 2, 3]))
     speed = rng.uniform(0.5, 5)
-    pos = rng.uniform(40, 400, (n_animals, 2))
+    arena = float(rng.choice([120.0, 250.0, 500.0]))  # small: crowded, animals cross
+    pos = rng.uniform(0, arena, (n_animals, 2))
     vel = rng.uniform(-speed, speed, (n_animals, 2))
     shape = SHAPE[:n_nodes] * rng.uniform(0.8, 2.5)
     cur = np.arange(n_animals)  # each animal's current track id
     next_id = n_animals
-    p_break = rng.uniform(0.005, 0.05)
+    p_break = rng.uniform(0.005, 0.08)
     p_miss = rng.uniform(0.02, 0.3)
     gone_until = np.zeros(n_animals, int)
     frames, f = [], 0
@@ -55,7 +56,7 @@ def scene(rng: np.random.Generator) -> tuple[list, int, int]:
         f += stride * (1 if rng.random() > 0.05 else int(rng.integers(2, 5)))
         vel += rng.normal(0, 0.5, vel.shape)
         vel = np.clip(vel, -3 * speed, 3 * speed)
-        pos = np.clip(pos + vel * stride, 0, 500)
+        pos = np.clip(pos + vel * stride, 0, arena)
         pts, ids = [], []
         for a in range(n_animals):
             if rng.random() < p_break * 0.3 and gone_until[a] <= t:
@@ -71,7 +72,7 @@ def scene(rng: np.random.Generator) -> tuple[list, int, int]:
                 ids.append(next_id if rng.random() < 0.5 else -1)
                 next_id += int(ids[-1] >= 0)
         if rng.random() < 0.08:  # a stray with its own short track
-            pts.append(shape + rng.uniform(0, 500, 2))
+            pts.append(shape + rng.uniform(0, arena, 2))
             ids.append(next_id if rng.random() < 0.6 else -1)
             next_id += int(ids[-1] >= 0)
         if rng.random() < 0.02 and t % 7 == 0:  # rare: an untracked, fully hidden pose

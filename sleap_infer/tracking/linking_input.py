@@ -16,6 +16,7 @@ import numpy as np
 
 # frame position int32 + track int32 + extent 4 x float32 + score float64 + visible int16
 BYTES_PER_DETECTION = 4 + 4 + 16 + 8 + 2
+FLUSH_FRAMES = 1024  # frames whose small arrays are joined into one
 
 
 def pose_scores(
@@ -79,6 +80,9 @@ class LinkInput:
         self._score.append(pose_scores(pts, point_scores, instance_scores).reshape(n))
         self._visible.append(count)
         self.frames.append(int(frame_idx))
+        if len(self._pos) >= FLUSH_FRAMES:  # bounded per-frame overhead: one array per block
+            for parts in (self._pos, self._track, self._box, self._score, self._visible):
+                parts[:] = [np.concatenate(parts)]
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         """``(frame_idx, frame_pos, track, box, score, n_visible)``, concatenated."""
