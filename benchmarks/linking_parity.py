@@ -35,29 +35,44 @@ from sleap_infer.tracking.linking_input import LinkInput  # noqa: E402
 SHAPE = np.array([[0.0, 0.0], [14.0, 3.0], [26.0, -2.0], [8.0, 9.0]])
 
 
-def scene(rng: np.random.Generator) -> tuple[list, int, int]:
-    """``[(frame_idx, points, point_scores, scores, track_ids)]``, N animals, nodes."""
+def scene(rng: np.random.Generator, vectors: bool) -> tuple[list, int, int]:
+    """``[(frame_idx, points, point_scores, scores, track_ids, vectors)]``, N, nodes.
+
+    With ``vectors``: each animal has an identity vector (16-d), each detection a noisy
+    copy (some missing), strays random ones; crossing animals swap track ids at times.
+    """
     n_animals = int(rng.integers(2, 5))
     n_nodes = int(rng.choice([1, 4, 4]))
-    n_frames = int(rng.integers(60, 260))
+    # re-ID calibration needs 100 trials along unambiguous stretches 30 steps apart
+    n_frames = int(rng.integers(300, 600) if vectors else rng.integers(60, 260))
     stride = int(rng.choice([1, 1, 1, 2, 3]))
     speed = rng.uniform(0.5, 5)
     arena = float(rng.choice([120.0, 250.0, 500.0]))  # small: crowded, animals cross
+    if vectors:
+        arena = float(rng.choice([250.0, 500.0, 800.0]))
     pos = rng.uniform(0, arena, (n_animals, 2))
     vel = rng.uniform(-speed, speed, (n_animals, 2))
     shape = SHAPE[:n_nodes] * rng.uniform(0.8, 2.5)
     cur = np.arange(n_animals)  # each animal's current track id
     next_id = n_animals
     p_break = rng.uniform(0.005, 0.08)
-    p_miss = rng.uniform(0.02, 0.3)
+    p_miss = rng.uniform(0.0, 0.015) if vectors else rng.uniform(0.02, 0.3)
     gone_until = np.zeros(n_animals, int)
+    dim = 16
+    identity = rng.normal(0, 1, (n_animals, dim))
+    noise = rng.uniform(0.2, 1.2)
     frames, f = [], 0
     for t in range(n_frames):
         f += stride * (1 if rng.random() > 0.05 else int(rng.integers(2, 5)))
         vel += rng.normal(0, 0.5, vel.shape)
         vel = np.clip(vel, -3 * speed, 3 * speed)
         pos = np.clip(pos + vel * stride, 0, arena)
-        pts, ids = [], []
+        pts, ids, vecs = [], [], []
+        if vectors:  # a tracker swapping two close animals' ids
+            for a in range(n_animals):
+                for b in range(a + 1, n_animals):
+                    if np.hypot(*(pos[a] - pos[b])) < 25 and rng.random() < 0.2:
+                        cur[a], cur[b] = cur[b], cur[a]
         for a in range(n_animals):
             if rng.random() < p_break * 0.3 and gone_until[a] <= t:
                 gone_until[a] = t + int(rng.integers(2, 60))  # a long absence
@@ -67,17 +82,21 @@ def scene(rng: np.random.Generator) -> tuple[list, int, int]:
                 cur[a], next_id = next_id, next_id + 1
             pts.append(shape + pos[a] + rng.normal(0, 1.0, shape.shape))
             ids.append(int(cur[a]))
+            vecs.append(identity[a] + rng.normal(0, noise, dim))
             if rng.random() < 0.03:  # a double detection, tracked or not
                 pts.append(shape + pos[a] + rng.normal(0, 2.0, shape.shape))
                 ids.append(next_id if rng.random() < 0.5 else -1)
                 next_id += int(ids[-1] >= 0)
-        if rng.random() < 0.08:  # a stray with its own short track
+                vecs.append(identity[a] + rng.normal(0, noise, dim))
+        if rng.random() < (0.02 if vectors else 0.08):  # a stray with its own short track
             pts.append(shape + rng.uniform(0, arena, 2))
             ids.append(next_id if rng.random() < 0.6 else -1)
             next_id += int(ids[-1] >= 0)
+            vecs.append(rng.normal(0, 1, dim))
         if rng.random() < 0.02 and t % 7 == 0:  # rare: an untracked, fully hidden pose
             pts.append(np.full_like(shape, np.nan))
             ids.append(-1)
+            vecs.append(rng.normal(0, 1, dim))
         order = rng.permutation(len(pts))
         p = np.array([pts[i] for i in order]).reshape(-1, n_nodes, 2)
         if n_nodes > 1 and len(p):
@@ -85,7 +104,18 @@ def scene(rng: np.random.Generator) -> tuple[list, int, int]:
             hide[:, 0] = False
             p[hide] = np.nan
         ps = rng.uniform(0.2, 1.0, p.shape[:2])
-        frames.append((f, p, ps, rng.uniform(0.1, 1.0, len(p)), np.array(ids, int)[order]))
+        v = np.array([vecs[i] for i in order]).reshape(-1, dim)
+        v[rng.random(len(v)) < 0.1] = np.nan  # no vector
+        frames.append(
+            (
+                f,
+                p,
+                ps,
+                rng.uniform(0.1, 1.0, len(p)),
+                np.array(ids, int)[order],
+                v if vectors else None,
+            )
+        )
     return frames, n_animals, n_nodes
 
 
@@ -96,14 +126,22 @@ def theirs(frames: list, n_nodes: int, max_tracks: int | None) -> list[np.ndarra
     skeleton = sio.Skeleton([f"n{i}" for i in range(n_nodes)])
     tracks: dict[int, sio.Track] = {}
     objs = []
-    for f, p, ps, s, ids in frames:
+    for f, p, ps, s, ids, v in frames:
         row = []
         for k in range(len(p)):
             tid = int(ids[k])
             track = None if tid < 0 else tracks.setdefault(tid, sio.Track(name=f"track_{tid}"))
+            emb = None
+            if v is not None and np.isfinite(v[k]).all():
+                emb = sio.Embedding(np.asarray(v[k], np.float32))
             row.append(
                 sio.PredictedInstance.from_numpy(
-                    p[k], skeleton=skeleton, point_scores=ps[k], score=float(s[k]), track=track
+                    p[k],
+                    skeleton=skeleton,
+                    point_scores=ps[k],
+                    score=float(s[k]),
+                    track=track,
+                    identity_embedding=emb,
                 )
             )
         objs.append((f, row))
@@ -116,11 +154,11 @@ def theirs(frames: list, n_nodes: int, max_tracks: int | None) -> list[np.ndarra
 
 def ours(frames: list, max_tracks: int | None) -> list[np.ndarray]:
     inp = LinkInput()
-    for f, p, ps, s, ids in frames:
-        inp.add_frame(f, p, ps, s, ids)
-    new, _ = link_tracks(inp, max_tracks=max_tracks)
+    for f, p, ps, s, ids, v in frames:
+        inp.add_frame(f, p, ps, s, ids, None if v is None else v.astype(np.float32))
+    new, result = link_tracks(inp, max_tracks=max_tracks)
     cuts = np.cumsum([len(fr[1]) for fr in frames])[:-1]
-    return np.split(new, cuts)
+    return np.split(new, cuts), result
 
 
 def main() -> int:
@@ -137,22 +175,25 @@ def main() -> int:
     rows = []
     for case in range(args.cases):
         rng = np.random.default_rng([args.seed, case])
-        frames, n_animals, n_nodes = scene(rng)
+        vectors = case % 4 >= 2
+        frames, n_animals, n_nodes = scene(rng, vectors)
         known = case % 2 == 1
         n = n_animals if known else None
         want = theirs(frames, n_nodes, n)
-        got = ours(frames, n)
+        got, result = ours(frames, n)
         dets = sum(len(w) for w in want)
         diff = sum(int((w != g).sum()) for w, g in zip(want, got, strict=True))
         before = len({int(i) for fr in frames for i in fr[4] if i >= 0})
         after = len({int(i) for w in want for i in w if i >= 0})
-        rows.append((case, n_nodes, f"N={n}" if known else "open", dets, before, after, diff))
-    head = ("case", "nodes", "set", "dets", "ids in", "ids out", "diff")
-    print(" ".join(f"{h:>{w}}" for h, w in zip(head, (4, 5, 5, 6, 6, 7, 5), strict=True)))
-    for r in rows:
-        print(f"{r[0]:>4} {r[1]:>5} {r[2]:>5} {r[3]:>6} {r[4]:>6} {r[5]:>7} {r[6]:>5}")
+        label = ("N=" + str(n) if known else "open") + ("+app" if result.appearance else "")
+        label += "+v" if vectors and not result.appearance else ""
+        rows.append((case, n_nodes, label, dets, before, after, result.swaps, diff))
+    head = ("case", "nodes", "set", "dets", "ids in", "ids out", "swaps", "diff")
+    widths = (4, 5, 8, 6, 6, 7, 5, 5)
+    for r in [head, *rows]:
+        print(" ".join(f"{v:>{w}}" for v, w in zip(r, widths, strict=True)))
     total = sum(r[3] for r in rows)
-    bad = sum(r[6] for r in rows)
+    bad = sum(r[-1] for r in rows)
     print(f"{len(rows)} cases, {total} detections, {bad} with a different final track")
     return 1 if bad else 0
 

@@ -33,6 +33,8 @@ class Geometry:
     time_base: str  # "frames" or "steps"
     body_size: float
     step_p95: float  # NaN: no chain long enough to measure motion (no spatial gate)
+    anchor_of: np.ndarray  # (M,) each valid detection's anchor chain (>= 10 long), -1: none
+    n_anchors: int
 
 
 def frame_stride(frame_idx: np.ndarray) -> tuple[int, bool]:
@@ -126,17 +128,16 @@ def _links(
     return nxt
 
 
-def _chain_lengths(nxt: np.ndarray) -> np.ndarray:
-    """Length of the chain (of ``nxt`` links) each detection belongs to."""
+def _chain_roots(nxt: np.ndarray) -> np.ndarray:
+    """First detection of the chain (of ``nxt`` links) each detection belongs to."""
     root = np.arange(len(nxt), dtype=np.int64)
     linked = nxt >= 0
     root[nxt[linked]] = np.flatnonzero(linked)  # predecessor, then pointer doubling
     while True:
         up = root[root]
         if np.array_equal(up, root):
-            break
+            return root
         root = up
-    return np.bincount(root, minlength=len(nxt))[root]
 
 
 def calibrate_geometry(
@@ -166,7 +167,11 @@ def calibrate_geometry(
     measured = float(np.median(diag)) if diag.size else float("nan")
     max_link = ANCHOR_MAX_NN_FRACTION * spacing if np.isfinite(spacing) else np.inf
     nxt = _links(offsets, counts, centroids, dup, max_link)
-    kept = _chain_lengths(nxt) >= MIN_ANCHOR_LEN
+    roots = _chain_roots(nxt)
+    kept = np.bincount(roots, minlength=len(nxt))[roots] >= MIN_ANCHOR_LEN
+    anchor_roots = np.unique(roots[kept])
+    anchor_of = np.full(len(nxt), -1, np.int64)
+    anchor_of[kept] = np.searchsorted(anchor_roots, roots[kept])
     p95 = p99 = float("nan")
     src = np.flatnonzero((nxt >= 0) & kept)
     if src.size:
@@ -179,4 +184,4 @@ def calibrate_geometry(
         body = resolve_body_size(measured, p99, spacing)
     if not (np.isfinite(body) and body > 0):
         body = DEFAULT_BODY_SIZE
-    return Geometry(frame_step, regular, time_base, body, p95)
+    return Geometry(frame_step, regular, time_base, body, p95, anchor_of, len(anchor_roots))

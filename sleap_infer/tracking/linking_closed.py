@@ -21,9 +21,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from sleap_infer.tracking.linking import Linker
+from sleap_infer.tracking.linking_appearance import s_link
 
+if TYPE_CHECKING:
+    from sleap_infer.tracking.linking_linker import Linker
+
+GALLERY_SIZE = 30
+LINK_QUERY_SIZE = 10
 MAX_CONFLICT_FRACTION = 0.05  # shared non-duplicate frames a fit tolerates (false positives)
 EPS = 1e-9
 
@@ -39,6 +43,7 @@ class Fit:
     shared_u: np.ndarray  # ... and the anchor's there
     n_far: int = 0  # conflicts over a body size apart: two animals at once
     gated: bool = True
+    tier: int = 1  # 0: appearance agrees, 1: unavailable or undecidable, 2: disagrees
     cost: float = float("inf")
     gap: float = 0.0
 
@@ -48,7 +53,7 @@ class ClosedSet:
 
     def __init__(self, linker: Linker) -> None:
         self.lk = linker
-        self.anchor: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.anchor: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def select_anchors(self, n_max: int) -> list[int]:
         """The top ``n_max`` identities (by detection count, a duplicate of a better
@@ -97,14 +102,14 @@ class ClosedSet:
         return np.split(mem, cuts)
 
     def _cache(self, a: int) -> None:
-        mem = self.lk.members[a]
-        self.anchor[a] = (self.lk.pos[mem], self.lk.step[mem])
+        mem, ga = self.lk.members[a], self.lk.gated_members[a]
+        self.anchor[a] = (self.lk.pos[mem], self.lk.step[mem], ga, self.lk.step[ga])
 
     def fit(self, t: np.ndarray, a: int) -> Fit | None:
         """How tracklet ``t`` fits anchor ``a`` (None: more than a few conflicts)."""
         lk = self.lk
         amem = lk.members[a]
-        ap, ast = self.anchor[a]
+        ap, ast, ga, gs = self.anchor[a]
         tp = lk.pos[t]
         none = np.zeros(0, np.int64)
         shared_t = shared_u = none
@@ -145,10 +150,35 @@ class ClosedSet:
             fit.gated = bool(lk.gate_ok(gaps, dists).all())
             fit.cost = float(lk.junction_cost(gaps, dists).max())
             fit.gap = float(gaps.max())
+        if lk.use_app:
+            fit.tier = self._tier(rest, ga, gs)
         return fit
 
+    def _tier(self, rest: np.ndarray, ga: np.ndarray, gs: np.ndarray) -> int:
+        """Appearance across the junctions: the tracklet's first gated vectors against the
+        anchor's before it, the anchor's after it against the tracklet's last ones."""
+        lk = self.lk
+        rg = rest[lk.gated[rest]]
+        scores, n_q = [], []
+        if len(rg):
+            before = ga[: np.searchsorted(gs, lk.step[rest[0]], side="left")]
+            if len(before):
+                q = rg[:LINK_QUERY_SIZE]
+                scores.append(s_link(lk.vectors[q], lk.vectors[before[-GALLERY_SIZE:]]))
+                n_q.append(len(q))
+            after = ga[np.searchsorted(gs, lk.step[rest[-1]], side="right") :]
+            if len(after):
+                q = after[:LINK_QUERY_SIZE]
+                scores.append(s_link(lk.vectors[q], lk.vectors[rg[-GALLERY_SIZE:]]))
+                n_q.append(len(q))
+        if scores:
+            thresh, _ = lk.rule(min(n_q))
+            if np.isfinite(thresh):
+                return 0 if float(np.mean(scores)) >= thresh else 2
+        return 1
+
     def key(self, f: Fit) -> tuple:
-        return (1, f.n_far > 0, f.cost, f.gap, self.lk.name_rank[f.anchor])
+        return (f.tier, f.n_far > 0, f.cost, f.gap, self.lk.name_rank[f.anchor])
 
     def choose(self, fits: list[Fit], n_dets: int) -> Fit | None:
         """A duplicate first; then the best gated fit; past the gate only a tracklet
@@ -161,8 +191,12 @@ class ClosedSet:
         gated = [f for f in fits if f.gated]
         if gated:
             return min(gated, key=self.key)
-        if n_dets > self.lk.track_buffer:
-            return min(fits, key=self.key)
+        agree = [f for f in fits if f.tier == 0]
+        if agree:
+            return min(agree, key=self.key)
+        unknown = [f for f in fits if f.tier == 1]
+        if n_dets > self.lk.track_buffer and unknown:
+            return min(unknown, key=self.key)
         return None
 
     def decision(self, fits: list[Fit | None], n_dets: int) -> tuple[tuple, Fit | None]:
@@ -177,7 +211,7 @@ class ClosedSet:
             return (1, 0.0, -n_dets), choice
 
         def cls(f: Fit) -> tuple:
-            return (f.kind != "duplicate", not f.gated, 1, f.n_far > 0)
+            return (f.kind != "duplicate", not f.gated, f.tier, f.n_far > 0)
 
         if cls(choice) != cls(runner):
             return (2, -np.inf, -n_dets), choice
@@ -198,6 +232,7 @@ class ClosedSet:
         if len(out_u):
             mem = mem[~np.isin(mem, out_u)]
         lk.members[a] = np.sort(np.concatenate([mem, joined]), kind="stable")
+        lk.gated_members[a] = lk.members[a][lk.gated[lk.members[a]]]
         self._cache(a)
         lk.n_dets[a] = len(lk.members[a])
         return len(out_t) + len(out_u)

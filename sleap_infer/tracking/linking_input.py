@@ -53,6 +53,10 @@ class LinkInput:
     _box: list[np.ndarray] = field(default_factory=list)
     _score: list[np.ndarray] = field(default_factory=list)
     _visible: list[np.ndarray] = field(default_factory=list)
+    dim: int = 0  # re-ID vector length, 0: none seen
+    _vec: list[np.ndarray] = field(default_factory=list)  # unit float32 rows, per frame
+    _has: list[np.ndarray] = field(default_factory=list)
+    _vec_from: list[int] = field(default_factory=list)  # the frame each entry is for
 
     def add_frame(
         self,
@@ -61,8 +65,10 @@ class LinkInput:
         point_scores: np.ndarray | None,
         instance_scores: np.ndarray,
         track_ids: np.ndarray,
+        vectors: np.ndarray | None = None,
     ) -> None:
-        """One processed frame's poses ``(I, N, 2)`` and their track ids (-1: none)."""
+        """One processed frame's poses ``(I, N, 2)``, their track ids (-1: none) and
+        re-ID vectors ``(I, D)`` (a NaN, zero or non-finite row: none)."""
         pts = np.asarray(points, dtype=np.float32)
         self.n_nodes = max(self.n_nodes, int(pts.shape[1]) if pts.ndim == 3 else 0)
         n = len(pts)
@@ -80,9 +86,33 @@ class LinkInput:
         self._score.append(pose_scores(pts, point_scores, instance_scores).reshape(n))
         self._visible.append(count)
         self.frames.append(int(frame_idx))
+        if vectors is not None and np.size(vectors):
+            vec = np.asarray(vectors, np.float64).reshape(n, -1)
+            if self.dim and vec.shape[1] != self.dim:
+                raise ValueError(f"re-ID vectors of length {vec.shape[1]}, not {self.dim}")
+            self.dim = vec.shape[1]
+            norm = np.linalg.norm(vec, axis=1)
+            has = np.isfinite(norm) & (norm > 0)
+            unit = np.zeros(vec.shape, np.float32)
+            unit[has] = vec[has] / norm[has, None]
+            self._vec.append(unit)
+            self._has.append(has)
+            self._vec_from.append(len(self.frames) - 1)
         if len(self._pos) >= FLUSH_FRAMES:  # bounded per-frame overhead: one array per block
             for parts in (self._pos, self._track, self._box, self._score, self._visible):
                 parts[:] = [np.concatenate(parts)]
+
+    def vectors(self, pos: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+        """``(vectors (D, dim) float32 or None, has (D,))`` aligned with the detections."""
+        has = np.zeros(len(pos), bool)
+        if not self.dim or not any(h.any() for h in self._has):
+            return None, has
+        out = np.zeros((len(pos), self.dim), np.float32)
+        starts = np.searchsorted(pos, np.asarray(self._vec_from), side="left")
+        for s, v, h in zip(starts.tolist(), self._vec, self._has, strict=True):
+            out[s : s + len(v)] = v
+            has[s : s + len(v)] = h
+        return out, has
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         """``(frame_idx, frame_pos, track, box, score, n_visible)``, concatenated."""
