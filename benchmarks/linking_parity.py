@@ -119,8 +119,10 @@ def scene(rng: np.random.Generator, vectors: bool) -> tuple[list, int, int]:
     return frames, n_animals, n_nodes
 
 
-def theirs(frames: list, n_nodes: int, max_tracks: int | None) -> list[np.ndarray]:
+def theirs(frames: list, n_nodes: int, max_tracks: int | None, norm: bool) -> list[np.ndarray]:
     import sleap_io as sio
+    from sleap_nn.tracking.mot.calibration import calibrate, score_normalizer
+    from sleap_nn.tracking.mot.detections import extract_detections
     from sleap_nn.tracking.mot.linking import link_tracklets
 
     skeleton = sio.Skeleton([f"n{i}" for i in range(n_nodes)])
@@ -145,18 +147,22 @@ def theirs(frames: list, n_nodes: int, max_tracks: int | None) -> list[np.ndarra
                 )
             )
         objs.append((f, row))
-    link_tracklets(objs, max_tracks=max_tracks)
+    normalizer = None
+    if norm:  # as after a MOT tracker's prepare() (animal preset: normalize_scores)
+        dets = [extract_detections(row, f) for f, row in objs]
+        normalizer = score_normalizer(calibrate(dets, appearance=False))
+    link_tracklets(objs, max_tracks=max_tracks, score_normalizer=normalizer)
     return [
         np.array([-1 if o.track is None else int(o.track.name[6:]) for o in row], int)
         for _, row in objs
     ]
 
 
-def ours(frames: list, max_tracks: int | None) -> list[np.ndarray]:
+def ours(frames: list, max_tracks: int | None, norm: bool) -> list[np.ndarray]:
     inp = LinkInput()
     for f, p, ps, s, ids, v in frames:
         inp.add_frame(f, p, ps, s, ids, None if v is None else v.astype(np.float32))
-    new, result = link_tracks(inp, max_tracks=max_tracks)
+    new, result = link_tracks(inp, max_tracks=max_tracks, normalize_scores=norm)
     cuts = np.cumsum([len(fr[1]) for fr in frames])[:-1]
     return np.split(new, cuts), result
 
@@ -179,14 +185,16 @@ def main() -> int:
         frames, n_animals, n_nodes = scene(rng, vectors)
         known = case % 2 == 1
         n = n_animals if known else None
-        want = theirs(frames, n_nodes, n)
-        got, result = ours(frames, n)
+        norm = case % 3 == 0
+        want = theirs(frames, n_nodes, n, norm)
+        got, result = ours(frames, n, norm)
         dets = sum(len(w) for w in want)
         diff = sum(int((w != g).sum()) for w, g in zip(want, got, strict=True))
         before = len({int(i) for fr in frames for i in fr[4] if i >= 0})
         after = len({int(i) for w in want for i in w if i >= 0})
         label = ("N=" + str(n) if known else "open") + ("+app" if result.appearance else "")
         label += "+v" if vectors and not result.appearance else ""
+        label += "+q" if norm else ""
         rows.append((case, n_nodes, label, dets, before, after, result.swaps, diff))
     head = ("case", "nodes", "set", "dets", "ids in", "ids out", "swaps", "diff")
     widths = (4, 5, 8, 6, 6, 7, 5, 5)

@@ -4,7 +4,8 @@ Trackers run online and journal their tracks batch by batch; sleap-nn's
 identity linking needs the whole video, so it runs once the journal is
 complete, just before the outputs are written from it. It reads the journal
 once, keeping only compact arrays (:mod:`sleap_infer.tracking.linking_input`,
-34 bytes a pose), and answers one track id per pose; the outputs then read
+34 bytes a pose, plus 4 bytes a dimension where poses carry re-ID vectors),
+and answers one track id per pose; the outputs then read
 the journal again with those ids in place of the tracker's. Nothing is saved
 in between: the relabelling is a pure function of the journal, which is only
 removed once every output is in place, so a run killed while linking (or
@@ -22,7 +23,7 @@ import numpy as np
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.journal import Journal
-from sleap_infer.tracking.linking import TRACK_BUFFER, LinkResult, link_tracks
+from sleap_infer.tracking.linking import HIGH_THRESHOLD, TRACK_BUFFER, LinkResult, link_tracks
 from sleap_infer.tracking.linking_input import LinkInput
 
 
@@ -70,12 +71,14 @@ def link_input(journal: Journal) -> LinkInput:
                 if preds.class_ids is not None
                 else np.full(int(rows.sum()), -1)
             )
+            vectors = None if preds.embeddings is None else preds.embeddings[b][rows]
             inp.add_frame(
                 frame,
                 preds.points[b][rows],
                 preds.point_scores[b][rows],
                 preds.instance_scores[b][rows],
                 ids,
+                vectors,
             )
     return inp
 
@@ -86,10 +89,26 @@ def track_buffer(options: TrackingOptions) -> int:
     return TRACK_BUFFER if options.tracker == "classic" else int(options.track_buffer)
 
 
+def normalized(options: TrackingOptions) -> bool:
+    """sleap-nn's MOT trackers (``animal`` preset) divide scores by the video's q95."""
+    return options.tracker != "classic"
+
+
+def high_threshold(options: TrackingOptions) -> float:
+    """A gated vector's minimum score: sleap-nn's MOT default (0.5) after the classic
+    tracker, the MOT tracker's ``--track-high-threshold`` after one."""
+    if options.tracker == "classic":
+        return HIGH_THRESHOLD
+    return float(options.track_high_threshold)
+
+
 def link_journal(journal: Journal, options: TrackingOptions) -> tuple[Journal, LinkResult]:
     """``journal`` with linked track ids (the journal itself when linking is off)."""
     if not options.link_tracklets:
         return journal, LinkResult()
-    new, result = link_tracks(link_input(journal), options.max_tracks, track_buffer(options))
+    new, result = link_tracks(
+        link_input(journal), options.max_tracks, track_buffer(options), None,
+        high_threshold(options), normalize_scores=normalized(options),
+    )  # fmt: skip
     values = {f.name: getattr(journal, f.name) for f in fields(journal)}
     return LinkedJournal(**values, relabel=new), result

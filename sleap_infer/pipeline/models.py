@@ -161,7 +161,7 @@ def resolve_tracking(
     carrier = tracking_carrier(models)
     vectors = Product.EMBEDDINGS in products(models)
     if options.link_tracklets:
-        check_linkable(carrier, vectors)
+        check_linkable(carrier)
     return resolve_options(options, carrier, n_nodes, vectors)
 
 

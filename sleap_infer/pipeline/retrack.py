@@ -34,7 +34,7 @@ from sleap_infer.pipeline.labels_job import (
     require_slp,
     save_labels,
 )
-from sleap_infer.pipeline.linked import track_buffer
+from sleap_infer.pipeline.linked import high_threshold, normalized, track_buffer
 from sleap_infer.sources.slp import FILE
 from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, make_tracker, track_name
 from sleap_infer.tracking.cleanup import with_cleanup
@@ -184,7 +184,8 @@ def _add_to_linking(
         point_scores = np.stack([np.asarray(t.numpy(scores=True))[:, 2] for t in targets])
     own = [getattr(t, "score", None) for t in targets]
     scores = np.array([1.0 if s is None else float(s) for s in own])
-    linking.add_frame(int(lf.frame_idx), det.points, point_scores, scores, ids)
+    vectors = _vectors(targets) if any(_usable(t) for t in targets) else None
+    linking.add_frame(int(lf.frame_idx), det.points, point_scores, scores, ids, vectors)
 
 
 def _n_nodes(labels: sio.Labels) -> int:
@@ -199,7 +200,7 @@ def retrack_labels(labels: sio.Labels, options: TrackingOptions) -> RetrackStats
     stats = RetrackStats(carrier=carrier)
     stats.options = resolve_options(options, carrier, n_nodes, vectors)
     if options.link_tracklets:
-        check_linkable(carrier, any(_usable(i) for lf in labels for i in lf.instances))
+        check_linkable(carrier)
     tracks: list[sio.Track] = []
     for frames in _by_video(labels):
         tracker = make_tracker(options, carrier, n_nodes, vectors)
@@ -225,7 +226,14 @@ def retrack_labels(labels: sio.Labels, options: TrackingOptions) -> RetrackStats
             stats.frames += 1
             stats.instances += len(targets)
         if linking is not None:
-            new, _ = link_tracks(linking, options.max_tracks, track_buffer(options))
+            new, _ = link_tracks(
+                linking,
+                options.max_tracks,
+                track_buffer(options),
+                None,
+                high_threshold(stats.options),
+                normalized(options),
+            )
             for target, tid in zip(tracked, new.tolist(), strict=True):
                 if tid < 0 and target.track is not None:
                     target.track, target.tracking_score = None, None

@@ -1,8 +1,13 @@
-"""sleap-nn 0.3.5's identity linking (``--link_tracklets``), spatial rules, offline.
+"""sleap-nn 0.3.5's identity linking (``--link_tracklets``), offline, at a video's end.
 
 After a video is tracked (any tracker), sleap-nn's ``link_tracklets`` treats
 every track as an identity and
 
+0. with re-ID vectors calibrated for linking on this video
+   (:mod:`sleap_infer.tracking.linking_appearance`), corrects swaps at
+   crossings (:mod:`sleap_infer.tracking.linking_swaps`) and accepts gap links
+   by appearance (threshold and margin over the proven-different competitors),
+   also past the spatial gate after long gaps;
 1. links an identity that ends to one that starts later when they never share
    a frame, the later one starts within the spatial gate of the earlier one's
    end (radius ``body + 3 s f(gap)``, ``s`` the calibrated per-step motion),
@@ -15,15 +20,12 @@ every track as an identity and
    duplicate detections; spatially gated; cheapest junction), most
    constrained first; a tracklet that fits none is untracked.
 
-Merged identities keep the earlier identity's track id. This is the whole
-algorithm for detections without re-ID vectors, ported rule for rule from
-``sleap_nn/tracking/mot/linking.py``; sleap-nn's appearance rules (swap
-correction at crossings, re-ID gap links and fits) need its appearance
-calibration, which is not ported, so runs with re-ID vectors are refused
-(:func:`check_linkable`). It works from :class:`LinkInput` (compact arrays,
-see :mod:`sleap_infer.tracking.linking_input`) and answers one new track id
-per detection: a pure function of the tracked detections, so a run killed
-while linking simply links again on ``--resume``.
+Merged identities keep the earlier identity's track id. Ported rule for rule
+from ``sleap_nn/tracking/mot/linking.py`` (poses; masks are refused by
+:func:`check_linkable`). It works from :class:`LinkInput` (compact arrays, see
+:mod:`sleap_infer.tracking.linking_input`) and answers one new track id per
+detection: a pure function of the tracked detections, so a run killed while
+linking simply links again on ``--resume``.
 """
 
 from __future__ import annotations
@@ -49,15 +51,10 @@ AMBIGUITY_IOU = 0.1  # two identities overlapping this much are in an ambiguity 
 MIN_VISIBLE_FRACTION = 0.5  # a gated vector's detection shows at least half its nodes
 
 
-def check_linkable(carrier: str, has_vectors: bool) -> None:
+def check_linkable(carrier: str) -> None:
     """One line for what the port does not cover (sleap-nn would link these)."""
     if carrier == MASKS:
         raise UsageError("--link-tracklets: linking tracked masks is not ported yet (poses only)")
-    if has_vectors:
-        raise UsageError(
-            "--link-tracklets: linking with re-ID vectors (sleap-nn's appearance calibration,"
-            " swap correction and re-ID links) is not ported yet; it links by position only"
-        )
 
 
 @dataclass
@@ -157,8 +154,15 @@ def link_tracks(
     track_buffer: int = TRACK_BUFFER,
     body_size: float | None = None,
     high_threshold: float = HIGH_THRESHOLD,
+    normalize_scores: bool = False,
 ) -> tuple[np.ndarray, LinkResult]:
-    """New track id of each detection of ``inp`` (-1: untracked), and the counts."""
+    """New track id of each detection of ``inp`` (-1: untracked), and the counts.
+
+    ``high_threshold``: a gated vector's minimum detection score (sleap-nn's
+    ``track_high_threshold``: 0.5 after the classic tracker, the MOT tracker's own).
+    ``normalize_scores``: scores are divided by the video's 95th percentile score and
+    clipped to [0, 1] first (sleap-nn's MOT trackers, ``animal`` preset).
+    """
     frame_idx, pos, track, box, score, n_visible = inp.arrays()
     result = LinkResult()
     if not (track >= 0).any():
@@ -173,6 +177,12 @@ def link_tracks(
         n_visible[valid] >= 2,
         body_size,
     )
+    if normalize_scores:
+        finite = score[valid][np.isfinite(score[valid])]
+        if finite.size:
+            q95 = float(np.quantile(finite, (0.05, 0.25, 0.5, 0.75, 0.95))[-1])
+            if np.isfinite(q95):
+                score = np.clip(score / max(q95, 1e-6), 0.0, 1.0)
     vectors, has = inp.vectors(pos)
     steps = frame_steps(frame_idx, geo.time_base, geo.frame_step)
     rules = None

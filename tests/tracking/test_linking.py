@@ -145,11 +145,9 @@ def test_pose_scores_follow_sleap_nn_s_auto_mode() -> None:
 
 
 def test_what_is_not_ported_is_refused_in_one_line() -> None:
-    check_linkable(POSES, False)
+    check_linkable(POSES)
     with pytest.raises(UsageError, match="^--link-tracklets: linking tracked masks"):
-        check_linkable(MASKS, False)
-    with pytest.raises(UsageError, match="^--link-tracklets: linking with re-ID vectors"):
-        check_linkable(POSES, True)
+        check_linkable(MASKS)
     with pytest.raises(UsageError, match="^--link-tracklets with --tracking-clean"):
         TrackingOptions(link_tracklets=True, tracking_clean_instance_count=1)
 
@@ -186,8 +184,65 @@ def test_retracking_with_linking_joins_the_broken_track(kw: dict) -> None:
     assert sum(t is not None for t in tracks) >= 50
 
 
-def test_retracking_refuses_linking_poses_that_carry_re_id_vectors() -> None:
-    labels = _broken_labels()
-    labels.labeled_frames[0].instances[0].identity_embedding = sio.Embedding(np.ones(4, np.float32))
-    with pytest.raises(UsageError, match="re-ID vectors"):
-        retrack_labels(labels, TrackingOptions(link_tracklets=True))
+def _appearance_scene(swap: bool, jump: bool, vectors: bool = True) -> tuple[LinkInput, list]:
+    """Three animals, 500 frames, each with its own re-ID vector (plus noise).
+
+    ``swap``: animals 0 and 1 meet at frame 250 and the tracker swaps their ids after.
+    ``jump``: animal 2 vanishes for frames 200-299 and comes back 1300 px away, new id.
+    Returns the input and each detection's animal.
+    """
+    rng = np.random.default_rng(7)
+    identity = np.eye(8)[:3] * 3.0
+    inp, truth = LinkInput(), []
+    for f in range(500):
+        pts, ids, vecs = [], [], []
+        x = 3.0 + abs(f - 250) * 1.2  # 0 and 1 approach, overlap around 250, part again
+        where = {0: (300.0 - x, 200.0), 1: (300.0 + x, 200.0), 2: (100.0 + f, 700.0)}
+        if jump and f >= 300:
+            where[2] = (100.0 + f, 2000.0)
+        for animal in range(3):
+            if jump and animal == 2 and 200 <= f < 300:
+                continue
+            tid = animal
+            if swap and f > 250 and animal < 2:
+                tid = 1 - animal
+            if jump and animal == 2 and f >= 300:
+                tid = 3
+            pts.append(_pose(*where[animal]))
+            ids.append(tid)
+            vecs.append(identity[animal] + rng.normal(0, 0.6, 8))
+            truth.append((animal, f))
+        p = np.array(pts)
+        inp.add_frame(
+            f,
+            p,
+            np.full(p.shape[:2], 0.9),
+            np.full(len(p), 0.9),
+            np.array(ids),
+            np.array(vecs, np.float32) if vectors else None,
+        )
+    return inp, truth
+
+
+def test_a_swap_at_a_crossing_is_corrected_by_appearance() -> None:
+    """0 and 1 overlap around frame 250 (the ambiguity event) and the tracker swaps their
+    ids there: after the event, appearance puts them back."""
+    inp, truth = _appearance_scene(swap=True, jump=False)
+    new, result = link_tracks(inp)
+    assert result.appearance and result.swaps == 1
+    animal, frame = np.array(truth).T
+    outside = np.abs(frame - 250) > 10  # inside the event the swap stays, as in sleap-nn
+    for a in range(3):
+        assert set(new[(animal == a) & outside].tolist()) == {a}
+    unlinked, _ = link_tracks(_appearance_scene(swap=True, jump=False, vectors=False)[0])
+    assert set(unlinked[(animal == 0) & outside].tolist()) == {0, 1}
+
+
+def test_a_long_absence_past_the_gate_is_linked_by_appearance_only() -> None:
+    inp, truth = _appearance_scene(swap=False, jump=True)
+    new, result = link_tracks(inp)
+    assert result.appearance and result.merges == 1
+    animal = np.array(truth)[:, 0]
+    assert set(new[animal == 2].tolist()) == {2}
+    blind, _ = link_tracks(_appearance_scene(swap=False, jump=True, vectors=False)[0])
+    assert set(blind[animal == 2].tolist()) == {2, 3}  # by position: too far
