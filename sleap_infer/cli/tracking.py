@@ -240,9 +240,10 @@ LinkTracklets = Annotated[
     bool,
     typer.Option(
         "--link-tracklets",
-        help="sleap-nn's identity linking after each video: re-join broken tracks by position"
-        " and, with --max-tracks N, assign every tracklet to one of N identities (poses"
-        " without re-ID vectors; docs/tracking-options.md).",
+        help="sleap-nn's identity linking after each video: correct swaps and re-join broken"
+        " tracks (by re-ID vectors where the video calibrates them, else by position) and,"
+        " with --max-tracks N, assign every tracklet to one of N identities (poses;"
+        " docs/tracking-options.md).",
     ),
 ]
 UseKalman = Annotated[

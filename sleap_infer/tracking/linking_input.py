@@ -5,7 +5,9 @@ hold the video's predictions while it does. Each pose is reduced, as it is
 read back (from the journal, or from a ``.slp`` being re-tracked), to what
 sleap-nn's linker and calibration look at: its frame, track, visible-node
 extent, detection score and visible-node count -- 34 bytes a detection
-(:data:`BYTES_PER_DETECTION`), never its nodes.
+(:data:`BYTES_PER_DETECTION`), never its nodes -- plus, where the poses carry
+re-ID vectors, the unit vector (float32, 4 bytes a dimension, and a flag):
+the calibration reads every anchor detection's, the linker the gated ones.
 """
 
 from __future__ import annotations

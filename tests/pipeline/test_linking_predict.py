@@ -95,3 +95,25 @@ def test_the_linked_journal_gives_back_each_pose_with_its_new_id(
     assert np.isnan(scores[after < 0]).all()
     assert (before >= 0).sum() >= (after >= 0).sum()
     assert link_journal(journal, TrackingOptions())[0] is journal  # off: untouched
+
+
+def test_linking_reads_the_re_id_vectors_of_an_embedding_run(
+    shared: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Centroid + embedding models: the journal's vectors reach the linker (sleap-nn
+    calibrates them per video; 24 frames are too few to trust them for linking, so
+    it links by position, as here), and the closed set keeps N=2."""
+    video = shared / "videos" / "synthetic_multi.mp4"
+    models = [shared / "models" / "synthetic_centroid", shared / "models" / "synthetic_embedding"]
+    out = tmp_path / "emb.slp"
+    args = ["predict", video, "-m", models[0], "-m", models[1], "--device", "cpu", "-q"]
+    code, err = run_cli(capsys, *args, "-t", "--link-tracklets", "--max-tracks", "2", "-o", out)
+    assert code == 0, err
+    labels = sio.load_slp(str(out))
+    linking = labels.provenance["tracking"]["linking"]
+    assert linking["appearance"] is False and linking["identities"] <= 2
+    assert all(i.identity_embedding is not None for lf in labels for i in lf.instances)
+    assert {i.track.name for lf in labels for i in lf.instances if i.track} <= {
+        "track_0",
+        "track_1",
+    }
