@@ -202,9 +202,8 @@ def passes_quality_gate(
     overlap = float(max_iou_other)
     if not np.isnan(overlap) and not overlap < float(max_overlap_iou):
         return False
-    if min_margin is not None and int(gallery_len) >= 3 and not float(margin) >= min_margin:
-        return False
-    return True
+    young = min_margin is None or int(gallery_len) < 3  # no reliable margin yet
+    return young or float(margin) >= float(min_margin)  # type: ignore[arg-type]
 
 
 def frame_vectors(
