@@ -202,8 +202,9 @@ class AppearanceTracks(MotCore):
         self.embedding_dim = None if dim is None else int(dim)
         self.vectors_seen = bool(meta["vectors_seen"])
         width = self.embedding_dim or 0
-        emas = np.array(arrays["app_ema"], np.float64).reshape(-1, width)
-        gallery = np.array(arrays["app_gallery"], np.float64).reshape(-1, width)
+        emas = np.array(arrays["app_ema"], np.float64).reshape(len(self.tid), width)
+        gallery = np.array(arrays["app_gallery"], np.float64)
+        gallery = gallery.reshape(gallery.shape[0] if gallery.ndim else 0, width)
         lengths = np.array(arrays["app_gallery_len"], np.int64).reshape(-1)
         updates = np.array(arrays["app_updates"], np.int64).reshape(-1)
         ends = np.cumsum(lengths)
