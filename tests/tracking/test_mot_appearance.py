@@ -28,7 +28,7 @@ def _swap_scene(threshold: str | None, name: str) -> list[list[int]]:
     ids = []
     for f in range(14):
         ya, yb = (50.0, 52.0) if f < 8 else (52.0, 50.0)
-        pts = np.stack([SHAPE + [100.0, ya], SHAPE + [100.0, yb]])
+        pts = np.stack([SHAPE + np.array([100.0, ya]), SHAPE + np.array([100.0, yb])])
         det = Detections(f, pts, np.array([0.9, 0.9]), embeddings=np.stack([LOOK_A, LOOK_B]))
         ids.append(tracker.step(det).track_ids.tolist())
     return ids
