@@ -12,6 +12,10 @@ Counted per case:
 
 * **same online**: detections whose track id equals the one sleap-nn had
   given it when its ``track()`` returned for that frame (``track_k`` -> ``k``);
+* **states exact/close**: frames after which every live track's Kalman mean
+  and appearance memory (EMA bits, gallery length, update count) are the same
+  bit for bit / with the means within a relative 1e-9 (one-node poses: the
+  pseudo box from the running body size rounds differently, ~1e-15);
 * **retro**: detections sleap-nn labels only later, when the track confirms
   (its tentative frames); an online tracker has written those frames already,
   so ours leaves them untracked: the one deliberate difference.
@@ -160,7 +164,7 @@ def theirs(name: str, frames: list[Detections], carrier: str, n_nodes: int, thre
         carrier="mask" if carrier == MASKS else "pose",
         n_nodes=None if carrier == MASKS else n_nodes,
     )
-    kept, online = [], []
+    kept, online, states = [], [], []
 
     def ids(objs):
         return np.array([-1 if o.track is None else int(o.track.name[6:]) for o in objs])
@@ -169,13 +173,35 @@ def theirs(name: str, frames: list[Detections], carrier: str, n_nodes: int, thre
         objs = tracker.track(_sleap_nn_objects(det, carrier, skeleton), det.frame_idx)
         kept.append(objs)
         online.append(ids(objs))
-    return online, [ids(objs) for objs in kept]
+        states.append([(t.mean.tobytes(), _memory(t.appearance)) for t in tracker.tracks])
+    return online, [ids(objs) for objs in kept], states
+
+
+def _close(a: list, b: list) -> bool:
+    """Same tracks, memories bit for bit, Kalman means within 1e-9 of each other."""
+    if len(a) != len(b) or [x[1] for x in a] != [y[1] for y in b]:
+        return False
+    return all(
+        np.allclose(np.frombuffer(x[0]), np.frombuffer(y[0]), rtol=1e-9) for x, y in zip(a, b)
+    )
+
+
+def _memory(memory) -> tuple | None:
+    """An appearance memory's EMA bits, gallery length and update count (None: empty)."""
+    if memory is None or memory.ema is None:
+        return None
+    return (np.asarray(memory.ema, np.float64).tobytes(), len(memory.gallery), memory.n_updates)
 
 
 def ours(name: str, frames: list[Detections], carrier: str, n_nodes: int, threshold: str | None):
     options = TrackingOptions(tracker=name, appearance_threshold=threshold)
     tracker = make_tracker(options, carrier, n_nodes, has_embeddings=threshold is not None)
-    return [tracker.step(det).track_ids for det in frames]
+    ids, states = [], []
+    for det in frames:
+        ids.append(tracker.step(det).track_ids)
+        memories = getattr(tracker, "memories", [None] * len(tracker.mean))
+        states.append([(m.tobytes(), _memory(a)) for m, a in zip(tracker.mean, memories)])
+    return ids, states
 
 
 def main() -> None:
@@ -197,10 +223,10 @@ def main() -> None:
 
     logger.remove()  # sleap-nn's once-per-tracker notices
     print(
-        "| tracker | threshold | carrier | cases | frames same | detections | same online"
-        " | retro | other |"
+        "| tracker | threshold | carrier | cases | frames same | states exact/close | detections"
+        " | same online | retro | other |"
     )
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
     failed = False
     runs = [
         (name, threshold)
@@ -212,22 +238,26 @@ def main() -> None:
             rng = np.random.default_rng(args.seed)
             vec_rng = np.random.default_rng(args.seed + 1) if threshold else None
             n_dets = same = retro = other = frames_same = n_frames = 0
+            states_exact = states_close = 0
             for _ in range(args.cases):
                 frames = scene(rng, carrier, n_nodes if carrier == POSES else 4, vec_rng)
-                online, final = theirs(name, frames, carrier, n_nodes, threshold)
-                got = ours(name, frames, carrier, n_nodes, threshold)
-                for o, fin, g in zip(online, final, got):
+                online, final, their_states = theirs(name, frames, carrier, n_nodes, threshold)
+                got, our_states = ours(name, frames, carrier, n_nodes, threshold)
+                for o, fin, g, a, b in zip(online, final, got, their_states, our_states):
                     n_frames += 1
+                    states_exact += a == b
+                    states_close += _close(a, b)
                     frames_same += bool(np.array_equal(o, g))
                     n_dets += len(g)
                     same += int((o == g).sum())
                     is_retro = (o == -1) & (fin != -1) & (g == -1)
                     retro += int(is_retro.sum())
                     other += int(((o != g) & ~is_retro).sum())
-            failed |= other > 0
+            failed |= other > 0 or states_close < n_frames
             row = [name, threshold or "-", carrier if n_nodes != 1 else "poses, 1 node"]
             row += [args.cases]
-            row += [f"{frames_same}/{n_frames}", n_dets, same, retro, other]
+            row += [f"{frames_same}/{n_frames}", f"{states_exact}/{states_close}/{n_frames}"]
+            row += [n_dets, same, retro, other]
             print("| " + " | ".join(map(str, row)) + " |", flush=True)
     sys.exit(1 if failed else 0)
 
