@@ -151,7 +151,8 @@ class AppearanceMemory:
 
     def restore(self, ema: np.ndarray, gallery: np.ndarray, n_updates: int) -> None:
         """The inverse of :meth:`arrays` (bit for bit)."""
-        self.ema = None if not np.isfinite(ema).all() else np.array(ema, np.float64)
+        empty = ema.size == 0 or not np.isfinite(ema).all()  # NaN, or saved before any vector
+        self.ema = None if empty else np.array(ema, np.float64)
         self.gallery = [np.array(g, np.float64) for g in gallery]
         self.n_updates = int(n_updates)
 

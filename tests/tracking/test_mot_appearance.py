@@ -128,3 +128,28 @@ def test_quality_gate(score, visible, overlap, margin, gallery, passes) -> None:
         score, visible, 4, overlap, margin, high_threshold=0.5, min_margin=0.0, gallery_len=gallery
     )
     assert got is passes
+
+
+@pytest.mark.parametrize("name", APPEARANCE)
+def test_a_state_saved_before_any_vector_resumes(name: str) -> None:
+    """Tracks but no vector yet: the memories are empty and of no dimension; the resumed
+    tracker takes the first vectors as an uninterrupted one does."""
+    options = TrackingOptions(tracker=name, appearance_threshold="0.5")
+
+    def det(f: int, looks: bool) -> Detections:
+        pts = np.stack([SHAPE + np.array([100.0 + f, 50.0]), SHAPE + np.array([100.0, 90.0])])
+        vectors = np.stack([LOOK_A, LOOK_B]) if looks else np.full((2, 8), np.nan)
+        return Detections(f, pts, np.array([0.9, 0.9]), embeddings=vectors)
+
+    frames = [det(f, f >= 4) for f in range(10)]
+    whole = make_tracker(options, POSES, 4, has_embeddings=True)
+    expected = [whole.step(d).track_ids.tolist() for d in frames]
+    first = make_tracker(options, POSES, 4, has_embeddings=True)
+    for d in frames[:4]:
+        first.step(d)
+    state = first.state()
+    assert state.meta["embedding_dim"] is None and state.arrays["app_ema"].shape == (2, 0)
+    resumed = make_tracker(options, POSES, 4, has_embeddings=True)
+    resumed.load_state(state)
+    assert [resumed.step(d).track_ids.tolist() for d in frames[4:]] == expected[4:]
+    assert resumed.state().arrays["app_ema"].tobytes() == whole.state().arrays["app_ema"].tobytes()
