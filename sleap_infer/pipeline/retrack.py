@@ -26,7 +26,7 @@ import numpy as np
 import sleap_io as sio
 
 from sleap_infer.core.errors import UsageError, VideoError
-from sleap_infer.core.tracking import TrackingOptions
+from sleap_infer.core.tracking import VECTOR_TRACKERS, TrackingOptions
 from sleap_infer.pipeline.labels_job import (
     check_destination,
     has_vectors,
@@ -68,7 +68,10 @@ def _carrier(labels: sio.Labels, options: TrackingOptions) -> tuple[str, bool]:
     """The carrier to track, and whether appearance (re-ID) tracking applies."""
     frames = labels.labeled_frames
     blend = options.appearance_weight > 0
-    if options.features in (None, "embeddings") and options.tracker == "classic" and not blend:
+    by_vectors = options.tracker == "classic" and not blend
+    if options.tracker in VECTOR_TRACKERS or (
+        options.features in (None, "embeddings") and by_vectors
+    ):
         poses = sum(_usable(i) for lf in frames for i in lf.instances)
         masks = sum(_usable(m) for lf in frames for m in lf.masks)
         if poses or masks:
