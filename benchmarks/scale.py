@@ -5,8 +5,8 @@ One command runs three growth series, each row with every tool in the same run, 
 after the other on the same input (sleap-nn 0.3.5 lives in its own venv, made on first
 use by vs_sleap_nn.py's helper; it is never a dependency of sleap_infer):
 
-    nice .venv/bin/python benchmarks/scale.py                 # the default grid (~20 min, 2 CPUs)
-    nice .venv/bin/python benchmarks/scale.py --quick         # a reduced grid (~6 min)
+    nice .venv/bin/python benchmarks/scale.py                 # the default grid
+    nice .venv/bin/python benchmarks/scale.py --quick         # a reduced grid
     .venv/bin/python benchmarks/scale.py --series animals --animals 2,30 --json out.json
 
 - ``sizes``: frames of 384, 1024 and 2048 px through a realistic network (UNet filters
@@ -19,7 +19,8 @@ use by vs_sleap_nn.py's helper; it is never a dependency of sleap_infer):
   real animals and grouping / crops cost what animals cost.
 - ``videos``: 1, 100 and 1000 short videos (5 frames, 2 animals, 112 px) in one ``infer
   predict`` run: planning (time to the model_loaded event, minus the 1-video run's),
-  model loaded once, per-video overhead. sleap-nn takes one video per process (a
+  model loaded once, per-video overhead. Counts above ``--full-videos`` (100) stop ours
+  after its first video: planning and model load only. sleap-nn takes one video per process (a
   multi-video ``.slp`` without labeled frames predicts nothing), so it runs once per
   video on the first few and its total is that per-video cost times the count (marked est.).
 
