@@ -128,31 +128,54 @@ OfMaxLevels = Annotated[
     int, typer.Option(min=0, metavar="N", help="With --use-flow: pyramid levels.")
 ]
 TrackBuffer = Annotated[
-    int,
-    typer.Option(min=0, metavar="N", help="bytetrack: frames a lost track waits to be re-found."),
+    int | None,
+    typer.Option(
+        min=0,
+        metavar="N",
+        help=f"bytetrack, sort, botsort, ocsort: frames a lost track waits to be re-found "
+        f"({t.TRACK_BUFFER}).",
+        show_default=False,
+    ),
 ]
 TrackHigh = Annotated[
-    float,
-    typer.Option(metavar="FLOAT", help="bytetrack: first-stage (high) detection score."),
+    float | None,
+    typer.Option(
+        metavar="FLOAT",
+        help=f"bytetrack: first-stage (high) detection score ({t.TRACK_HIGH_THRESHOLD}; "
+        "sort 0.1, botsort and ocsort 0.6).",
+        show_default=False,
+    ),
 ]
 TrackLow = Annotated[
-    float, typer.Option(metavar="FLOAT", help="bytetrack: lowest score associated at all.")
+    float | None,
+    typer.Option(
+        metavar="FLOAT",
+        help=f"bytetrack: lowest score associated at all ({t.TRACK_LOW_THRESHOLD}).",
+        show_default=False,
+    ),
 ]
 NewTrack = Annotated[
-    float, typer.Option(metavar="FLOAT", help="bytetrack: score needed to start a track.")
+    float | None,
+    typer.Option(
+        metavar="FLOAT",
+        help=f"bytetrack: score needed to start a track ({t.NEW_TRACK_THRESHOLD}; "
+        "sort 0.1, botsort 0.7).",
+        show_default=False,
+    ),
 ]
 MinHits = Annotated[
-    int,
+    int | None,
     typer.Option(
         "--min_hits",
         "--min-hits",
         min=0,
         metavar="N",
         help="sort, botsort, ocsort: matches before a track is confirmed (3; botsort: 2).",
+        show_default=False,
     ),
 ]
 MinMatchSimilarity = Annotated[
-    float,
+    float | None,
     typer.Option(
         "--min_match_similarity",
         "--min-match-similarity",
@@ -160,6 +183,7 @@ MinMatchSimilarity = Annotated[
         max=1.0,
         metavar="FLOAT",
         help="sort, botsort, ocsort: weakest overlap a match may have (0.3; botsort: 0.2).",
+        show_default=False,
     ),
 ]
 TargetCount = Annotated[

@@ -10,7 +10,7 @@ fingerprint and provenance, so a resumed run can never silently change them.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from sleap_infer.core.errors import UsageError
@@ -35,7 +35,7 @@ APPEARANCE_TRACKERS = ("botsort", "deepocsort", "deepsort", "strongsort")
 MIN_HITS = 3  # sleap-nn's MOT trackers: matches before a track is confirmed
 MIN_MATCH_SIMILARITY = 0.3  # sleap-nn's MOT trackers: weakest geometric match
 # sleap-nn 0.3.5's "animal" preset per MOT tracker, for the knobs whose shared default
-# (ByteTrack's, above) is not that tracker's; applied where the caller left the shared one.
+# (ByteTrack's, above) is not that tracker's; applied where the caller left the knob unset.
 MOT_PRESETS: dict[str, dict[str, float]] = {
     "sort": dict(track_high_threshold=0.1, track_low_threshold=0.1, new_track_threshold=0.1),
     "ocsort": dict(track_high_threshold=0.6),
@@ -43,6 +43,22 @@ MOT_PRESETS: dict[str, dict[str, float]] = {
         track_high_threshold=0.6, new_track_threshold=0.7, min_hits=2, min_match_similarity=0.2
     ),
 }
+# The knobs whose default depends on the tracker: ``None`` on the options means "this
+# tracker's own", filled by :meth:`TrackingOptions.with_tracker_defaults`.
+TRACKER_DEFAULTS: dict[str, float] = dict(
+    track_high_threshold=TRACK_HIGH_THRESHOLD,
+    track_low_threshold=TRACK_LOW_THRESHOLD,
+    new_track_threshold=NEW_TRACK_THRESHOLD,
+    track_buffer=TRACK_BUFFER,
+    min_hits=MIN_HITS,
+    min_match_similarity=MIN_MATCH_SIMILARITY,
+)
+
+
+def tracker_defaults(tracker: str) -> dict[str, float]:
+    """``tracker``'s own value of each :data:`TRACKER_DEFAULTS` knob (its preset's, else
+    the shared one)."""
+    return {**TRACKER_DEFAULTS, **MOT_PRESETS.get(tracker, {})}
 
 
 @dataclass(frozen=True)
@@ -65,13 +81,14 @@ class TrackingOptions:
     of_img_scale: float = 1.0
     of_window_size: int = 21
     of_max_levels: int = 3
-    track_high_threshold: float = TRACK_HIGH_THRESHOLD
-    track_low_threshold: float = TRACK_LOW_THRESHOLD
-    new_track_threshold: float = NEW_TRACK_THRESHOLD
+    # None: the tracker's own value (tracker_defaults); filled before any tracker reads it.
+    track_high_threshold: float | None = None
+    track_low_threshold: float | None = None
+    new_track_threshold: float | None = None
     match_iou_threshold: float = MATCH_IOU_THRESHOLD
-    track_buffer: int = TRACK_BUFFER
-    min_hits: int = MIN_HITS
-    min_match_similarity: float = MIN_MATCH_SIMILARITY
+    track_buffer: int | None = None
+    min_hits: int | None = None
+    min_match_similarity: float | None = None
     # Before and after tracking, any tracker (sleap-nn's cull/clean/connect; see
     # sleap_infer.tracking.cleanup): the known animal count, a per-frame cap before
     # tracking (0 = off) and after it (0 = off), and single-frame break joining.
@@ -109,11 +126,11 @@ class TrackingOptions:
             raise UsageError(f"--robust-quantile {self.robust_quantile}: must be in (0, 1]")
         if self.of_img_scale <= 0 or self.of_window_size < 3 or self.of_max_levels < 0:
             raise UsageError("optical flow: image scale > 0, window >= 3, levels >= 0")
-        if self.track_buffer < 0:
+        if self.track_buffer is not None and self.track_buffer < 0:
             raise UsageError(f"--track-buffer {self.track_buffer}: must be at least 0")
-        if self.min_hits < 0:
+        if self.min_hits is not None and self.min_hits < 0:
             raise UsageError(f"--min_hits {self.min_hits}: must be at least 0")
-        if not 0 <= self.min_match_similarity <= 1:
+        if self.min_match_similarity is not None and not 0 <= self.min_match_similarity <= 1:
             raise UsageError(
                 f"--min_match_similarity {self.min_match_similarity}: must be in [0, 1]"
             )
@@ -162,6 +179,16 @@ class TrackingOptions:
         if self.use_flow:
             raise UsageError("--appearance-weight does not support --use-flow (shifted points)")
 
+    def with_tracker_defaults(self) -> TrackingOptions:
+        """These options with every unset :data:`TRACKER_DEFAULTS` knob at the tracker's
+        own value, so an explicit ``--min_hits 3`` on botsort stays 3 (its default is 2)."""
+        unset = {
+            name: value
+            for name, value in tracker_defaults(self.tracker).items()
+            if getattr(self, name) is None
+        }
+        return replace(self, **unset) if unset else self
+
     @property
     def needs_target(self) -> bool:
         """sleap-nn refuses pre-cull and break joining without a target count."""
@@ -174,8 +201,9 @@ class TrackingOptions:
 
     def to_json(self) -> dict[str, Any]:
         """The fields, less the appearance ones at their defaults: a journal's fingerprint
-        holds these, so runs killed before those options existed still resume."""
-        out = asdict(self)
+        holds these, so runs killed before those options existed still resume. Unset
+        thresholds read as the tracker's own values, as recorded before they could be unset."""
+        out = asdict(self.with_tracker_defaults())
         for name in _APPEARANCE_FIELDS:
             if out[name] == _APPEARANCE_DEFAULTS[name]:
                 del out[name]

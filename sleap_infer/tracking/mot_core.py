@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from sleap_infer.core.tracking import MOT_PRESETS, TrackingOptions
+from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.tracking import mot_body as body
 from sleap_infer.tracking import mot_boxes as mb
 from sleap_infer.tracking.base import MASKS, Assignment, Detections, TrackerState
@@ -406,16 +406,18 @@ class MotCore:
 
 
 def mot_params(options: TrackingOptions) -> MotParams:
-    """``options`` with sleap-nn's preset for ``options.tracker`` where a knob was left default.
+    """``options`` with sleap-nn's preset for ``options.tracker`` where a knob was left unset."""
+    filled = options.with_tracker_defaults()
+    return MotParams(
+        track_buffer=int(filled.track_buffer),  # type: ignore[arg-type]
+        min_hits=int(filled.min_hits),  # type: ignore[arg-type]
+        **{name: float(getattr(filled, name)) for name in _FLOAT_KNOBS},
+    )
 
-    A threshold equal to the shared default counts as left default: an explicit
-    ``--new_track_threshold 0.6`` with ``--tracker sort`` is read as SORT's 0.1.
-    """
-    shared = TrackingOptions()
-    names = ("track_high_threshold", "track_low_threshold", "new_track_threshold")
-    names += ("min_hits", "min_match_similarity")
-    values = {name: getattr(options, name) for name in names}
-    for name, value in MOT_PRESETS.get(options.tracker, {}).items():
-        if values[name] == getattr(shared, name):
-            values[name] = value
-    return MotParams(track_buffer=options.track_buffer, **values)
+
+_FLOAT_KNOBS = (
+    "track_high_threshold",
+    "track_low_threshold",
+    "new_track_threshold",
+    "min_match_similarity",
+)

@@ -124,18 +124,14 @@ def _fill(
 def resolve_options(
     options: TrackingOptions, carrier: str, n_nodes: int, has_embeddings: bool = False
 ) -> TrackingOptions:
-    """``options`` with every automatic choice made for this carrier and skeleton."""
-    if options.tracker == "bytetrack":
+    """``options`` with every automatic choice made for this carrier and skeleton.
+
+    Unset thresholds become the tracker's own (sleap-nn's preset for its SORT family,
+    ByteTrack's for the others); a value given explicitly is kept, whatever it equals.
+    """
+    options = options.with_tracker_defaults()
+    if options.tracker == "bytetrack" or options.tracker in MOT_PRESETS:
         return _bytetrack_fill(options, carrier, n_nodes)
-    if options.tracker in MOT_PRESETS:  # sleap-nn's SORT family: its preset's thresholds
-        filled = _bytetrack_fill(options, carrier, n_nodes)
-        shared = TrackingOptions()
-        preset = {
-            k: v
-            for k, v in MOT_PRESETS[options.tracker].items()
-            if getattr(options, k) == getattr(shared, k)
-        }
-        return replace(filled, **preset)
     resolved = _fill(options, carrier, n_nodes, has_embeddings)
     features, scoring = str(resolved.features), str(resolved.scoring)
     if scoring not in SCORABLE[features]:

@@ -11,6 +11,7 @@ from sleap_infer.core.errors import UsageError
 from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, TrackerState, make_tracker
 from sleap_infer.tracking.mot_core import mot_params
+from sleap_infer.tracking.resolve import resolve_options
 
 MOT = ("sort", "botsort", "ocsort")
 SHAPE = np.array([[0.0, 0.0], [14.0, 3.0], [26.0, -2.0], [8.0, 9.0]])
@@ -42,6 +43,45 @@ def test_presets_are_sleap_nns_animal_defaults() -> None:
     assert (oc.min_hits, oc.track_high_threshold, oc.new_track_threshold) == (3, 0.6, 0.6)
     given = mot_params(TrackingOptions(tracker="sort", min_hits=1, new_track_threshold=0.4))
     assert (given.min_hits, given.new_track_threshold) == (1, 0.4)
+
+
+@pytest.mark.parametrize("name", MOT)
+def test_an_explicit_value_equal_to_the_shared_default_is_kept(name: str) -> None:
+    """Issue 31: ``--min_hits 3`` on botsort became botsort's 2 (and ``--track_high_threshold
+    0.5`` on sort its 0.1) because a value equal to ByteTrack's default read as unset."""
+    shared = dict(
+        track_high_threshold=0.5,
+        track_low_threshold=0.1,
+        new_track_threshold=0.6,
+        min_hits=3,
+        min_match_similarity=0.3,
+        track_buffer=30,
+    )
+    options = TrackingOptions(tracker=name, **shared)
+    params = mot_params(options)
+    assert {k: getattr(params, k) for k in shared} == shared
+    resolved = resolve_options(options, POSES, 4)
+    assert {k: getattr(resolved, k) for k in shared} == shared
+    assert {k: v for k, v in resolved.to_json().items() if k in shared} == shared
+
+
+def test_unset_knobs_resolve_to_the_trackers_own_numbers() -> None:
+    """Every reader after resolution sees numbers: the preset for the SORT family,
+    ByteTrack's values for bytetrack and classic (as recorded before they could be unset)."""
+    knobs = ("track_high_threshold", "track_low_threshold", "new_track_threshold")
+    knobs += ("min_hits", "min_match_similarity", "track_buffer")
+    expected = {
+        "classic": (0.5, 0.1, 0.6, 3, 0.3, 30),
+        "bytetrack": (0.5, 0.1, 0.6, 3, 0.3, 30),
+        "sort": (0.1, 0.1, 0.1, 3, 0.3, 30),
+        "botsort": (0.6, 0.1, 0.7, 2, 0.2, 30),
+        "ocsort": (0.6, 0.1, 0.6, 3, 0.3, 30),
+    }
+    for name, values in expected.items():
+        options = TrackingOptions(tracker=name)
+        resolved = resolve_options(options, POSES, 4)
+        assert tuple(getattr(resolved, k) for k in knobs) == values, name
+        assert tuple(options.to_json()[k] for k in knobs) == values, name
 
 
 def test_bad_mot_knobs_are_usage_errors() -> None:
