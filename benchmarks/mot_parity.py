@@ -22,6 +22,7 @@ once with ``pip download sleap-nn==0.3.5 --no-deps`` and unpacked into
 ``.bench-venv/sleap-nn-src``; ``--sleap-nn-src DIR`` points at an unpacked copy.
 
     .venv/bin/python benchmarks/mot_parity.py [--trackers sort] [--cases 200]
+        [--mot-param use_byte=true ...]
 """
 
 from __future__ import annotations
@@ -112,14 +113,14 @@ def _sleap_nn_objects(det: Detections, carrier: str, skeleton):
     ]
 
 
-def theirs(name: str, frames: list[Detections], carrier: str, n_nodes: int):
+def theirs(name: str, frames: list[Detections], carrier: str, n_nodes: int, mot_param=()):
     """sleap-nn's ids per frame: as ``track()`` returned them, and at the end."""
     import sleap_io as sio
     from sleap_nn.tracking.mot import MOTParams, build_mot_tracker
 
     skeleton = sio.Skeleton([f"n{i}" for i in range(max(n_nodes, 1))])
     tracker = build_mot_tracker(
-        MOTParams.for_tracker(name, preset="animal"),
+        MOTParams.for_tracker(name, preset="animal", **dict(mot_param)),
         carrier="mask" if carrier == MASKS else "pose",
         n_nodes=None if carrier == MASKS else n_nodes,
     )
@@ -135,8 +136,9 @@ def theirs(name: str, frames: list[Detections], carrier: str, n_nodes: int):
     return online, [ids(objs) for objs in kept]
 
 
-def ours(name: str, frames: list[Detections], carrier: str, n_nodes: int):
-    tracker = make_tracker(TrackingOptions(tracker=name), carrier, n_nodes)
+def ours(name: str, frames: list[Detections], carrier: str, n_nodes: int, mot_param=()):
+    options = TrackingOptions(tracker=name, mot_param=mot_param)
+    tracker = make_tracker(options, carrier, n_nodes)
     return [tracker.step(det).track_ids for det in frames]
 
 
@@ -146,6 +148,13 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sleap-nn-src", type=Path, default=SRC)
+    parser.add_argument(
+        "--mot-param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an override for both sides (as --mot_param; repeatable)",
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(sleap_nn_source(args.sleap_nn_src)))
     import sleap_nn.tracking.mot  # noqa: F401  (its import adds a log handler)
@@ -156,13 +165,14 @@ def main() -> None:
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     failed = False
     for name in args.trackers:
+        mot_param = TrackingOptions(tracker=name, mot_param=args.mot_param).mot_param
         for carrier, n_nodes in ((POSES, 4), (POSES, 1), (MASKS, 0)):
             rng = np.random.default_rng(args.seed)
             n_dets = same = retro = other = frames_same = n_frames = 0
             for _ in range(args.cases):
                 frames = scene(rng, carrier, n_nodes if carrier == POSES else 4)
-                online, final = theirs(name, frames, carrier, n_nodes)
-                got = ours(name, frames, carrier, n_nodes)
+                online, final = theirs(name, frames, carrier, n_nodes, mot_param)
+                got = ours(name, frames, carrier, n_nodes, mot_param)
                 for o, fin, g in zip(online, final, got):
                     n_frames += 1
                     frames_same += bool(np.array_equal(o, g))

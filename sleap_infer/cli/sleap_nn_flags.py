@@ -314,6 +314,7 @@ TRACKING: dict[str, Flag] = {
             "--post_connect_single_breaks",
             "--min_hits",
             "--min_match_similarity",
+            "--mot_param",
             "--appearance_weight",
             "--euclidean_scale",
             "--appearance_threshold",
@@ -328,7 +329,6 @@ TRACKING: dict[str, Flag] = {
             "--kf_init_frame_count",
             "--kf_node_indices",
             "--kf_reset_gap_size",
-            "--mot_param",
         )
     },
 }

@@ -186,6 +186,19 @@ MinMatchSimilarity = Annotated[
         show_default=False,
     ),
 ]
+MotParam = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mot_param",
+        "--mot-param",
+        metavar="KEY=VALUE",
+        help="sort, botsort, ocsort: override one of sleap-nn's MOT parameters "
+        "(repeatable), e.g. --mot_param delta_t=5 --mot_param use_byte=true (ocsort) or "
+        "low_stage_min_similarity=0.4 (botsort); a key the tracker does not read is "
+        "refused (docs/tracking-options.md).",
+        show_default=False,
+    ),
+]
 TargetCount = Annotated[
     int | None,
     typer.Option(

@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from sleap_infer.core import mot_param
 from sleap_infer.core.errors import UsageError
+from sleap_infer.core.mot_param import MotParam
 
 TRACKERS = ("classic", "bytetrack", "sort", "botsort", "ocsort")
 FEATURES = ("keypoints", "centroids", "bboxes", "masks", "embeddings")
@@ -104,8 +106,15 @@ class TrackingOptions:
     appearance_weight: float = 0.0
     euclidean_scale: float | None = None
     appearance_threshold: str | None = None
+    # sleap-nn's --mot_param overrides, checked (sleap_infer.core.mot_param): sorted
+    # (key, value) pairs, so the options stay hashable and serialise the same.
+    mot_param: MotParam = ()
 
     def __post_init__(self) -> None:
+        named = {k: getattr(self, k) for k in mot_param.NAMED}
+        object.__setattr__(
+            self, "mot_param", mot_param.normalize(self.mot_param, self.tracker, named)
+        )
         for name, allowed in (
             ("tracker", TRACKERS),
             ("features", FEATURES),
@@ -139,10 +148,23 @@ class TrackingOptions:
             if value is not None and value < 0:
                 raise UsageError(f"--{name.replace('_', '-')} {value}: must be at least 0")
         self._check_appearance()
+        self._check_score_stages()
         if self.needs_target and not self.tracking_target_instance_count:
             raise UsageError(
                 "--tracking-pre-cull-to-target and --post-connect-single-breaks need"
                 " --tracking-target-instance-count (or --max-instances)"
+            )
+
+    def _check_score_stages(self) -> None:
+        """sleap-nn's MOTParams rule: the low stage cannot start above the high one."""
+        if self.tracker not in MOT_PRESETS:
+            return
+        filled = self.with_tracker_defaults()
+        low, high = filled.track_low_threshold, filled.track_high_threshold
+        if low is not None and high is not None and low > high:
+            raise UsageError(
+                f"--track_low_threshold {low} is above --track_high_threshold {high}"
+                f" (--tracker {self.tracker}); the low stage must start at or below the high one"
             )
 
     def _check_appearance(self) -> None:
@@ -180,14 +202,19 @@ class TrackingOptions:
             raise UsageError("--appearance-weight does not support --use-flow (shifted points)")
 
     def with_tracker_defaults(self) -> TrackingOptions:
-        """These options with every unset :data:`TRACKER_DEFAULTS` knob at the tracker's
-        own value, so an explicit ``--min_hits 3`` on botsort stays 3 (its default is 2)."""
+        """These options with every unset :data:`TRACKER_DEFAULTS` knob at its
+        ``--mot_param`` value, else the tracker's own, so an explicit ``--min_hits 3`` on
+        botsort stays 3 (its default is 2)."""
         unset = {
-            name: value
+            name: mot_param.lookup(self.mot_param, name, value)
             for name, value in tracker_defaults(self.tracker).items()
             if getattr(self, name) is None
         }
-        return replace(self, **unset) if unset else self
+        if not unset:
+            return self
+        # A knob set through --mot_param moves to its field (one place, one spelling).
+        rest = tuple((k, v) for k, v in self.mot_param if k not in unset)
+        return replace(self, **unset, mot_param=rest)
 
     @property
     def needs_target(self) -> bool:
@@ -203,10 +230,15 @@ class TrackingOptions:
         """The fields, less the appearance ones at their defaults: a journal's fingerprint
         holds these, so runs killed before those options existed still resume. Unset
         thresholds read as the tracker's own values, as recorded before they could be unset."""
-        out = asdict(self.with_tracker_defaults())
+        filled = self.with_tracker_defaults()
+        out = asdict(filled)
         for name in _APPEARANCE_FIELDS:
             if out[name] == _APPEARANCE_DEFAULTS[name]:
                 del out[name]
+        if filled.mot_param:
+            out["mot_param"] = dict(filled.mot_param)
+        else:
+            del out["mot_param"]
         return out
 
 

@@ -261,7 +261,11 @@ def tracking_options(enabled: bool, values: Mapping[str, Any]) -> TrackingOption
     """The tracker's options, or None when tracking is off: a tracking knob given without
     ``--tracking`` is a mistake worth one line, not ignored."""
     defaults = TrackingOptions()
-    given = {k: v for k, v in values.items() if v is not None or k != "tracker"}
+    given = {
+        k: v
+        for k, v in values.items()
+        if (v is not None or k != "tracker") and not (k == "mot_param" and not v)
+    }
     if given.get("tracker") is not None:
         enabled = True
     if not enabled:

@@ -144,7 +144,10 @@ class MotCore:
         return self.next_public
 
     def body_size(self) -> float:
-        """Median diagonal of the extents seen so far, else :mod:`.mot_body`'s fallbacks."""
+        """``--mot_param body_size``, else the median diagonal of the extents seen so far,
+        else :mod:`.mot_body`'s fallbacks."""
+        if self.params.extra.get("body_size") is not None:
+            return float(self.params.extra["body_size"])
         if self.diagonals.size:
             return float(np.median(self.diagonals))
         p99 = float(np.percentile(self.step_lengths, 99)) if self.step_lengths.size else np.nan
@@ -187,7 +190,7 @@ class MotCore:
             else:
                 new = mb.pose_diagonals(det)
             self.diagonals = np.concatenate([self.diagonals, new])[-BODY_SIZE_HISTORY:]
-        if self.diagonals.size:
+        if self.diagonals.size or self.params.extra.get("body_size") is not None:
             self.prev_geometry = None
             return
         # No extent seen yet (one-node skeletons): spacing and motion, as sleap-nn.
@@ -406,11 +409,15 @@ class MotCore:
 
 
 def mot_params(options: TrackingOptions) -> MotParams:
-    """``options`` with sleap-nn's preset for ``options.tracker`` where a knob was left unset."""
+    """``options`` with sleap-nn's preset for ``options.tracker`` where a knob was left unset;
+    the ``--mot_param`` overrides other than the named knobs go to ``extra``."""
     filled = options.with_tracker_defaults()
+    extra = {k: v for k, v in filled.mot_param if k != "preset"}  # --mot_param's others
     return MotParams(
         track_buffer=int(filled.track_buffer),  # type: ignore[arg-type]
         min_hits=int(filled.min_hits),  # type: ignore[arg-type]
+        box_padding=float(extra.pop("box_padding", MotParams.box_padding)),
+        extra=extra,
         **{name: float(getattr(filled, name)) for name in _FLOAT_KNOBS},
     )
 

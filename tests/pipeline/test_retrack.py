@@ -218,6 +218,10 @@ def test_an_appearance_blend_without_vectors_on_the_tracked_poses_is_refused() -
     ("flags", "named"),
     [
         (["--link-tracklets"], "--link-tracklets"),
+        (["--tracker", "ocsort", "--mot_param", "foo=1"], "--mot_param 'foo=1': unknown"),
+        (["--tracker", "ocsort", "--mot_param", "delta_t=x"], "delta_t expects an integer"),
+        (["--mot-param", "delta_t=3"], "--mot_param only applies to the MOT trackers"),
+        (["--tracker", "sort", "--mot_param", "delta_t=3"], "--tracker sort here does not"),
         (["--use-kalman"], "--use-kalman"),
         (["--kf-reset-gap-size", "3"], "--kf-reset-gap-size"),
         (["--appearance-threshold", "0.4"], "--appearance-threshold"),
@@ -245,3 +249,16 @@ def test_predict_binds_the_not_ported_names_and_refuses_them_when_set() -> None:
         bind(["m"], tracking=True, kf_track_features="centroid")
     weighted = bind(["m"], tracking=True, appearance_weight=0.3, euclidean_scale=5.0)
     assert weighted.tracking is not None and weighted.tracking.appearance_weight == 0.3
+
+
+def test_track_takes_mot_params_and_records_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, dst = tmp_path / "in.slp", tmp_path / "out.slp"
+    sio.save_slp(_labels([_video()], 8), str(src))
+    flags = ["--tracker", "ocsort", "--mot_param", "use_byte=true", "--mot-param", "delta_t=4"]
+    code, err = run_cli(capsys, "track", src, "-o", dst, *flags, "--mot_param", "min_hits=1")
+    assert code == 0, err
+    tracking = sio.load_slp(str(dst)).provenance["tracking"]
+    assert tracking["mot_param"] == {"delta_t": 4, "use_byte": True}
+    assert tracking["min_hits"] == 1

@@ -193,3 +193,50 @@ def test_a_state_of_another_tracker_is_refused() -> None:
     state = tracker("sort").state()
     with pytest.raises(ValueError, match="ocsort"):
         tracker("ocsort").load_state(state)
+
+
+# ------------------------------------------------------------------ --mot_param
+
+
+@pytest.mark.parametrize(
+    ("name", "overrides"),
+    [
+        ("ocsort", ["delta_t=5", "inertia=0.5", "use_byte=true"]),
+        ("botsort", ["low_stage_min_similarity=0.3", "fuse_score=false", "box_padding=0.2"]),
+        ("sort", ["body_size=40"]),
+    ],
+)
+def test_mot_param_overrides_resume_bit_identical(name: str, overrides: list[str]) -> None:
+    """The overrides shape the state (OC-SORT keeps 2 * delta_t + 1 observations)."""
+    frames = _scene(seed=9, carrier=POSES)
+    whole = tracker(name, mot_param=overrides)
+    expected = [whole.step(d).track_ids for d in frames]
+    first = tracker(name, mot_param=overrides)
+    got = [first.step(d).track_ids for d in frames[:30]]
+    resumed = tracker(name, mot_param=overrides)
+    resumed.load_state(_through_json(first.state()))
+    got += [resumed.step(d).track_ids for d in frames[30:]]
+    assert all(np.array_equal(e, g) for e, g in zip(expected, got))
+    if name == "ocsort":
+        assert whole.state().arrays["obs_steps"].shape[1] == 11
+
+
+def test_ocsort_use_byte_keeps_a_low_scoring_animal_on_its_track() -> None:
+    """sleap-nn's BYTE stage: a detection between the low and high thresholds can
+    continue a track (never start one); without it, it stays untracked."""
+    runs = {}
+    for use_byte in ("false", "true"):
+        oc = tracker("ocsort", mot_param=[f"use_byte={use_byte}"])
+        for f in range(6):
+            oc.step(frame(f, [body(40 + 2 * f, 50)], [0.9]))
+        runs[use_byte] = oc.step(frame(6, [body(52, 50)], [0.3])).track_ids.tolist()
+    assert runs == {"false": [-1], "true": [0]}
+
+
+def test_botsort_stage_caps_come_from_mot_param() -> None:
+    params = mot_params(TrackingOptions(tracker="botsort", mot_param=("duplicate_similarity=0.9",)))
+    bot = make_tracker(
+        TrackingOptions(tracker="botsort", mot_param=["duplicate_similarity=0.9"]), POSES, 4
+    )
+    assert params.extra == {"duplicate_similarity": 0.9}
+    assert (bot.duplicate_min, bot.low_stage_min, bot.unconfirmed_min) == (0.9, 0.5, 0.3)
