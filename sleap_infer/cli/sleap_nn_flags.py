@@ -320,17 +320,16 @@ TRACKING: dict[str, Flag] = {
             "--appearance_threshold",
         )
     ),
-    "--use_kalman": refused(LATER),
+    "--use_kalman": alias("--use-kalman"),
     "--link_tracklets": refused(LATER),
-    **{
-        n: refused(LATER)
-        for n in (
+    **_dashed(
+        (
             "--kf_track_features",
             "--kf_init_frame_count",
             "--kf_node_indices",
             "--kf_reset_gap_size",
         )
-    },
+    ),
 }
 
 NEEDS_MODEL = (

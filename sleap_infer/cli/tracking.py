@@ -108,7 +108,14 @@ MinMatchPoints = Annotated[
         min=0, metavar="N", help="Candidates with N or fewer visible points are not matched."
     ),
 ]
-OksStddev = Annotated[float, typer.Option(metavar="FLOAT", help="OKS keypoint spread.")]
+OksStddev = Annotated[
+    float | None,
+    typer.Option(
+        metavar="FLOAT",
+        help="OKS keypoint spread (0.025; 0.1 with --kf-track-features keypoints).",
+        show_default=False,
+    ),
+]
 UseFlow = Annotated[
     bool,
     typer.Option(
@@ -284,28 +291,44 @@ UseKalman = Annotated[
     bool,
     typer.Option(
         "--use-kalman",
-        help="sleap-nn's Kalman candidate shift (classic): not ported yet (refused).",
+        help="Classic: score each track against its last pose moved by a per-track "
+        "constant-velocity Kalman filter (sleap-nn's KalmanShiftTracker; fitted by EM "
+        "after --kf-init-frame-count frames). Needs --tracking-target-instance-count "
+        "(or --max-tracks / --max-instances); not with --use-flow.",
     ),
 ]
 KfTrackFeatures = Annotated[
     str | None,
     typer.Option(
-        metavar="NAME", help="With --use-kalman (refused; sleap-nn: centroid).", show_default=False
+        metavar="NAME",
+        help="With --use-kalman: centroid (default; the pose moves rigidly) or keypoints "
+        "(one filter per node; --oks-stddev then defaults to 0.1).",
+        show_default=False,
     ),
 ]
 KfInitFrameCount = Annotated[
     int | None,
     typer.Option(
-        metavar="N", help="With --use-kalman (refused; sleap-nn: 10).", show_default=False
+        metavar="N",
+        help="With --use-kalman: frames tracked without it before the filters are fitted (10).",
+        show_default=False,
     ),
 ]
 KfNodeIndices = Annotated[
     str | None,
-    typer.Option(metavar="I,J", help="With --use-kalman (refused).", show_default=False),
+    typer.Option(
+        metavar="I,J",
+        help="With --use-kalman: the skeleton nodes the filters follow (default: all).",
+        show_default=False,
+    ),
 ]
 KfResetGapSize = Annotated[
     int | None,
-    typer.Option(metavar="N", help="With --use-kalman (refused; sleap-nn: 5).", show_default=False),
+    typer.Option(
+        metavar="N",
+        help="With --use-kalman: frames unseen after which a track's filter is dropped (5).",
+        show_default=False,
+    ),
 ]
 
 DEFAULTS = TrackingOptions()

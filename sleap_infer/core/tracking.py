@@ -78,7 +78,7 @@ class TrackingOptions:
     max_tracks: int | None = None
     min_new_track_points: int = 0  # no new track for a pose with fewer visible points
     min_match_points: int = 0  # candidates need more visible points than this
-    oks_stddev: float = OKS_STDDEV
+    oks_stddev: float | None = None  # None: 0.1 with --kf-track-features keypoints, else 0.025
     use_flow: bool = False  # shift candidates by pyramidal Lucas-Kanade optical flow
     of_img_scale: float = 1.0
     of_window_size: int = 21
@@ -106,11 +106,20 @@ class TrackingOptions:
     appearance_weight: float = 0.0
     euclidean_scale: float | None = None
     appearance_threshold: str | None = None
+    # sleap-nn's Kalman candidate shift (classic; sleap_infer.tracking.kalman_shift).
+    # None: sleap-nn's defaults (centroid, 10, all nodes, 5), filled when it is on.
+    use_kalman: bool = False
+    kf_track_features: str | None = None
+    kf_init_frame_count: int | None = None
+    kf_node_indices: tuple[int, ...] | None = None
+    kf_reset_gap_size: int | None = None
     # sleap-nn's --mot_param overrides, checked (sleap_infer.core.mot_param): sorted
     # (key, value) pairs, so the options stay hashable and serialise the same.
     mot_param: MotParam = ()
 
     def __post_init__(self) -> None:
+        if isinstance(self.kf_node_indices, (str, list)):
+            object.__setattr__(self, "kf_node_indices", node_indices(self.kf_node_indices))
         named = {k: getattr(self, k) for k in mot_param.NAMED}
         object.__setattr__(
             self, "mot_param", mot_param.normalize(self.mot_param, self.tracker, named)
@@ -149,10 +158,40 @@ class TrackingOptions:
                 raise UsageError(f"--{name.replace('_', '-')} {value}: must be at least 0")
         self._check_appearance()
         self._check_score_stages()
+        self._check_kalman()
         if self.needs_target and not self.tracking_target_instance_count:
             raise UsageError(
                 "--tracking-pre-cull-to-target and --post-connect-single-breaks need"
                 " --tracking-target-instance-count (or --max-instances)"
+            )
+
+    def _check_kalman(self) -> None:
+        """sleap-nn's ``Tracker.from_config`` rules for ``use_kalman``, and its options
+        refused without it (they would change nothing)."""
+        given = [k for k in _KALMAN_OPTIONS if getattr(self, k) is not None]
+        if not self.use_kalman:
+            if given:
+                flags = ", ".join("--" + k.replace("_", "-") for k in given)
+                raise UsageError(f"{flags} only apply with --use-kalman")
+            return
+        if self.tracker != "classic":
+            raise UsageError(
+                f"--use-kalman is an option of the classic tracker; --tracker {self.tracker}"
+                " would ignore it"
+            )
+        if self.use_flow:
+            raise UsageError(
+                "--use-kalman and --use-flow are mutually exclusive; choose one (Kalman"
+                " tracking does not use optical flow)"
+            )
+        if self.tracking_target_instance_count is None and self.max_tracks is None:
+            raise UsageError(
+                "--use-kalman needs a known number of animals: pass"
+                " --tracking-target-instance-count (or --max-tracks / --max-instances)"
+            )
+        if self.kf_track_features not in (None, "centroid", "keypoints"):
+            raise UsageError(
+                f"--kf-track-features {self.kf_track_features!r}: choose centroid or keypoints"
             )
 
     def _check_score_stages(self) -> None:
@@ -198,8 +237,11 @@ class TrackingOptions:
                 "--appearance-weight blends appearance into a geometric score; --features"
                 " embeddings is appearance only (pick keypoints, centroids, bboxes or masks)"
             )
-        if self.use_flow:
-            raise UsageError("--appearance-weight does not support --use-flow (shifted points)")
+        if self.use_flow or self.use_kalman:
+            raise UsageError(
+                "--appearance-weight does not support the motion models (--use-flow /"
+                " --use-kalman): they score shifted points"
+            )
 
     def with_tracker_defaults(self) -> TrackingOptions:
         """These options with every unset :data:`TRACKER_DEFAULTS` knob at its
@@ -210,6 +252,13 @@ class TrackingOptions:
             for name, value in tracker_defaults(self.tracker).items()
             if getattr(self, name) is None
         }
+        if self.oks_stddev is None:  # sleap-nn: per-node Kalman predictions are noisier
+            keypoints = self.use_kalman and self.kf_track_features == "keypoints"
+            unset["oks_stddev"] = KALMAN_KEYPOINTS_OKS_STDDEV if keypoints else OKS_STDDEV
+        if self.use_kalman:
+            for name, value in _KALMAN_DEFAULTS.items():
+                if getattr(self, name) is None:
+                    unset[name] = value
         if not unset:
             return self
         # A knob set through --mot_param moves to its field (one place, one spelling).
@@ -235,11 +284,40 @@ class TrackingOptions:
         for name in _APPEARANCE_FIELDS:
             if out[name] == _APPEARANCE_DEFAULTS[name]:
                 del out[name]
+        if not filled.use_kalman:  # absent when off, so earlier journals still resume
+            for name in ("use_kalman", *_KALMAN_OPTIONS):
+                del out[name]
+        elif out["kf_node_indices"] is not None:
+            out["kf_node_indices"] = list(out["kf_node_indices"])
         if filled.mot_param:
             out["mot_param"] = dict(filled.mot_param)
         else:
             del out["mot_param"]
         return out
+
+
+_KALMAN_OPTIONS = (
+    "kf_track_features",
+    "kf_init_frame_count",
+    "kf_node_indices",
+    "kf_reset_gap_size",
+)
+_KALMAN_DEFAULTS = dict(kf_track_features="centroid", kf_init_frame_count=10, kf_reset_gap_size=5)
+KALMAN_KEYPOINTS_OKS_STDDEV = 0.1
+
+
+def node_indices(text: str | list[int]) -> tuple[int, ...] | None:
+    """``--kf-node-indices "0,1,2"`` as a tuple (empty: None, all nodes), as sleap-nn parses it."""
+    if isinstance(text, list):
+        return tuple(int(i) for i in text)
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    try:
+        values = tuple(int(p) for p in parts)
+    except ValueError:
+        raise UsageError(
+            f"--kf-node-indices {text!r}: comma-separated node indices, e.g. 0,1,2"
+        ) from None
+    return values or None
 
 
 _APPEARANCE_FIELDS = ("appearance_weight", "euclidean_scale", "appearance_threshold")

@@ -131,12 +131,6 @@ _OWN = ("batch_size", "centroid_only")
 NOT_PORTED: dict[str, str] = {
     "link_tracklets": "sleap-nn's identity linking after each video (tracklet re-joining"
     " with per-video appearance calibration) is not ported yet",
-    "use_kalman": "sleap-nn's Kalman candidate shift (per-track pykalman EM fits) is not"
-    " ported yet; --tracker bytetrack has a Kalman motion model",
-    "kf_track_features": "the Kalman candidate shift (--use-kalman) is not ported yet",
-    "kf_init_frame_count": "the Kalman candidate shift (--use-kalman) is not ported yet",
-    "kf_node_indices": "the Kalman candidate shift (--use-kalman) is not ported yet",
-    "kf_reset_gap_size": "the Kalman candidate shift (--use-kalman) is not ported yet",
 }
 
 
@@ -243,11 +237,13 @@ def bind(
 def _counts_from_max_instances(
     tracking: dict[str, Any], options: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """sleap-nn's legacy derivations: pre-cull and break joining take their target count
-    from ``max_instances`` when none is given, and break joining its ``max_tracks``."""
+    """sleap-nn's legacy derivations: pre-cull, break joining and the Kalman shift take
+    their target count from ``max_instances`` when none is given, and break joining its
+    ``max_tracks``."""
     limit = options.get("max_instances")
     connect = bool(tracking.get("post_connect_single_breaks"))
-    if limit is None or not (connect or tracking.get("tracking_pre_cull_to_target")):
+    needs = connect or tracking.get("tracking_pre_cull_to_target") or tracking.get("use_kalman")
+    if limit is None or not needs:
         return tracking
     out = dict(tracking)
     if out.get("tracking_target_instance_count") is None:

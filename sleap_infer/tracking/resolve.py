@@ -45,8 +45,9 @@ _POSE_DEFAULT_SCORING = {"keypoints": "oks", "centroids": "euclidean_dist", "bbo
 def _embedding_choice(options: TrackingOptions, has_embeddings: bool) -> TrackingOptions:
     if not has_embeddings:
         raise UsageError("--features embeddings: the detections carry no re-ID vectors")
-    if options.use_flow:
-        raise UsageError("--use-flow moves points, it cannot move re-ID vectors (--features)")
+    if options.use_flow or options.use_kalman:
+        flag = "--use-flow" if options.use_flow else "--use-kalman"
+        raise UsageError(f"{flag} moves points, it cannot move re-ID vectors (--features)")
     scoring = options.scoring
     if scoring is None or scoring == "oks":
         scoring = "cosine_sim"
@@ -65,6 +66,8 @@ def _mask_choice(options: TrackingOptions) -> TrackingOptions:
         raise UsageError(f"--features {features}: the detections are masks (use masks)")
     if options.use_flow:
         raise UsageError("--use-flow cannot track masks: optical flow moves keypoints")
+    if options.use_kalman:
+        raise UsageError("--use-kalman cannot track masks: the Kalman shift moves keypoints")
     return replace(
         options,
         features="masks",
