@@ -222,7 +222,13 @@ def test_an_appearance_blend_without_vectors_on_the_tracked_poses_is_refused() -
         (["--tracker", "ocsort", "--mot_param", "delta_t=x"], "delta_t expects an integer"),
         (["--mot-param", "delta_t=3"], "--mot_param only applies to the MOT trackers"),
         (["--tracker", "sort", "--mot_param", "delta_t=3"], "--tracker sort here does not"),
-        (["--use-kalman"], "--use-kalman"),
+        (["--use-kalman"], "--use-kalman needs a known number of animals"),
+        (["--use-kalman", "--max-tracks", "2", "--use-flow"], "mutually exclusive"),
+        (
+            ["--use_kalman", "--max-tracks", "2", "--kf_track_features", "x"],
+            "centroid or keypoints",
+        ),
+        (["--kf-node-indices", "0,1"], "--kf-node-indices only apply with --use-kalman"),
         (["--kf-reset-gap-size", "3"], "--kf-reset-gap-size"),
         (["--appearance-threshold", "0.4"], "--appearance-threshold"),
         (["--appearance-weight", "0.5"], "--appearance-weight"),  # no vectors in the file
@@ -262,3 +268,26 @@ def test_track_takes_mot_params_and_records_them(
     tracking = sio.load_slp(str(dst)).provenance["tracking"]
     assert tracking["mot_param"] == {"delta_t": 4, "use_byte": True}
     assert tracking["min_hits"] == 1
+
+
+def test_track_runs_the_kalman_shift_and_records_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, dst = tmp_path / "in.slp", tmp_path / "out.slp"
+    sio.save_slp(_labels([_video()], 12), str(src))
+    flags = ["--use_kalman", "--tracking-target-instance-count", "2", "--kf-init-frame-count", "3"]
+    code, err = run_cli(capsys, "track", src, "-o", dst, *flags, "--kf-node-indices", "0,1")
+    assert code == 0, err
+    tracking = sio.load_slp(str(dst)).provenance["tracking"]
+    assert tracking["use_kalman"] is True and tracking["kf_init_frame_count"] == 3
+    assert tracking["kf_node_indices"] == [0, 1] and tracking["kf_reset_gap_size"] == 5
+
+
+def test_use_kalman_takes_its_count_from_max_instances_as_sleap_nn() -> None:
+    from sleap_infer.pipeline.spec import bind
+
+    spec = bind(["m"], tracking=True, use_kalman=True, max_instances=3)
+    assert spec.tracking is not None and spec.tracking.tracking_target_instance_count == 3
+    assert spec.tracking.max_tracks is None  # only break joining also caps the tracks
+    with pytest.raises(UsageError, match="needs a known number of animals"):
+        bind(["m"], tracking=True, use_kalman=True)
