@@ -40,10 +40,13 @@ def _eye(n: int) -> np.ndarray:
 def pinv(a: np.ndarray) -> np.ndarray:
     """``scipy.linalg.pinv`` as pykalman calls it (default tolerances), in numpy.
 
-    Not ``np.linalg.pinv``: that rounds differently (``vt.T @ (s⁻¹ uᵀ)`` against
+    Like scipy, a non-finite input raises ValueError. Not ``np.linalg.pinv``: that
+    rounds differently (``vt.T @ (s⁻¹ uᵀ)`` against
     scipy's ``(u s⁻¹ @ vh)ᵀ``), and EM on a near-singular window amplifies the
     last bits into visible differences after 20 iterations.
     """
+    if not np.isfinite(a).all():  # scipy's check_finite: sleap-nn then drops the fit
+        raise ValueError("array must not contain infs or NaNs")
     u, s, vh = np.linalg.svd(a, full_matrices=False)
     cutoff = max(a.shape) * np.finfo(np.float64).eps * (s[0] if s.size else 0.0)
     rank = int(np.sum(s > cutoff))
