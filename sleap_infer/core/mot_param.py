@@ -109,6 +109,9 @@ NAMED = (
 _COMMON = ("preset", "body_size", "box_padding", *NAMED)
 READ_BY: dict[str, tuple[str, ...]] = {
     "sort": _COMMON,
+    "deepsort": _COMMON,
+    "strongsort": _COMMON,
+    "deepocsort": (*_COMMON, "delta_t", "inertia"),  # sleap-nn: no BYTE stage
     "ocsort": (*_COMMON, "delta_t", "inertia", "use_byte"),
     "botsort": (
         *_COMMON,

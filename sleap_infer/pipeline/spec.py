@@ -128,10 +128,7 @@ _RECORDS: dict[str, type] = {
 _OWN = ("batch_size", "centroid_only")
 # sleap-nn 0.3.5 tracking options with no faithful port yet: accepted by name so a
 # sleap-nn command line reads, refused in one line when set (never silently ignored).
-NOT_PORTED: dict[str, str] = {
-    "link_tracklets": "sleap-nn's identity linking after each video (tracklet re-joining"
-    " with per-video appearance calibration) is not ported yet",
-}
+NOT_PORTED: dict[str, str] = {}
 
 
 def refuse_not_ported(params: Mapping[str, Any]) -> None:

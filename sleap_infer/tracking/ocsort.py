@@ -40,6 +40,7 @@ from sleap_infer.tracking.mot_core import Association, Frame, MotCore, MotParams
 
 DELTA_T = 3  # steps back the motion direction is measured from
 INERTIA = 0.2  # weight of the momentum term
+HISTORY = 2 * DELTA_T + 1  # observations remembered per track (at the default delta_t)
 _D = mb.XYSR_DIM
 
 
@@ -53,14 +54,15 @@ class OcSortTracker(MotCore):
         self.inertia = float(params.extra.get("inertia", INERTIA))
         self.use_byte = bool(params.extra.get("use_byte", False))
         history = 2 * self.delta_t + 1  # observations remembered per track
+        d = self.kalman_dim  # a subclass's filter (Deep OC-SORT: xywh)
         self.extra_fields = (
             ("last_obs", (4,), np.nan),  # latest matched padded box (the spawn box is not one)
             ("velocity", (2,), np.nan),  # unit (dy, dx) of the latest motion direction
             ("obs_steps", (history,), -1.0),  # steps of the remembered observations, oldest first
             ("obs_boxes", (history, 4), np.nan),
             ("frozen_step", (), -1.0),  # step the state was frozen at (-1: not frozen)
-            ("frozen_mean", (_D,), np.nan),
-            ("frozen_cov", (_D, _D), np.nan),
+            ("frozen_mean", (d,), np.nan),
+            ("frozen_cov", (d, d), np.nan),
         )
         super().__init__(params, carrier, n_nodes)
 
@@ -79,10 +81,10 @@ class OcSortTracker(MotCore):
         free_rows, free_hi = rows, np.arange(len(hi))
         if len(hi):
             sim = sim_all[:, hi]
-            valid = sim >= p.min_match_similarity
+            valid, score = self.first_stage(rows, frame, hi, sim)
             pairs = mb.one_to_one(valid)
             if pairs is None:
-                pairs = mb.assign_masked(sim + self._momentum(frame, hi), valid)
+                pairs = mb.assign_masked(score, valid)
             out.matches = [(int(rows[r]), int(hi[c]), float(sim[r, c])) for r, c in pairs]
             free_rows = np.setdiff1d(rows, [r for r, _ in pairs])
             free_hi = np.setdiff1d(np.arange(len(hi)), [c for _, c in pairs])
@@ -97,6 +99,12 @@ class OcSortTracker(MotCore):
             for r, c in mb.assign_masked(sim, sim >= p.min_match_similarity):
                 out.matches.append((int(free_rows[r]), int(hi[free_hi[c]]), float(sim[r, c])))
         return out
+
+    def first_stage(
+        self, rows: np.ndarray, frame: Frame, cols: np.ndarray, sim: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Stage 1's ``(admissible, objective)``: geometry alone, and ``IoU + OCM``."""
+        return sim >= self.params.min_match_similarity, sim + self._momentum(frame, cols)
 
     def _previous_observation(self, row: int) -> np.ndarray:
         """The oldest observation within ``delta_t`` steps, else the latest (NaN: none)."""
@@ -132,7 +140,7 @@ class OcSortTracker(MotCore):
         return sim
 
     # ------------------------------------------------------------ memory
-    def correct(self, row: int, box: np.ndarray) -> None:
+    def correct(self, row: int, box: np.ndarray, score: float) -> None:
         """ORU: replay a frozen track along the virtual path, then the real update."""
         mean, cov = self.mean[row], self.cov[row]
         if self.frozen_step[row] >= 0 and np.isfinite(self.last_obs[row]).all():

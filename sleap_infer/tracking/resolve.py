@@ -28,7 +28,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sleap_infer.core.errors import UsageError
-from sleap_infer.core.tracking import MASK_WINDOW_SIZE, MOT_PRESETS, WINDOW_SIZE, TrackingOptions
+from sleap_infer.core.tracking import (
+    MASK_WINDOW_SIZE,
+    MOT_PRESETS,
+    VECTOR_TRACKERS,
+    WINDOW_SIZE,
+    TrackingOptions,
+)
 from sleap_infer.tracking.base import MASKS
 
 # Which scorings can read which feature (sleap-nn computes these without failing).
@@ -133,6 +139,12 @@ def resolve_options(
     ByteTrack's for the others); a value given explicitly is kept, whatever it equals.
     """
     options = options.with_tracker_defaults()
+    if options.tracker in VECTOR_TRACKERS and not has_embeddings:
+        raise UsageError(
+            f"--tracker {options.tracker} associates by appearance, but no detection"
+            " carries a re-ID vector: add an embedding model to the run, track a .slp"
+            " saved with its vectors, or track by geometry (--tracker ocsort / sort)"
+        )
     if options.tracker == "bytetrack" or options.tracker in MOT_PRESETS:
         return _bytetrack_fill(options, carrier, n_nodes)
     resolved = _fill(options, carrier, n_nodes, has_embeddings)

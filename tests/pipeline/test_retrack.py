@@ -217,7 +217,7 @@ def test_an_appearance_blend_without_vectors_on_the_tracked_poses_is_refused() -
 @pytest.mark.parametrize(
     ("flags", "named"),
     [
-        (["--link-tracklets"], "--link-tracklets"),
+        (["--link-tracklets", "--tracking-clean-instance-count", "1"], "--link-tracklets"),
         (["--tracker", "ocsort", "--mot_param", "foo=1"], "--mot_param 'foo=1': unknown"),
         (["--tracker", "ocsort", "--mot_param", "delta_t=x"], "delta_t expects an integer"),
         (["--mot-param", "delta_t=3"], "--mot_param only applies to the MOT trackers"),
@@ -232,6 +232,7 @@ def test_an_appearance_blend_without_vectors_on_the_tracked_poses_is_refused() -
         (["--kf-reset-gap-size", "3"], "--kf-reset-gap-size"),
         (["--appearance-threshold", "0.4"], "--appearance-threshold"),
         (["--appearance-weight", "0.5"], "--appearance-weight"),  # no vectors in the file
+        (["--tracker", "deepsort"], "--tracker deepsort associates by appearance"),  # ditto
     ],
 )
 def test_track_refuses_what_it_cannot_do_by_name_in_one_line(
@@ -249,8 +250,10 @@ def test_predict_binds_the_not_ported_names_and_refuses_them_when_set() -> None:
 
     spec = bind(["m"], tracking=True, link_tracklets=False, use_kalman=False, kf_node_indices=None)
     assert spec.tracking is not None
-    with pytest.raises(UsageError, match="^--link-tracklets: .*not ported"):
-        bind(["m"], tracking=True, link_tracklets=True)
+    linked = bind(["m"], tracking=True, link_tracklets=True)
+    assert linked.tracking is not None and linked.tracking.link_tracklets
+    with pytest.raises(UsageError, match="^--link-tracklets only matter with --tracking"):
+        bind(["m"], link_tracklets=True)
     with pytest.raises(UsageError, match="^--kf-track-features"):
         bind(["m"], tracking=True, kf_track_features="centroid")
     weighted = bind(["m"], tracking=True, appearance_weight=0.3, euclidean_scale=5.0)
@@ -291,3 +294,22 @@ def test_use_kalman_takes_its_count_from_max_instances_as_sleap_nn() -> None:
     assert spec.tracking.max_tracks is None  # only break joining also caps the tracks
     with pytest.raises(UsageError, match="needs a known number of animals"):
         bind(["m"], tracking=True, use_kalman=True)
+
+
+@pytest.mark.parametrize("name", ["deepsort", "strongsort", "deepocsort"])
+def test_appearance_trackers_read_the_files_vectors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    labels = _labels([_video()], 8)
+    for lf in labels.labeled_frames:
+        for k, inst in enumerate(lf.instances):
+            inst.identity_embedding = sio.Embedding(np.eye(4, dtype=np.float32)[k])
+    src, dst = tmp_path / "in.slp", tmp_path / "out.slp"
+    sio.save_slp(labels, str(src), save_embedding_vectors=True)
+    code, err = run_cli(
+        capsys, "track", src, "-o", dst, "--tracker", name, "--appearance-threshold", "0.5"
+    )
+    assert code == 0, err
+    out = sio.load_slp(str(dst))
+    assert {t.name for t in out.tracks} == {"track_0", "track_1"}
+    assert out.provenance["tracking"]["tracker"] == name
