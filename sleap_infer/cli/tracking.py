@@ -200,7 +200,7 @@ MotParam = Annotated[
         "--mot_param",
         "--mot-param",
         metavar="KEY=VALUE",
-        help="sort, botsort, ocsort: override one of sleap-nn's MOT parameters "
+        help="MOT trackers: override one of sleap-nn's MOT parameters "
         "(repeatable), e.g. --mot_param delta_t=5 --mot_param use_byte=true (ocsort) or "
         "low_stage_min_similarity=0.4 (botsort); a key the tracker does not read is "
         "refused (docs/tracking-options.md).",
