@@ -26,6 +26,7 @@ once with ``pip download sleap-nn==0.3.5 --no-deps`` and unpacked into
 ``.bench-venv/sleap-nn-src``; ``--sleap-nn-src DIR`` points at an unpacked copy.
 
     .venv/bin/python benchmarks/mot_parity.py [--trackers sort] [--cases 200]
+        [--mot-param use_byte=true ...]
 
 The appearance trackers (``deepsort``, ``strongsort``, ``deepocsort``) run on the
 same scenes with a re-ID vector per detection, once per ``--thresholds`` value
@@ -153,14 +154,23 @@ def _sleap_nn_objects(det: Detections, carrier: str, skeleton):
     return objs
 
 
-def theirs(name: str, frames: list[Detections], carrier: str, n_nodes: int, threshold: str | None):
+def theirs(
+    name: str,
+    frames: list[Detections],
+    carrier: str,
+    n_nodes: int,
+    threshold: str | None,
+    mot_param=(),
+):
     """sleap-nn's ids per frame: as ``track()`` returned them, and at the end."""
     import sleap_io as sio
     from sleap_nn.tracking.mot import MOTParams, build_mot_tracker
 
     skeleton = sio.Skeleton([f"n{i}" for i in range(max(n_nodes, 1))])
     tracker = build_mot_tracker(
-        MOTParams.for_tracker(name, preset="animal", appearance_threshold=threshold),
+        MOTParams.for_tracker(
+            name, preset="animal", appearance_threshold=threshold, **dict(mot_param)
+        ),
         carrier="mask" if carrier == MASKS else "pose",
         n_nodes=None if carrier == MASKS else n_nodes,
     )
@@ -193,8 +203,15 @@ def _memory(memory) -> tuple | None:
     return (np.asarray(memory.ema, np.float64).tobytes(), len(memory.gallery), memory.n_updates)
 
 
-def ours(name: str, frames: list[Detections], carrier: str, n_nodes: int, threshold: str | None):
-    options = TrackingOptions(tracker=name, appearance_threshold=threshold)
+def ours(
+    name: str,
+    frames: list[Detections],
+    carrier: str,
+    n_nodes: int,
+    threshold: str | None,
+    mot_param=(),
+):
+    options = TrackingOptions(tracker=name, appearance_threshold=threshold, mot_param=mot_param)
     tracker = make_tracker(options, carrier, n_nodes, has_embeddings=threshold is not None)
     ids, states = [], []
     for det in frames:
@@ -210,6 +227,13 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sleap-nn-src", type=Path, default=SRC)
+    parser.add_argument(
+        "--mot-param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an override for both sides (as --mot_param; repeatable)",
+    )
     parser.add_argument(
         "--thresholds",
         nargs="+",
@@ -234,6 +258,7 @@ def main() -> None:
         for threshold in (args.thresholds if name in VECTOR_TRACKERS else [None])
     ]
     for name, threshold in runs:
+        mot_param = TrackingOptions(tracker=name, mot_param=args.mot_param).mot_param
         for carrier, n_nodes in ((POSES, 4), (POSES, 1), (MASKS, 0)):
             rng = np.random.default_rng(args.seed)
             vec_rng = np.random.default_rng(args.seed + 1) if threshold else None
@@ -241,8 +266,10 @@ def main() -> None:
             states_exact = states_close = 0
             for _ in range(args.cases):
                 frames = scene(rng, carrier, n_nodes if carrier == POSES else 4, vec_rng)
-                online, final, their_states = theirs(name, frames, carrier, n_nodes, threshold)
-                got, our_states = ours(name, frames, carrier, n_nodes, threshold)
+                online, final, their_states = theirs(
+                    name, frames, carrier, n_nodes, threshold, mot_param
+                )
+                got, our_states = ours(name, frames, carrier, n_nodes, threshold, mot_param)
                 for o, fin, g, a, b in zip(online, final, got, their_states, our_states):
                     n_frames += 1
                     states_exact += a == b

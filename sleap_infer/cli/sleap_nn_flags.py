@@ -312,23 +312,22 @@ TRACKING: dict[str, Flag] = {
             "--post_connect_single_breaks",
             "--min_hits",
             "--min_match_similarity",
+            "--mot_param",
             "--appearance_weight",
             "--euclidean_scale",
             "--appearance_threshold",
         )
     ),
-    "--use_kalman": refused(LATER),
+    "--use_kalman": alias("--use-kalman"),
     "--link_tracklets": alias("--link-tracklets"),
-    **{
-        n: refused(LATER)
-        for n in (
+    **_dashed(
+        (
             "--kf_track_features",
             "--kf_init_frame_count",
             "--kf_node_indices",
             "--kf_reset_gap_size",
-            "--mot_param",
         )
-    },
+    ),
 }
 
 NEEDS_MODEL = (

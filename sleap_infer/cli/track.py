@@ -69,6 +69,7 @@ def track(
     new_track_threshold: trk.NewTrack = trk.DEFAULTS.new_track_threshold,
     min_hits: trk.MinHits = trk.DEFAULTS.min_hits,
     min_match_similarity: trk.MinMatchSimilarity = trk.DEFAULTS.min_match_similarity,
+    mot_param: trk.MotParam = None,
     tracking_target_instance_count: trk.TargetCount = None,
     tracking_pre_cull_to_target: trk.PreCull = 0,
     tracking_pre_cull_iou_threshold: trk.PreCullIou = 0.0,

@@ -109,7 +109,14 @@ MinMatchPoints = Annotated[
         min=0, metavar="N", help="Candidates with N or fewer visible points are not matched."
     ),
 ]
-OksStddev = Annotated[float, typer.Option(metavar="FLOAT", help="OKS keypoint spread.")]
+OksStddev = Annotated[
+    float | None,
+    typer.Option(
+        metavar="FLOAT",
+        help="OKS keypoint spread (0.025; 0.1 with --kf-track-features keypoints).",
+        show_default=False,
+    ),
+]
 UseFlow = Annotated[
     bool,
     typer.Option(
@@ -129,31 +136,54 @@ OfMaxLevels = Annotated[
     int, typer.Option(min=0, metavar="N", help="With --use-flow: pyramid levels.")
 ]
 TrackBuffer = Annotated[
-    int,
-    typer.Option(min=0, metavar="N", help="bytetrack: frames a lost track waits to be re-found."),
+    int | None,
+    typer.Option(
+        min=0,
+        metavar="N",
+        help=f"bytetrack, sort, botsort, ocsort: frames a lost track waits to be re-found "
+        f"({t.TRACK_BUFFER}).",
+        show_default=False,
+    ),
 ]
 TrackHigh = Annotated[
-    float,
-    typer.Option(metavar="FLOAT", help="bytetrack: first-stage (high) detection score."),
+    float | None,
+    typer.Option(
+        metavar="FLOAT",
+        help=f"bytetrack: first-stage (high) detection score ({t.TRACK_HIGH_THRESHOLD}; "
+        "sort 0.1, botsort and ocsort 0.6).",
+        show_default=False,
+    ),
 ]
 TrackLow = Annotated[
-    float, typer.Option(metavar="FLOAT", help="bytetrack: lowest score associated at all.")
+    float | None,
+    typer.Option(
+        metavar="FLOAT",
+        help=f"bytetrack: lowest score associated at all ({t.TRACK_LOW_THRESHOLD}).",
+        show_default=False,
+    ),
 ]
 NewTrack = Annotated[
-    float, typer.Option(metavar="FLOAT", help="bytetrack: score needed to start a track.")
+    float | None,
+    typer.Option(
+        metavar="FLOAT",
+        help=f"bytetrack: score needed to start a track ({t.NEW_TRACK_THRESHOLD}; "
+        "sort 0.1, botsort 0.7).",
+        show_default=False,
+    ),
 ]
 MinHits = Annotated[
-    int,
+    int | None,
     typer.Option(
         "--min_hits",
         "--min-hits",
         min=0,
         metavar="N",
         help="MOT trackers: matches before a track is confirmed (3; botsort: 2).",
+        show_default=False,
     ),
 ]
 MinMatchSimilarity = Annotated[
-    float,
+    float | None,
     typer.Option(
         "--min_match_similarity",
         "--min-match-similarity",
@@ -161,6 +191,20 @@ MinMatchSimilarity = Annotated[
         max=1.0,
         metavar="FLOAT",
         help="MOT trackers: weakest overlap a match may have (0.3; botsort: 0.2).",
+        show_default=False,
+    ),
+]
+MotParam = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mot_param",
+        "--mot-param",
+        metavar="KEY=VALUE",
+        help="MOT trackers: override one of sleap-nn's MOT parameters "
+        "(repeatable), e.g. --mot_param delta_t=5 --mot_param use_byte=true (ocsort) or "
+        "low_stage_min_similarity=0.4 (botsort); a key the tracker does not read is "
+        "refused (docs/tracking-options.md).",
+        show_default=False,
     ),
 ]
 TargetCount = Annotated[
@@ -253,28 +297,44 @@ UseKalman = Annotated[
     bool,
     typer.Option(
         "--use-kalman",
-        help="sleap-nn's Kalman candidate shift (classic): not ported yet (refused).",
+        help="Classic: score each track against its last pose moved by a per-track "
+        "constant-velocity Kalman filter (sleap-nn's KalmanShiftTracker; fitted by EM "
+        "after --kf-init-frame-count frames). Needs --tracking-target-instance-count "
+        "(or --max-tracks / --max-instances); not with --use-flow.",
     ),
 ]
 KfTrackFeatures = Annotated[
     str | None,
     typer.Option(
-        metavar="NAME", help="With --use-kalman (refused; sleap-nn: centroid).", show_default=False
+        metavar="NAME",
+        help="With --use-kalman: centroid (default; the pose moves rigidly) or keypoints "
+        "(one filter per node; --oks-stddev then defaults to 0.1).",
+        show_default=False,
     ),
 ]
 KfInitFrameCount = Annotated[
     int | None,
     typer.Option(
-        metavar="N", help="With --use-kalman (refused; sleap-nn: 10).", show_default=False
+        metavar="N",
+        help="With --use-kalman: frames tracked without it before the filters are fitted (10).",
+        show_default=False,
     ),
 ]
 KfNodeIndices = Annotated[
     str | None,
-    typer.Option(metavar="I,J", help="With --use-kalman (refused).", show_default=False),
+    typer.Option(
+        metavar="I,J",
+        help="With --use-kalman: the skeleton nodes the filters follow (default: all).",
+        show_default=False,
+    ),
 ]
 KfResetGapSize = Annotated[
     int | None,
-    typer.Option(metavar="N", help="With --use-kalman (refused; sleap-nn: 5).", show_default=False),
+    typer.Option(
+        metavar="N",
+        help="With --use-kalman: frames unseen after which a track's filter is dropped (5).",
+        show_default=False,
+    ),
 ]
 
 DEFAULTS = TrackingOptions()

@@ -10,10 +10,12 @@ fingerprint and provenance, so a resumed run can never silently change them.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from sleap_infer.core import mot_param
 from sleap_infer.core.errors import UsageError
+from sleap_infer.core.mot_param import MotParam
 
 TRACKERS = (
     "classic",
@@ -47,7 +49,7 @@ VECTOR_TRACKERS = ("deepsort", "strongsort", "deepocsort")
 MIN_HITS = 3  # sleap-nn's MOT trackers: matches before a track is confirmed
 MIN_MATCH_SIMILARITY = 0.3  # sleap-nn's MOT trackers: weakest geometric match
 # sleap-nn 0.3.5's "animal" preset per MOT tracker, for the knobs whose shared default
-# (ByteTrack's, above) is not that tracker's; applied where the caller left the shared one.
+# (ByteTrack's, above) is not that tracker's; applied where the caller left the knob unset.
 MOT_PRESETS: dict[str, dict[str, float]] = {
     "sort": dict(track_high_threshold=0.1, track_low_threshold=0.1, new_track_threshold=0.1),
     "ocsort": dict(track_high_threshold=0.6),
@@ -58,6 +60,22 @@ MOT_PRESETS: dict[str, dict[str, float]] = {
         track_high_threshold=0.6, new_track_threshold=0.7, min_hits=2, min_match_similarity=0.2
     ),
 }
+# The knobs whose default depends on the tracker: ``None`` on the options means "this
+# tracker's own", filled by :meth:`TrackingOptions.with_tracker_defaults`.
+TRACKER_DEFAULTS: dict[str, float] = dict(
+    track_high_threshold=TRACK_HIGH_THRESHOLD,
+    track_low_threshold=TRACK_LOW_THRESHOLD,
+    new_track_threshold=NEW_TRACK_THRESHOLD,
+    track_buffer=TRACK_BUFFER,
+    min_hits=MIN_HITS,
+    min_match_similarity=MIN_MATCH_SIMILARITY,
+)
+
+
+def tracker_defaults(tracker: str) -> dict[str, float]:
+    """``tracker``'s own value of each :data:`TRACKER_DEFAULTS` knob (its preset's, else
+    the shared one)."""
+    return {**TRACKER_DEFAULTS, **MOT_PRESETS.get(tracker, {})}
 
 
 @dataclass(frozen=True)
@@ -75,18 +93,19 @@ class TrackingOptions:
     max_tracks: int | None = None
     min_new_track_points: int = 0  # no new track for a pose with fewer visible points
     min_match_points: int = 0  # candidates need more visible points than this
-    oks_stddev: float = OKS_STDDEV
+    oks_stddev: float | None = None  # None: 0.1 with --kf-track-features keypoints, else 0.025
     use_flow: bool = False  # shift candidates by pyramidal Lucas-Kanade optical flow
     of_img_scale: float = 1.0
     of_window_size: int = 21
     of_max_levels: int = 3
-    track_high_threshold: float = TRACK_HIGH_THRESHOLD
-    track_low_threshold: float = TRACK_LOW_THRESHOLD
-    new_track_threshold: float = NEW_TRACK_THRESHOLD
+    # None: the tracker's own value (tracker_defaults); filled before any tracker reads it.
+    track_high_threshold: float | None = None
+    track_low_threshold: float | None = None
+    new_track_threshold: float | None = None
     match_iou_threshold: float = MATCH_IOU_THRESHOLD
-    track_buffer: int = TRACK_BUFFER
-    min_hits: int = MIN_HITS
-    min_match_similarity: float = MIN_MATCH_SIMILARITY
+    track_buffer: int | None = None
+    min_hits: int | None = None
+    min_match_similarity: float | None = None
     # Before and after tracking, any tracker (sleap-nn's cull/clean/connect; see
     # sleap_infer.tracking.cleanup): the known animal count, a per-frame cap before
     # tracking (0 = off) and after it (0 = off), and single-frame break joining.
@@ -105,8 +124,24 @@ class TrackingOptions:
     # sleap-nn's identity linking after each video (--link_tracklets): gap links and,
     # with max_tracks, the closed set (sleap_infer.tracking.linking)
     link_tracklets: bool = False
+    # sleap-nn's Kalman candidate shift (classic; sleap_infer.tracking.kalman_shift).
+    # None: sleap-nn's defaults (centroid, 10, all nodes, 5), filled when it is on.
+    use_kalman: bool = False
+    kf_track_features: str | None = None
+    kf_init_frame_count: int | None = None
+    kf_node_indices: tuple[int, ...] | None = None
+    kf_reset_gap_size: int | None = None
+    # sleap-nn's --mot_param overrides, checked (sleap_infer.core.mot_param): sorted
+    # (key, value) pairs, so the options stay hashable and serialise the same.
+    mot_param: MotParam = ()
 
     def __post_init__(self) -> None:
+        if isinstance(self.kf_node_indices, (str, list)):
+            object.__setattr__(self, "kf_node_indices", node_indices(self.kf_node_indices))
+        named = {k: getattr(self, k) for k in mot_param.NAMED}
+        object.__setattr__(
+            self, "mot_param", mot_param.normalize(self.mot_param, self.tracker, named)
+        )
         for name, allowed in (
             ("tracker", TRACKERS),
             ("features", FEATURES),
@@ -127,11 +162,11 @@ class TrackingOptions:
             raise UsageError(f"--robust-quantile {self.robust_quantile}: must be in (0, 1]")
         if self.of_img_scale <= 0 or self.of_window_size < 3 or self.of_max_levels < 0:
             raise UsageError("optical flow: image scale > 0, window >= 3, levels >= 0")
-        if self.track_buffer < 0:
+        if self.track_buffer is not None and self.track_buffer < 0:
             raise UsageError(f"--track-buffer {self.track_buffer}: must be at least 0")
-        if self.min_hits < 0:
+        if self.min_hits is not None and self.min_hits < 0:
             raise UsageError(f"--min_hits {self.min_hits}: must be at least 0")
-        if not 0 <= self.min_match_similarity <= 1:
+        if self.min_match_similarity is not None and not 0 <= self.min_match_similarity <= 1:
             raise UsageError(
                 f"--min_match_similarity {self.min_match_similarity}: must be in [0, 1]"
             )
@@ -140,6 +175,8 @@ class TrackingOptions:
             if value is not None and value < 0:
                 raise UsageError(f"--{name.replace('_', '-')} {value}: must be at least 0")
         self._check_appearance()
+        self._check_score_stages()
+        self._check_kalman()
         if self.link_tracklets and (
             self.tracking_clean_instance_count > 0 or self.post_connect_single_breaks
         ):
@@ -152,6 +189,47 @@ class TrackingOptions:
             raise UsageError(
                 "--tracking-pre-cull-to-target and --post-connect-single-breaks need"
                 " --tracking-target-instance-count (or --max-instances)"
+            )
+
+    def _check_kalman(self) -> None:
+        """sleap-nn's ``Tracker.from_config`` rules for ``use_kalman``, and its options
+        refused without it (they would change nothing)."""
+        given = [k for k in _KALMAN_OPTIONS if getattr(self, k) is not None]
+        if not self.use_kalman:
+            if given:
+                flags = ", ".join("--" + k.replace("_", "-") for k in given)
+                raise UsageError(f"{flags} only apply with --use-kalman")
+            return
+        if self.tracker != "classic":
+            raise UsageError(
+                f"--use-kalman is an option of the classic tracker; --tracker {self.tracker}"
+                " would ignore it"
+            )
+        if self.use_flow:
+            raise UsageError(
+                "--use-kalman and --use-flow are mutually exclusive; choose one (Kalman"
+                " tracking does not use optical flow)"
+            )
+        if self.tracking_target_instance_count is None and self.max_tracks is None:
+            raise UsageError(
+                "--use-kalman needs a known number of animals: pass"
+                " --tracking-target-instance-count (or --max-tracks / --max-instances)"
+            )
+        if self.kf_track_features not in (None, "centroid", "keypoints"):
+            raise UsageError(
+                f"--kf-track-features {self.kf_track_features!r}: choose centroid or keypoints"
+            )
+
+    def _check_score_stages(self) -> None:
+        """sleap-nn's MOTParams rule: the low stage cannot start above the high one."""
+        if self.tracker not in MOT_PRESETS:
+            return
+        filled = self.with_tracker_defaults()
+        low, high = filled.track_low_threshold, filled.track_high_threshold
+        if low is not None and high is not None and low > high:
+            raise UsageError(
+                f"--track_low_threshold {low} is above --track_high_threshold {high}"
+                f" (--tracker {self.tracker}); the low stage must start at or below the high one"
             )
 
     def _check_appearance(self) -> None:
@@ -186,8 +264,33 @@ class TrackingOptions:
                 "--appearance-weight blends appearance into a geometric score; --features"
                 " embeddings is appearance only (pick keypoints, centroids, bboxes or masks)"
             )
-        if self.use_flow:
-            raise UsageError("--appearance-weight does not support --use-flow (shifted points)")
+        if self.use_flow or self.use_kalman:
+            raise UsageError(
+                "--appearance-weight does not support the motion models (--use-flow /"
+                " --use-kalman): they score shifted points"
+            )
+
+    def with_tracker_defaults(self) -> TrackingOptions:
+        """These options with every unset :data:`TRACKER_DEFAULTS` knob at its
+        ``--mot_param`` value, else the tracker's own, so an explicit ``--min_hits 3`` on
+        botsort stays 3 (its default is 2)."""
+        unset = {
+            name: mot_param.lookup(self.mot_param, name, value)
+            for name, value in tracker_defaults(self.tracker).items()
+            if getattr(self, name) is None
+        }
+        if self.oks_stddev is None:  # sleap-nn: per-node Kalman predictions are noisier
+            keypoints = self.use_kalman and self.kf_track_features == "keypoints"
+            unset["oks_stddev"] = KALMAN_KEYPOINTS_OKS_STDDEV if keypoints else OKS_STDDEV
+        if self.use_kalman:
+            for name, value in _KALMAN_DEFAULTS.items():
+                if getattr(self, name) is None:
+                    unset[name] = value
+        if not unset:
+            return self
+        # A knob set through --mot_param moves to its field (one place, one spelling).
+        rest = tuple((k, v) for k, v in self.mot_param if k not in unset)
+        return replace(self, **unset, mot_param=rest)
 
     @property
     def needs_target(self) -> bool:
@@ -201,12 +304,47 @@ class TrackingOptions:
 
     def to_json(self) -> dict[str, Any]:
         """The fields, less the appearance ones at their defaults: a journal's fingerprint
-        holds these, so runs killed before those options existed still resume."""
-        out = asdict(self)
+        holds these, so runs killed before those options existed still resume. Unset
+        thresholds read as the tracker's own values, as recorded before they could be unset."""
+        filled = self.with_tracker_defaults()
+        out = asdict(filled)
         for name in _APPEARANCE_FIELDS:
             if out[name] == _APPEARANCE_DEFAULTS[name]:
                 del out[name]
+        if not filled.use_kalman:  # absent when off, so earlier journals still resume
+            for name in ("use_kalman", *_KALMAN_OPTIONS):
+                del out[name]
+        elif out["kf_node_indices"] is not None:
+            out["kf_node_indices"] = list(out["kf_node_indices"])
+        if filled.mot_param:
+            out["mot_param"] = dict(filled.mot_param)
+        else:
+            del out["mot_param"]
         return out
+
+
+_KALMAN_OPTIONS = (
+    "kf_track_features",
+    "kf_init_frame_count",
+    "kf_node_indices",
+    "kf_reset_gap_size",
+)
+_KALMAN_DEFAULTS = dict(kf_track_features="centroid", kf_init_frame_count=10, kf_reset_gap_size=5)
+KALMAN_KEYPOINTS_OKS_STDDEV = 0.1
+
+
+def node_indices(text: str | list[int]) -> tuple[int, ...] | None:
+    """``--kf-node-indices "0,1,2"`` as a tuple (empty: None, all nodes), as sleap-nn parses it."""
+    if isinstance(text, list):
+        return tuple(int(i) for i in text)
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    try:
+        values = tuple(int(p) for p in parts)
+    except ValueError:
+        raise UsageError(
+            f"--kf-node-indices {text!r}: comma-separated node indices, e.g. 0,1,2"
+        ) from None
+    return values or None
 
 
 # (and linking: a journal's fingerprint from before --link-tracklets existed still matches)

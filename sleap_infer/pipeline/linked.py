@@ -86,7 +86,9 @@ def link_input(journal: Journal) -> LinkInput:
 def track_buffer(options: TrackingOptions) -> int:
     """sleap-nn's linking reads the MOT ``track_buffer``: the option for a MOT tracker,
     the default (30) after the classic one."""
-    return TRACK_BUFFER if options.tracker == "classic" else int(options.track_buffer)
+    if options.tracker == "classic":
+        return TRACK_BUFFER
+    return int(options.with_tracker_defaults().track_buffer)  # type: ignore[arg-type]
 
 
 def normalized(options: TrackingOptions) -> bool:
@@ -99,7 +101,7 @@ def high_threshold(options: TrackingOptions) -> float:
     tracker, the MOT tracker's ``--track-high-threshold`` after one."""
     if options.tracker == "classic":
         return HIGH_THRESHOLD
-    return float(options.track_high_threshold)
+    return float(options.with_tracker_defaults().track_high_threshold)  # type: ignore[arg-type]
 
 
 def link_journal(journal: Journal, options: TrackingOptions) -> tuple[Journal, LinkResult]:

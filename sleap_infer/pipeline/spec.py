@@ -128,14 +128,7 @@ _RECORDS: dict[str, type] = {
 _OWN = ("batch_size", "centroid_only")
 # sleap-nn 0.3.5 tracking options with no faithful port yet: accepted by name so a
 # sleap-nn command line reads, refused in one line when set (never silently ignored).
-NOT_PORTED: dict[str, str] = {
-    "use_kalman": "sleap-nn's Kalman candidate shift (per-track pykalman EM fits) is not"
-    " ported yet; --tracker bytetrack has a Kalman motion model",
-    "kf_track_features": "the Kalman candidate shift (--use-kalman) is not ported yet",
-    "kf_init_frame_count": "the Kalman candidate shift (--use-kalman) is not ported yet",
-    "kf_node_indices": "the Kalman candidate shift (--use-kalman) is not ported yet",
-    "kf_reset_gap_size": "the Kalman candidate shift (--use-kalman) is not ported yet",
-}
+NOT_PORTED: dict[str, str] = {}
 
 
 def refuse_not_ported(params: Mapping[str, Any]) -> None:
@@ -241,11 +234,13 @@ def bind(
 def _counts_from_max_instances(
     tracking: dict[str, Any], options: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """sleap-nn's legacy derivations: pre-cull and break joining take their target count
-    from ``max_instances`` when none is given, and break joining its ``max_tracks``."""
+    """sleap-nn's legacy derivations: pre-cull, break joining and the Kalman shift take
+    their target count from ``max_instances`` when none is given, and break joining its
+    ``max_tracks``."""
     limit = options.get("max_instances")
     connect = bool(tracking.get("post_connect_single_breaks"))
-    if limit is None or not (connect or tracking.get("tracking_pre_cull_to_target")):
+    needs = connect or tracking.get("tracking_pre_cull_to_target") or tracking.get("use_kalman")
+    if limit is None or not needs:
         return tracking
     out = dict(tracking)
     if out.get("tracking_target_instance_count") is None:
@@ -259,7 +254,11 @@ def tracking_options(enabled: bool, values: Mapping[str, Any]) -> TrackingOption
     """The tracker's options, or None when tracking is off: a tracking knob given without
     ``--tracking`` is a mistake worth one line, not ignored."""
     defaults = TrackingOptions()
-    given = {k: v for k, v in values.items() if v is not None or k != "tracker"}
+    given = {
+        k: v
+        for k, v in values.items()
+        if (v is not None or k != "tracker") and not (k == "mot_param" and not v)
+    }
     if given.get("tracker") is not None:
         enabled = True
     if not enabled:

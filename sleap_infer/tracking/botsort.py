@@ -66,6 +66,13 @@ class BotSortTracker(MotCore):
             ("start_frame", (), -1.0),  # frame index of the first detection
             ("match_frame", (), -1.0),  # ... of the latest match
         )
+        extra = params.extra  # --mot_param overrides of the stage caps and score fusion
+        self.low_stage_min = float(extra.get("low_stage_min_similarity", LOW_STAGE_MIN_SIMILARITY))
+        self.unconfirmed_min = float(
+            extra.get("unconfirmed_min_similarity", UNCONFIRMED_MIN_SIMILARITY)
+        )
+        self.duplicate_min = float(extra.get("duplicate_similarity", DUPLICATE_SIMILARITY))
+        self.fuse_score = bool(extra.get("fuse_score", True))
         super().__init__(params, carrier, n_nodes)
 
     def initiate(self, box: np.ndarray):
@@ -123,17 +130,16 @@ class BotSortTracker(MotCore):
         if len(rows) == 0:
             return out
         sim = self.similarity_to(rows, frame)
+        fused = self.fuse_score
         pool = rows[self.status != TENTATIVE]
         left_pool, left_high = self._stage(
-            pool, np.flatnonzero(high), sim, frame, 1.0 - p.min_match_similarity, True, out
+            pool, np.flatnonzero(high), sim, frame, 1.0 - p.min_match_similarity, fused, out
         )
         tracked = left_pool[self.status[left_pool] == CONFIRMED]
-        self._stage(
-            tracked, np.flatnonzero(low), sim, frame, 1.0 - LOW_STAGE_MIN_SIMILARITY, False, out
-        )
+        self._stage(tracked, np.flatnonzero(low), sim, frame, 1.0 - self.low_stage_min, False, out)
         tentative = rows[self.status == TENTATIVE]
         _, left_high = self._stage(
-            tentative, left_high, sim, frame, 1.0 - UNCONFIRMED_MIN_SIMILARITY, True, out
+            tentative, left_high, sim, frame, 1.0 - self.unconfirmed_min, fused, out
         )
         self._remove_duplicates(frame, left_high, spawnable, out)
         return out
@@ -169,7 +175,7 @@ class BotSortTracker(MotCore):
             return
         boxes = self.predicted_boxes()[lost]
         dup = mb.iou(boxes, frame.boxes[[j for _, j, _ in tracked]])
-        for q, k in np.argwhere(dup > DUPLICATE_SIMILARITY):
+        for q, k in np.argwhere(dup > self.duplicate_min):
             lost_history = int(self.match_frame[lost[q]]) - int(self.start_frame[lost[q]])
             if tracked[k][2] > lost_history:
                 out.removed.add(lost[q])

@@ -190,7 +190,7 @@ class ByteTracker:
     needs_images = False
 
     def __init__(self, options: TrackingOptions, carrier: str) -> None:
-        self.options = options
+        self.options = options.with_tracker_defaults()  # its unset thresholds: ByteTrack's
         self.carrier = carrier
         self._frame: int | None = None  # the last frame stepped
         self._next_id = 0

@@ -14,7 +14,8 @@ Differences to sleap-nn, on purpose: a detection that gets no track is kept,
 untracked (track -1), where sleap-nn drops it from its output; a matched
 track's score keeps float64 until the output's float32. Pre-cull, post-clean
 and connect-single-breaks wrap any tracker (:mod:`~sleap_infer.tracking.cleanup`).
-Not implemented: the Kalman candidate shift.
+``use_kalman``: sleap-nn's Kalman candidate shift replaces the candidates a
+frame is scored against (:mod:`~sleap_infer.tracking.kalman_shift`).
 
 ``appearance_weight`` > 0 blends re-ID vectors into the geometric score as
 sleap-nn's ``_blend_appearance`` does (:func:`blend_appearance`): each entry
@@ -43,6 +44,12 @@ from sleap_infer.tracking.features import (
     pose_feature,
     visible_points,
 )
+from sleap_infer.tracking.kalman_shift import (
+    INIT_FRAME_COUNT,
+    RESET_GAP_SIZE,
+    TRACK_FEATURES,
+    KalmanShift,
+)
 from sleap_infer.tracking.matching import MATCHERS, drop_infeasible
 from sleap_infer.tracking.scoring import appearance_matrix, blend_appearance, pair_matrix, reduce
 
@@ -62,6 +69,18 @@ class ClassicTracker:
             flow.require()
         self.window = self._new_window()
         self.images: dict[int, np.ndarray] = {}  # prepared frames the memory refers to (flow)
+        self.kalman = self._new_kalman()
+
+    def _new_kalman(self) -> KalmanShift | None:
+        o = self.options
+        if not o.use_kalman:
+            return None
+        return KalmanShift(
+            o.kf_track_features or TRACK_FEATURES,
+            INIT_FRAME_COUNT if o.kf_init_frame_count is None else o.kf_init_frame_count,
+            o.kf_node_indices,
+            RESET_GAP_SIZE if o.kf_reset_gap_size is None else o.kf_reset_gap_size,
+        )
 
     def _new_window(self) -> FixedWindow | LocalQueues:
         o = self.options
@@ -87,6 +106,8 @@ class ClassicTracker:
             self.window.spawn(slot)
         else:
             self._match(slot, image)
+        if self.kalman is not None:  # sleap-nn records after the assignment
+            self.kalman.observe(self.window)
         if image is not None:
             self.images[slot.frame_idx] = image
             referenced = {e.frame_idx for e in self.window.entries()}
@@ -123,7 +144,12 @@ class ClassicTracker:
     def _match(self, slot: Slot, image: np.ndarray | None) -> None:
         o = self.options
         tracks = self.window.tracks()
-        gallery = self._shifted(tracks, image) if image is not None else self._gallery(tracks)
+        if self.kalman is not None:
+            gallery = self.kalman.candidates(self.window, slot.frame_idx, str(o.features))
+        elif image is not None:
+            gallery = self._shifted(tracks, image)
+        else:
+            gallery = self._gallery(tracks)
         scores = self._scores(slot.entries, gallery)
         if o.appearance_weight > 0:
             scores = self._blend(slot.entries, tracks, scores)
@@ -201,11 +227,19 @@ class ClassicTracker:
         return blend_appearance(scores, appearance, o.appearance_weight, scale)
 
     def state(self) -> TrackerState:
-        return dump_state(self.options, self.carrier, self.window, self.images)
+        state = dump_state(self.options, self.carrier, self.window, self.images)
+        if self.kalman is not None:
+            meta, arrays = self.kalman.state()
+            state.meta["kalman"] = meta
+            state.arrays.update(arrays)
+        return state
 
     def load_state(self, state: TrackerState) -> None:
         self.window = self._new_window()
         self.images = restore_state(state, self.options, self.carrier, self.window)
+        self.kalman = self._new_kalman()
+        if self.kalman is not None:
+            self.kalman.load_state(state.meta["kalman"], dict(state.arrays))
 
 
 def _copy(values: np.ndarray | None) -> np.ndarray | None:

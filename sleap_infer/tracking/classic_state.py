@@ -46,6 +46,8 @@ def _meta(options: TrackingOptions, carrier: str) -> dict[str, Any]:
     }
     if options.appearance_weight > 0:  # only then, so states saved before still load
         meta["blend"] = True
+    if options.use_kalman:  # the shift's own memory: meta["kalman"] and the kf_* arrays
+        meta["use_kalman"] = True
     return meta
 
 

@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from sleap_infer.core.tracking import MOT_PRESETS, TrackingOptions
+from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.tracking import mot_body as body
 from sleap_infer.tracking import mot_boxes as mb
 from sleap_infer.tracking.base import MASKS, Assignment, Detections, TrackerState
@@ -147,7 +147,10 @@ class MotCore:
         return self.next_public
 
     def body_size(self) -> float:
-        """Median diagonal of the extents seen so far, else :mod:`.mot_body`'s fallbacks."""
+        """``--mot_param body_size``, else the median diagonal of the extents seen so far,
+        else :mod:`.mot_body`'s fallbacks."""
+        if self.params.extra.get("body_size") is not None:
+            return float(self.params.extra["body_size"])
         if self.diagonals.size:
             return float(np.median(self.diagonals))
         p99 = float(np.percentile(self.step_lengths, 99)) if self.step_lengths.size else np.nan
@@ -190,7 +193,7 @@ class MotCore:
             else:
                 new = mb.pose_diagonals(det)
             self.diagonals = np.concatenate([self.diagonals, new])[-BODY_SIZE_HISTORY:]
-        if self.diagonals.size:
+        if self.diagonals.size or self.params.extra.get("body_size") is not None:
             self.prev_geometry = None
             return
         # No extent seen yet (one-node skeletons): spacing and motion, as sleap-nn.
@@ -409,17 +412,23 @@ class MotCore:
 
 
 def mot_params(options: TrackingOptions) -> MotParams:
-    """``options`` with sleap-nn's preset for ``options.tracker`` where a knob was left default.
+    """``options`` with sleap-nn's preset for ``options.tracker`` where a knob was left unset;
+    the ``--mot_param`` overrides other than the named knobs go to ``extra``."""
+    filled = options.with_tracker_defaults()
+    extra = {k: v for k, v in filled.mot_param if k != "preset"}  # --mot_param's others
+    extra["appearance_threshold"] = options.appearance_threshold  # the appearance trackers'
+    return MotParams(
+        track_buffer=int(filled.track_buffer),  # type: ignore[arg-type]
+        min_hits=int(filled.min_hits),  # type: ignore[arg-type]
+        box_padding=float(extra.pop("box_padding", MotParams.box_padding)),
+        extra=extra,
+        **{name: float(getattr(filled, name)) for name in _FLOAT_KNOBS},
+    )
 
-    A threshold equal to the shared default counts as left default: an explicit
-    ``--new_track_threshold 0.6`` with ``--tracker sort`` is read as SORT's 0.1.
-    """
-    shared = TrackingOptions()
-    names = ("track_high_threshold", "track_low_threshold", "new_track_threshold")
-    names += ("min_hits", "min_match_similarity")
-    values = {name: getattr(options, name) for name in names}
-    for name, value in MOT_PRESETS.get(options.tracker, {}).items():
-        if values[name] == getattr(shared, name):
-            values[name] = value
-    extra = {"appearance_threshold": options.appearance_threshold}
-    return MotParams(track_buffer=options.track_buffer, **values, extra=extra)
+
+_FLOAT_KNOBS = (
+    "track_high_threshold",
+    "track_low_threshold",
+    "new_track_threshold",
+    "min_match_similarity",
+)

@@ -21,10 +21,14 @@ confirmed and lost) against them; a pair is admissible at
 one to one, else by maximizing ``IoU + OCM`` over the matrix. Then OCR. The
 lifecycle is SORT's (:mod:`~sleap_infer.tracking.sort`).
 
+With ``--mot_param use_byte=true`` (sleap-nn's BYTE stage, off by default),
+the tracks still free after stage 1 are matched, before OCR, to the low-score
+detections (above ``track_low_threshold``, at most the high one) on their
+predictions, admissible at ``min_match_similarity``; those never start tracks.
+
 Defaults are sleap-nn's: ``track_high_threshold`` and ``new_track_threshold``
 0.6, ``min_hits`` 3, ``min_match_similarity`` 0.3, ``track_buffer`` 30,
-``delta_t`` 3, ``inertia`` 0.2; sleap-nn's optional BYTE stage (``use_byte``,
-off by default) is not offered.
+``delta_t`` 3, ``inertia`` 0.2, ``use_byte`` off (``--mot_param`` sets the last three).
 """
 
 from __future__ import annotations
@@ -32,11 +36,11 @@ from __future__ import annotations
 import numpy as np
 
 from sleap_infer.tracking import mot_boxes as mb
-from sleap_infer.tracking.mot_core import Association, Frame, MotCore
+from sleap_infer.tracking.mot_core import Association, Frame, MotCore, MotParams
 
 DELTA_T = 3  # steps back the motion direction is measured from
 INERTIA = 0.2  # weight of the momentum term
-HISTORY = 2 * DELTA_T + 1  # observations remembered per track
+HISTORY = 2 * DELTA_T + 1  # observations remembered per track (at the default delta_t)
 _D = mb.XYSR_DIM
 
 
@@ -44,33 +48,52 @@ class OcSortTracker(MotCore):
     """OC-SORT; see the module docstring."""
 
     name = "ocsort"
-    extra_fields = (
-        ("last_obs", (4,), np.nan),  # latest matched padded box (the spawn box is not one)
-        ("velocity", (2,), np.nan),  # unit (dy, dx) of the latest motion direction
-        ("obs_steps", (HISTORY,), -1.0),  # steps of the remembered observations, oldest first
-        ("obs_boxes", (HISTORY, 4), np.nan),
-        ("frozen_step", (), -1.0),  # step the state was frozen at (-1: not frozen)
-        ("frozen_mean", (_D,), np.nan),
-        ("frozen_cov", (_D, _D), np.nan),
-    )
+
+    def __init__(self, params: MotParams, carrier: str, n_nodes: int) -> None:
+        self.delta_t = int(params.extra.get("delta_t", DELTA_T))
+        self.inertia = float(params.extra.get("inertia", INERTIA))
+        self.use_byte = bool(params.extra.get("use_byte", False))
+        history = 2 * self.delta_t + 1  # observations remembered per track
+        d = self.kalman_dim  # a subclass's filter (Deep OC-SORT: xywh)
+        self.extra_fields = (
+            ("last_obs", (4,), np.nan),  # latest matched padded box (the spawn box is not one)
+            ("velocity", (2,), np.nan),  # unit (dy, dx) of the latest motion direction
+            ("obs_steps", (history,), -1.0),  # steps of the remembered observations, oldest first
+            ("obs_boxes", (history, 4), np.nan),
+            ("frozen_step", (), -1.0),  # step the state was frozen at (-1: not frozen)
+            ("frozen_mean", (d,), np.nan),
+            ("frozen_cov", (d, d), np.nan),
+        )
+        super().__init__(params, carrier, n_nodes)
 
     # ------------------------------------------------------- association
     def associate(self, frame: Frame) -> Association:
         p = self.params
-        high = frame.valid & np.isfinite(frame.scores) & (frame.scores > p.track_high_threshold)
+        usable = frame.valid & np.isfinite(frame.scores)
+        high = usable & (frame.scores > p.track_high_threshold)
+        low = usable & (frame.scores > p.track_low_threshold) & ~high
         out = Association(no_spawn={int(j) for j in np.flatnonzero(~high)})
         hi = np.flatnonzero(high)
         rows = np.arange(len(self.tid))
-        if len(rows) == 0 or len(hi) == 0:
+        if len(rows) == 0 or (len(hi) == 0 and not self.use_byte):
             return out
-        sim = self.similarity_to(rows, frame)[:, hi]
-        valid, score = self.first_stage(rows, frame, hi, sim)
-        pairs = mb.one_to_one(valid)
-        if pairs is None:
-            pairs = mb.assign_masked(score, valid)
-        out.matches = [(int(rows[r]), int(hi[c]), float(sim[r, c])) for r, c in pairs]
-        free_rows = np.setdiff1d(rows, [r for r, _ in pairs])
-        free_hi = np.setdiff1d(np.arange(len(hi)), [c for _, c in pairs])
+        sim_all = self.similarity_to(rows, frame)
+        free_rows, free_hi = rows, np.arange(len(hi))
+        if len(hi):
+            sim = sim_all[:, hi]
+            valid, score = self.first_stage(rows, frame, hi, sim)
+            pairs = mb.one_to_one(valid)
+            if pairs is None:
+                pairs = mb.assign_masked(score, valid)
+            out.matches = [(int(rows[r]), int(hi[c]), float(sim[r, c])) for r, c in pairs]
+            free_rows = np.setdiff1d(rows, [r for r, _ in pairs])
+            free_hi = np.setdiff1d(np.arange(len(hi)), [c for _, c in pairs])
+        lo = np.flatnonzero(low)
+        if self.use_byte and len(free_rows) and len(lo):  # BYTE, before OCR
+            sim = sim_all[np.ix_(free_rows, lo)]
+            pairs = mb.assign_masked(sim, sim >= p.min_match_similarity)
+            out.matches += [(int(free_rows[r]), int(lo[c]), float(sim[r, c])) for r, c in pairs]
+            free_rows = np.setdiff1d(free_rows, [free_rows[r] for r, _ in pairs])
         if len(free_rows) and len(free_hi):
             sim = self._last_observation_similarity(free_rows, frame)[:, hi[free_hi]]
             for r, c in mb.assign_masked(sim, sim >= p.min_match_similarity):
@@ -84,8 +107,8 @@ class OcSortTracker(MotCore):
         return sim >= self.params.min_match_similarity, sim + self._momentum(frame, cols)
 
     def _previous_observation(self, row: int) -> np.ndarray:
-        """The oldest observation within ``DELTA_T`` steps, else the latest (NaN: none)."""
-        for dt in range(DELTA_T, 0, -1):
+        """The oldest observation within ``delta_t`` steps, else the latest (NaN: none)."""
+        for dt in range(self.delta_t, 0, -1):
             hit = np.flatnonzero(self.obs_steps[row] == self.clock - dt)
             if len(hit):
                 return self.obs_boxes[row, hit[0]]
@@ -103,7 +126,7 @@ class OcSortTracker(MotCore):
         cos = np.clip((dirs[:, None, :] * to_det).sum(axis=-1), -1.0, 1.0)
         term = (np.pi / 2.0 - np.abs(np.arccos(cos))) / np.pi
         scores = np.where(np.isfinite(frame.scores[cols]), frame.scores[cols], 0.0)
-        return INERTIA * term * has_dir[:, None] * scores[None, :]
+        return self.inertia * term * has_dir[:, None] * scores[None, :]
 
     def _last_observation_similarity(self, rows: np.ndarray, frame: Frame) -> np.ndarray:
         boxes = self.last_obs[rows]
@@ -157,7 +180,7 @@ class OcSortTracker(MotCore):
             self.velocity[row] = mb.unit_directions(d[1], d[0])
         steps, boxes = self.obs_steps[row], self.obs_boxes[row]  # views: edited in place
         k = int((steps >= 0).sum())
-        if k == HISTORY:  # full: forget the oldest
+        if k == steps.shape[0]:  # full: forget the oldest
             steps[:-1], boxes[:-1] = steps[1:].copy(), boxes[1:].copy()
             k -= 1
         steps[k], boxes[k] = self.clock, box

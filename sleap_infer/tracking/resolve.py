@@ -51,8 +51,9 @@ _POSE_DEFAULT_SCORING = {"keypoints": "oks", "centroids": "euclidean_dist", "bbo
 def _embedding_choice(options: TrackingOptions, has_embeddings: bool) -> TrackingOptions:
     if not has_embeddings:
         raise UsageError("--features embeddings: the detections carry no re-ID vectors")
-    if options.use_flow:
-        raise UsageError("--use-flow moves points, it cannot move re-ID vectors (--features)")
+    if options.use_flow or options.use_kalman:
+        flag = "--use-flow" if options.use_flow else "--use-kalman"
+        raise UsageError(f"{flag} moves points, it cannot move re-ID vectors (--features)")
     scoring = options.scoring
     if scoring is None or scoring == "oks":
         scoring = "cosine_sim"
@@ -71,6 +72,8 @@ def _mask_choice(options: TrackingOptions) -> TrackingOptions:
         raise UsageError(f"--features {features}: the detections are masks (use masks)")
     if options.use_flow:
         raise UsageError("--use-flow cannot track masks: optical flow moves keypoints")
+    if options.use_kalman:
+        raise UsageError("--use-kalman cannot track masks: the Kalman shift moves keypoints")
     return replace(
         options,
         features="masks",
@@ -130,24 +133,20 @@ def _fill(
 def resolve_options(
     options: TrackingOptions, carrier: str, n_nodes: int, has_embeddings: bool = False
 ) -> TrackingOptions:
-    """``options`` with every automatic choice made for this carrier and skeleton."""
-    if options.tracker == "bytetrack":
-        return _bytetrack_fill(options, carrier, n_nodes)
+    """``options`` with every automatic choice made for this carrier and skeleton.
+
+    Unset thresholds become the tracker's own (sleap-nn's preset for its SORT family,
+    ByteTrack's for the others); a value given explicitly is kept, whatever it equals.
+    """
+    options = options.with_tracker_defaults()
     if options.tracker in VECTOR_TRACKERS and not has_embeddings:
         raise UsageError(
             f"--tracker {options.tracker} associates by appearance, but no detection"
             " carries a re-ID vector: add an embedding model to the run, track a .slp"
             " saved with its vectors, or track by geometry (--tracker ocsort / sort)"
         )
-    if options.tracker in MOT_PRESETS:  # sleap-nn's SORT family: its preset's thresholds
-        filled = _bytetrack_fill(options, carrier, n_nodes)
-        shared = TrackingOptions()
-        preset = {
-            k: v
-            for k, v in MOT_PRESETS[options.tracker].items()
-            if getattr(options, k) == getattr(shared, k)
-        }
-        return replace(filled, **preset)
+    if options.tracker == "bytetrack" or options.tracker in MOT_PRESETS:
+        return _bytetrack_fill(options, carrier, n_nodes)
     resolved = _fill(options, carrier, n_nodes, has_embeddings)
     features, scoring = str(resolved.features), str(resolved.scoring)
     if scoring not in SCORABLE[features]:

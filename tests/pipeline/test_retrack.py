@@ -218,7 +218,17 @@ def test_an_appearance_blend_without_vectors_on_the_tracked_poses_is_refused() -
     ("flags", "named"),
     [
         (["--link-tracklets", "--tracking-clean-instance-count", "1"], "--link-tracklets"),
-        (["--use-kalman"], "--use-kalman"),
+        (["--tracker", "ocsort", "--mot_param", "foo=1"], "--mot_param 'foo=1': unknown"),
+        (["--tracker", "ocsort", "--mot_param", "delta_t=x"], "delta_t expects an integer"),
+        (["--mot-param", "delta_t=3"], "--mot_param only applies to the MOT trackers"),
+        (["--tracker", "sort", "--mot_param", "delta_t=3"], "--tracker sort here does not"),
+        (["--use-kalman"], "--use-kalman needs a known number of animals"),
+        (["--use-kalman", "--max-tracks", "2", "--use-flow"], "mutually exclusive"),
+        (
+            ["--use_kalman", "--max-tracks", "2", "--kf_track_features", "x"],
+            "centroid or keypoints",
+        ),
+        (["--kf-node-indices", "0,1"], "--kf-node-indices only apply with --use-kalman"),
         (["--kf-reset-gap-size", "3"], "--kf-reset-gap-size"),
         (["--appearance-threshold", "0.4"], "--appearance-threshold"),
         (["--appearance-weight", "0.5"], "--appearance-weight"),  # no vectors in the file
@@ -248,6 +258,42 @@ def test_predict_binds_the_not_ported_names_and_refuses_them_when_set() -> None:
         bind(["m"], tracking=True, kf_track_features="centroid")
     weighted = bind(["m"], tracking=True, appearance_weight=0.3, euclidean_scale=5.0)
     assert weighted.tracking is not None and weighted.tracking.appearance_weight == 0.3
+
+
+def test_track_takes_mot_params_and_records_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, dst = tmp_path / "in.slp", tmp_path / "out.slp"
+    sio.save_slp(_labels([_video()], 8), str(src))
+    flags = ["--tracker", "ocsort", "--mot_param", "use_byte=true", "--mot-param", "delta_t=4"]
+    code, err = run_cli(capsys, "track", src, "-o", dst, *flags, "--mot_param", "min_hits=1")
+    assert code == 0, err
+    tracking = sio.load_slp(str(dst)).provenance["tracking"]
+    assert tracking["mot_param"] == {"delta_t": 4, "use_byte": True}
+    assert tracking["min_hits"] == 1
+
+
+def test_track_runs_the_kalman_shift_and_records_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, dst = tmp_path / "in.slp", tmp_path / "out.slp"
+    sio.save_slp(_labels([_video()], 12), str(src))
+    flags = ["--use_kalman", "--tracking-target-instance-count", "2", "--kf-init-frame-count", "3"]
+    code, err = run_cli(capsys, "track", src, "-o", dst, *flags, "--kf-node-indices", "0,1")
+    assert code == 0, err
+    tracking = sio.load_slp(str(dst)).provenance["tracking"]
+    assert tracking["use_kalman"] is True and tracking["kf_init_frame_count"] == 3
+    assert tracking["kf_node_indices"] == [0, 1] and tracking["kf_reset_gap_size"] == 5
+
+
+def test_use_kalman_takes_its_count_from_max_instances_as_sleap_nn() -> None:
+    from sleap_infer.pipeline.spec import bind
+
+    spec = bind(["m"], tracking=True, use_kalman=True, max_instances=3)
+    assert spec.tracking is not None and spec.tracking.tracking_target_instance_count == 3
+    assert spec.tracking.max_tracks is None  # only break joining also caps the tracks
+    with pytest.raises(UsageError, match="needs a known number of animals"):
+        bind(["m"], tracking=True, use_kalman=True)
 
 
 @pytest.mark.parametrize("name", ["deepsort", "strongsort", "deepocsort"])

@@ -50,6 +50,10 @@ CLEANUP = [
 ]
 
 
+# The Kalman shift fitted after 4 frames: the kill (after 20) lands with filters live.
+KALMAN = ["--use-kalman", "--tracking-target-instance-count", "2", "--kf-init-frame-count", "4"]
+
+
 @pytest.mark.parametrize(
     "extra",
     [
@@ -57,8 +61,18 @@ CLEANUP = [
         ["--use-flow"],
         *(["--tracker", n] for n in ("bytetrack", "sort", "botsort", "ocsort")),
         CLEANUP,
+        KALMAN,
     ],
-    ids=["classic", "optical-flow", "bytetrack", "sort", "botsort", "ocsort", "cull-clean-connect"],
+    ids=[
+        "classic",
+        "optical-flow",
+        "bytetrack",
+        "sort",
+        "botsort",
+        "ocsort",
+        "cull-clean-connect",
+        "kalman",
+    ],
 )
 def test_killed_tracked_run_resumes_to_identical_tracks(
     shared: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, extra: list[str]
@@ -77,6 +91,10 @@ def test_killed_tracked_run_resumes_to_identical_tracks(
     journal = read_journal(journal_path(resumed))
     assert journal.predicted.tolist() == list(range(20))
     assert journal.tracker is not None and journal.n_tracks >= 2  # state is in the journal
+    if extra is KALMAN:  # the fitted filters are in the journaled state
+        meta, arrays = journal.tracker
+        assert '"initialized": true' in json.dumps(meta)
+        assert any(k.endswith("kf_track") and len(v) for k, v in arrays.items())
 
     code, err = run_cli(capsys, *args, "-o", resumed, "--resume")
     assert code == 0, err

@@ -12,6 +12,7 @@ from sleap_infer.core.errors import UsageError
 from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, TrackerState, make_tracker
 from sleap_infer.tracking.mot_core import mot_params
+from sleap_infer.tracking.resolve import resolve_options
 
 MOT = ("sort", "botsort", "ocsort")
 APPEARANCE = ("deepsort", "strongsort", "deepocsort")
@@ -44,6 +45,45 @@ def test_presets_are_sleap_nns_animal_defaults() -> None:
     assert (oc.min_hits, oc.track_high_threshold, oc.new_track_threshold) == (3, 0.6, 0.6)
     given = mot_params(TrackingOptions(tracker="sort", min_hits=1, new_track_threshold=0.4))
     assert (given.min_hits, given.new_track_threshold) == (1, 0.4)
+
+
+@pytest.mark.parametrize("name", MOT)
+def test_an_explicit_value_equal_to_the_shared_default_is_kept(name: str) -> None:
+    """Issue 31: ``--min_hits 3`` on botsort became botsort's 2 (and ``--track_high_threshold
+    0.5`` on sort its 0.1) because a value equal to ByteTrack's default read as unset."""
+    shared = dict(
+        track_high_threshold=0.5,
+        track_low_threshold=0.1,
+        new_track_threshold=0.6,
+        min_hits=3,
+        min_match_similarity=0.3,
+        track_buffer=30,
+    )
+    options = TrackingOptions(tracker=name, **shared)
+    params = mot_params(options)
+    assert {k: getattr(params, k) for k in shared} == shared
+    resolved = resolve_options(options, POSES, 4)
+    assert {k: getattr(resolved, k) for k in shared} == shared
+    assert {k: v for k, v in resolved.to_json().items() if k in shared} == shared
+
+
+def test_unset_knobs_resolve_to_the_trackers_own_numbers() -> None:
+    """Every reader after resolution sees numbers: the preset for the SORT family,
+    ByteTrack's values for bytetrack and classic (as recorded before they could be unset)."""
+    knobs = ("track_high_threshold", "track_low_threshold", "new_track_threshold")
+    knobs += ("min_hits", "min_match_similarity", "track_buffer")
+    expected = {
+        "classic": (0.5, 0.1, 0.6, 3, 0.3, 30),
+        "bytetrack": (0.5, 0.1, 0.6, 3, 0.3, 30),
+        "sort": (0.1, 0.1, 0.1, 3, 0.3, 30),
+        "botsort": (0.6, 0.1, 0.7, 2, 0.2, 30),
+        "ocsort": (0.6, 0.1, 0.6, 3, 0.3, 30),
+    }
+    for name, values in expected.items():
+        options = TrackingOptions(tracker=name)
+        resolved = resolve_options(options, POSES, 4)
+        assert tuple(getattr(resolved, k) for k in knobs) == values, name
+        assert tuple(options.to_json()[k] for k in knobs) == values, name
 
 
 def test_bad_mot_knobs_are_usage_errors() -> None:
@@ -172,3 +212,50 @@ def test_a_state_of_another_tracker_is_refused() -> None:
     state = tracker("sort").state()
     with pytest.raises(ValueError, match="ocsort"):
         tracker("ocsort").load_state(state)
+
+
+# ------------------------------------------------------------------ --mot_param
+
+
+@pytest.mark.parametrize(
+    ("name", "overrides"),
+    [
+        ("ocsort", ["delta_t=5", "inertia=0.5", "use_byte=true"]),
+        ("botsort", ["low_stage_min_similarity=0.3", "fuse_score=false", "box_padding=0.2"]),
+        ("sort", ["body_size=40"]),
+    ],
+)
+def test_mot_param_overrides_resume_bit_identical(name: str, overrides: list[str]) -> None:
+    """The overrides shape the state (OC-SORT keeps 2 * delta_t + 1 observations)."""
+    frames = _scene(seed=9, carrier=POSES)
+    whole = tracker(name, mot_param=overrides)
+    expected = [whole.step(d).track_ids for d in frames]
+    first = tracker(name, mot_param=overrides)
+    got = [first.step(d).track_ids for d in frames[:30]]
+    resumed = tracker(name, mot_param=overrides)
+    resumed.load_state(_through_json(first.state()))
+    got += [resumed.step(d).track_ids for d in frames[30:]]
+    assert all(np.array_equal(e, g) for e, g in zip(expected, got))
+    if name == "ocsort":
+        assert whole.state().arrays["obs_steps"].shape[1] == 11
+
+
+def test_ocsort_use_byte_keeps_a_low_scoring_animal_on_its_track() -> None:
+    """sleap-nn's BYTE stage: a detection between the low and high thresholds can
+    continue a track (never start one); without it, it stays untracked."""
+    runs = {}
+    for use_byte in ("false", "true"):
+        oc = tracker("ocsort", mot_param=[f"use_byte={use_byte}"])
+        for f in range(6):
+            oc.step(frame(f, [body(40 + 2 * f, 50)], [0.9]))
+        runs[use_byte] = oc.step(frame(6, [body(52, 50)], [0.3])).track_ids.tolist()
+    assert runs == {"false": [-1], "true": [0]}
+
+
+def test_botsort_stage_caps_come_from_mot_param() -> None:
+    params = mot_params(TrackingOptions(tracker="botsort", mot_param=("duplicate_similarity=0.9",)))
+    bot = make_tracker(
+        TrackingOptions(tracker="botsort", mot_param=["duplicate_similarity=0.9"]), POSES, 4
+    )
+    assert params.extra["duplicate_similarity"] == 0.9
+    assert (bot.duplicate_min, bot.low_stage_min, bot.unconfirmed_min) == (0.9, 0.5, 0.3)

@@ -98,5 +98,7 @@ def test_unset_appearance_options_leave_the_fingerprint_as_before() -> None:
     )
     set_ = TrackingOptions(appearance_weight=0.2, euclidean_scale=3.0)
     assert set_.to_json()["appearance_weight"] == 0.2
-    assert TrackingOptions(**set_.to_json()) == set_
-    assert TrackingOptions(**TrackingOptions().to_json()) == TrackingOptions()
+    # to_json records the tracker's own thresholds where they were left unset.
+    assert TrackingOptions(**set_.to_json()) == set_.with_tracker_defaults()
+    plain = TrackingOptions()
+    assert TrackingOptions(**plain.to_json()) == plain.with_tracker_defaults()
