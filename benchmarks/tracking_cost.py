@@ -6,15 +6,18 @@
    appearance ones get re-ID vectors) tracks ``examples/tracking_synthetic.py``
    detections of 2, 10 and 30 animals frame by frame, as the predictor drives
    it (only ``step`` is timed). The "%" columns set that against prediction
-   time per frame: (a) measured here, ``infer predict --progress none`` with the
-   fixture bottom-up model (``minimal_instance_bottomup``, a tiny UNet) on
-   ``centered_pair_small.mp4`` on this machine's CPU, steady state (two runs
-   of different lengths, start-up cancelled out), as CPU time (all threads;
-   the tracker's is CPU time too, so a busy shared machine inflates neither
-   side: its wall times are shown, not used); (b) the H200 number in
-   ``docs/gpu.md`` (same model, fp32, batch 8: 1.06 ms/frame). Both are the
-   same for every animal count: the network's cost per frame does not depend
-   on it, only the grouping's (small), so they are lower bounds at 10 and 30.
+   time per frame of a bottom-up run: (a) on a 2-CPU machine, our measured
+   57 ms/frame (``docs/benchmarks.md``: ``infer predict``, torch, the fixture
+   bottom-up model ``minimal_instance_bottomup`` on 300 frames of
+   ``centered_pair_small.mp4``, 17.1 s end to end; ``--predict-ms`` to change);
+   ``--measure-predict`` times it here instead (``infer predict --progress
+   none``, two lengths so start-up cancels, CPU time of all threads: on a
+   crowded machine torch's spinning threads inflate it); (b) on an H200, 1.06
+   ms/frame (``docs/gpu.md``: same model, fp32, batch 8). The tracker's time
+   is its CPU time (one thread), which a busy shared machine does not inflate
+   as it does wall time (shown too). The prediction time is the same for every
+   animal count: the network's cost per frame does not depend on it, only the
+   grouping's (small), so the % at 10 and 30 animals are upper bounds.
 2. **Memory.** Peak Python heap (``tracemalloc``) of the steps that see the
    whole video: post-clean and single-break joining
    (:class:`sleap_infer.tracking.cleanup.CleanedTracker`, around an oracle
@@ -49,6 +52,7 @@ FIXTURES = Path(os.environ.get("SLEAP_INFER_FIXTURES", ROOT.parent / "shared" / 
 MODEL = FIXTURES / "models" / "minimal_instance_bottomup"
 VIDEO = FIXTURES / "videos" / "centered_pair_small.mp4"
 GPU_MS = 1.06  # docs/gpu.md: bottomup fp32 batch 8 on an H200, ms/frame
+CPU_MS = 57.0  # docs/benchmarks.md: ours torch bottom-up, 300 frames in 17.1 s (2 CPUs)
 ANIMALS = (2, 10, 30)
 
 
@@ -243,9 +247,9 @@ def linking_memory(n_frames: int, n_animals: int) -> tuple[int, int, float]:
     return peak, detections, seconds
 
 
-def time_table(frames: int, predict: tuple[float, float] | None) -> str:
+def time_table(frames: int, predict: float) -> str:
     scenes = load_scenes()
-    cpu_label = f"{predict[0]:.1f} CPU ms" if predict else "n/a"
+    cpu_label = f"{predict:.1f} ms"
     lines = [
         "| tracker | animals | tracking CPU ms/frame | wall ms/frame "
         f"| % of CPU predict ({cpu_label}) | % of H200 predict ({GPU_MS} ms) |",
@@ -261,7 +265,7 @@ def time_table(frames: int, predict: tuple[float, float] | None) -> str:
                 reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:120].replace("|", "/")
                 lines.append(f"| {label} | {animals} | n/a: {reason} | | | |")
                 continue
-            cpu = f"{100 * ms / predict[0]:.1f}%" if predict else "n/a"
+            cpu = f"{100 * ms / predict:.1f}%"
             lines.append(
                 f"| {label} | {animals} | {ms:.3f} | {wall:.3f} | {cpu} "
                 f"| {100 * ms / GPU_MS:.0f}% |"
@@ -299,20 +303,25 @@ def memory_table(steps: dict[str, list[int]], n_animals: int) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=300, help="frames per timing scene")
+    parser.add_argument("--predict-ms", type=float, default=CPU_MS, help="CPU reference")
+    parser.add_argument("--measure-predict", action="store_true", help="time it here instead")
     parser.add_argument("--predict-frames", type=int, nargs=2, default=(50, 250))
     parser.add_argument("--long-frames", type=int, nargs="+", default=[100_000])
     parser.add_argument(
         "--link-frames", type=int, nargs="+", help="linking's lengths (default: --long-frames)"
     )
     parser.add_argument("--long-animals", type=int, default=10)
-    parser.add_argument("--skip", nargs="*", default=(), choices=("time", "predict", "memory"))
+    parser.add_argument("--skip", nargs="*", default=(), choices=("time", "memory"))
     parser.add_argument("--out", type=Path, help="also write the tables here (markdown)")
     args = parser.parse_args()
     tables = []
     if "time" not in args.skip:
-        with tempfile.TemporaryDirectory() as tmp:
-            predict = None if "predict" in args.skip else predict_ms(args.predict_frames, Path(tmp))
-        print(f"prediction (CPU ms, wall ms) per frame: {predict}", flush=True)
+        predict = args.predict_ms
+        if args.measure_predict:
+            with tempfile.TemporaryDirectory() as tmp:
+                measured = predict_ms(args.predict_frames, Path(tmp))
+            print(f"prediction here (CPU ms, wall ms) per frame: {measured}", flush=True)
+            predict = measured[0] if measured else predict
         tables.append(time_table(args.frames, predict))
     if "memory" not in args.skip:
         steps = {"clean": args.long_frames, "link": args.link_frames or args.long_frames}
