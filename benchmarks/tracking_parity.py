@@ -317,7 +317,7 @@ def _renamed_same(pairs: list[tuple[str | None, str | None]]) -> int:
 
 def compare(ours: Path, theirs: Path, masks: bool) -> dict[str, Any]:
     a, b = _tracks(ours, masks), _tracks(theirs, masks)
-    frames = instances = same_frames = same_frames_retro = same = dropped = retro = 0
+    frames = instances = same_frames = same_frames_retro = same = dropped = retro = differ = 0
     pairs: list[tuple[str | None, str | None]] = []
     for frame, dets in a.items():
         if masks and not dets:
@@ -328,6 +328,10 @@ def compare(ours: Path, theirs: Path, masks: bool) -> dict[str, Any]:
             name is None and other.get(key) is not None for key, name in dets.items()
         ]  # tracked by sleap-nn only: its retroactive labels (MOT)
         dropped += sum(key not in other for key in dets)
+        differ += sum(
+            key in other and name != other[key] and not x
+            for (key, name), x in zip(dets.items(), late)
+        )
         pairs += [(name, other[key]) for key, name in dets.items() if key in other]
         frames += 1
         instances += len(agree)
@@ -345,7 +349,7 @@ def compare(ours: Path, theirs: Path, masks: bool) -> dict[str, Any]:
         "instance_pct": 100 * same / max(instances, 1),
         "renamed_pct": 100 * _renamed_same(pairs) / max(instances, 1),
         "retro": retro,
-        "other": instances - same - retro - dropped,
+        "other": differ,  # both wrote it, with different tracks, not retro
         "tracks": f"{len(names)} / {len(their_names)}",
         "dropped": dropped,
     }
