@@ -332,7 +332,7 @@ def compare(ours: Path, theirs: Path, masks: bool) -> dict[str, Any]:
             key in other and name != other[key] and not x
             for (key, name), x in zip(dets.items(), late)
         )
-        pairs += [(name, other[key]) for key, name in dets.items() if key in other]
+        pairs += [(name, other.get(key)) for key, name in dets.items()]  # dropped: None
         frames += 1
         instances += len(agree)
         same += sum(agree)
