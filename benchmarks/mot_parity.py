@@ -12,6 +12,10 @@ Counted per case:
 
 * **same online**: detections whose track id equals the one sleap-nn had
   given it when its ``track()`` returned for that frame (``track_k`` -> ``k``);
+* **states exact/close**: frames after which every live track's Kalman mean
+  and appearance memory (EMA bits, gallery length, update count) are the same
+  bit for bit / with the means within a relative 1e-9 (one-node poses: the
+  pseudo box from the running body size rounds differently, ~1e-15);
 * **retro**: detections sleap-nn labels only later, when the track confirms
   (its tentative frames); an online tracker has written those frames already,
   so ours leaves them untracked: the one deliberate difference.
@@ -22,6 +26,11 @@ once with ``pip download sleap-nn==0.3.5 --no-deps`` and unpacked into
 ``.bench-venv/sleap-nn-src``; ``--sleap-nn-src DIR`` points at an unpacked copy.
 
     .venv/bin/python benchmarks/mot_parity.py [--trackers sort] [--cases 200]
+
+The appearance trackers (``deepsort``, ``strongsort``, ``deepocsort``) run on the
+same scenes with a re-ID vector per detection, once per ``--thresholds`` value
+(default: ``auto``, sleap-nn's default, which online leaves appearance out of
+association; and ``0.5``, which puts it in).
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sleap_infer.core.tracking import TrackingOptions  # noqa: E402
+from sleap_infer.core.tracking import VECTOR_TRACKERS, TrackingOptions  # noqa: E402
 from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, make_tracker  # noqa: E402
 
 SRC = ROOT / ".bench-venv" / "sleap-nn-src"
@@ -59,14 +68,29 @@ def sleap_nn_source(path: Path) -> Path:
     return path
 
 
-def scene(rng: np.random.Generator, carrier: str, n_nodes: int) -> list[Detections]:
-    """Random animals on noisy paths; misses, hidden nodes, strays, gaps and a stride."""
+VECTOR_DIM = 16
+
+
+def scene(
+    rng: np.random.Generator,
+    carrier: str,
+    n_nodes: int,
+    vec_rng: np.random.Generator | None = None,
+) -> list[Detections]:
+    """Random animals on noisy paths; misses, hidden nodes, strays, gaps and a stride.
+
+    With ``vec_rng`` (its own generator, so the scenes themselves stay the same),
+    every detection gets a re-ID vector: its animal's base vector plus noise (a
+    stray: a random one), a tenth of them missing (NaN), as float32 values.
+    """
+    noise = 0.0 if vec_rng is None else float(vec_rng.uniform(0.2, 0.9))
     n_animals = int(rng.integers(2, 6))
     n_frames = int(rng.integers(30, 90))
     stride = int(rng.choice([1, 1, 1, 2, 3]))
     pos = rng.uniform(40, 300, (n_animals, 2))
     vel = rng.uniform(-4, 4, (n_animals, 2))
     shape = SHAPE[:n_nodes] * rng.uniform(0.6, 2.0)
+    bases = None if vec_rng is None else vec_rng.normal(0, 1, (n_animals, VECTOR_DIM))
     frames, f = [], 0
     for _ in range(n_frames):
         f += stride * (1 if rng.random() > 0.1 else int(rng.integers(2, 4)))
@@ -78,6 +102,18 @@ def scene(rng: np.random.Generator, carrier: str, n_nodes: int) -> list[Detectio
             pts.append(shape + rng.uniform(20, 320, 2))
         order = rng.permutation(len(pts))
         pts = np.array([pts[i] for i in order]).reshape(-1, n_nodes, 2)
+        vectors = None
+        if bases is not None and vec_rng is not None:
+            who = [shown[i] if i < len(shown) else -1 for i in order]
+            vectors = np.array(
+                [
+                    (bases[a] if a >= 0 else vec_rng.normal(0, 1, VECTOR_DIM))
+                    + vec_rng.normal(0, noise, VECTOR_DIM)
+                    for a in who
+                ]
+            ).reshape(-1, VECTOR_DIM)
+            vectors[vec_rng.random(len(vectors)) < 0.1] = np.nan
+            vectors = vectors.astype(np.float32).astype(np.float64)
         if n_nodes > 1:
             pts[rng.random(pts.shape[:2]) < 0.15] = np.nan
         scores = rng.uniform(0.05, 1.0, len(pts))
@@ -91,7 +127,7 @@ def scene(rng: np.random.Generator, carrier: str, n_nodes: int) -> list[Detectio
                     bitmap[y0 : max(0, int(y) + 4), x0 : max(0, int(x) + 4)] = True
                 masks.append(MaskBitmap(bitmap, (0.5, 0.5)))
             pts = np.zeros((len(pts), 0, 2))
-        frames.append(Detections(f, pts, scores, masks=masks))
+        frames.append(Detections(f, pts, scores, masks=masks, embeddings=vectors))
     return frames
 
 
@@ -99,31 +135,36 @@ def _sleap_nn_objects(det: Detections, carrier: str, skeleton):
     import sleap_io as sio
 
     if carrier == MASKS:
-        return [
+        objs = [
             sio.PredictedSegmentationMask.from_numpy(
                 m.bitmap, scale=m.scale, offset=m.offset, score=float(s)
             )
             for m, s in zip(det.masks or [], det.scores)
         ]
-    # No point scores: sleap-nn then scores a pose by its instance score, as we do.
-    return [
-        sio.PredictedInstance.from_numpy(p, skeleton=skeleton, score=float(s))
-        for p, s in zip(det.points, det.scores)
-    ]
+    else:  # no point scores: sleap-nn then scores a pose by its instance score, as we do
+        objs = [
+            sio.PredictedInstance.from_numpy(p, skeleton=skeleton, score=float(s))
+            for p, s in zip(det.points, det.scores)
+        ]
+    if det.embeddings is not None:
+        for obj, vec in zip(objs, det.embeddings):
+            if np.isfinite(vec).all():
+                obj.identity_embedding = sio.Embedding(np.asarray(vec, np.float32))
+    return objs
 
 
-def theirs(name: str, frames: list[Detections], carrier: str, n_nodes: int):
+def theirs(name: str, frames: list[Detections], carrier: str, n_nodes: int, threshold: str | None):
     """sleap-nn's ids per frame: as ``track()`` returned them, and at the end."""
     import sleap_io as sio
     from sleap_nn.tracking.mot import MOTParams, build_mot_tracker
 
     skeleton = sio.Skeleton([f"n{i}" for i in range(max(n_nodes, 1))])
     tracker = build_mot_tracker(
-        MOTParams.for_tracker(name, preset="animal"),
+        MOTParams.for_tracker(name, preset="animal", appearance_threshold=threshold),
         carrier="mask" if carrier == MASKS else "pose",
         n_nodes=None if carrier == MASKS else n_nodes,
     )
-    kept, online = [], []
+    kept, online, states = [], [], []
 
     def ids(objs):
         return np.array([-1 if o.track is None else int(o.track.name[6:]) for o in objs])
@@ -132,12 +173,35 @@ def theirs(name: str, frames: list[Detections], carrier: str, n_nodes: int):
         objs = tracker.track(_sleap_nn_objects(det, carrier, skeleton), det.frame_idx)
         kept.append(objs)
         online.append(ids(objs))
-    return online, [ids(objs) for objs in kept]
+        states.append([(t.mean.tobytes(), _memory(t.appearance)) for t in tracker.tracks])
+    return online, [ids(objs) for objs in kept], states
 
 
-def ours(name: str, frames: list[Detections], carrier: str, n_nodes: int):
-    tracker = make_tracker(TrackingOptions(tracker=name), carrier, n_nodes)
-    return [tracker.step(det).track_ids for det in frames]
+def _close(a: list, b: list) -> bool:
+    """Same tracks, memories bit for bit, Kalman means within 1e-9 of each other."""
+    if len(a) != len(b) or [x[1] for x in a] != [y[1] for y in b]:
+        return False
+    return all(
+        np.allclose(np.frombuffer(x[0]), np.frombuffer(y[0]), rtol=1e-9) for x, y in zip(a, b)
+    )
+
+
+def _memory(memory) -> tuple | None:
+    """An appearance memory's EMA bits, gallery length and update count (None: empty)."""
+    if memory is None or memory.ema is None:
+        return None
+    return (np.asarray(memory.ema, np.float64).tobytes(), len(memory.gallery), memory.n_updates)
+
+
+def ours(name: str, frames: list[Detections], carrier: str, n_nodes: int, threshold: str | None):
+    options = TrackingOptions(tracker=name, appearance_threshold=threshold)
+    tracker = make_tracker(options, carrier, n_nodes, has_embeddings=threshold is not None)
+    ids, states = [], []
+    for det in frames:
+        ids.append(tracker.step(det).track_ids)
+        memories = getattr(tracker, "memories", [None] * len(tracker.mean))
+        states.append([(m.tobytes(), _memory(a)) for m, a in zip(tracker.mean, memories)])
+    return ids, states
 
 
 def main() -> None:
@@ -146,34 +210,54 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sleap-nn-src", type=Path, default=SRC)
+    parser.add_argument(
+        "--thresholds",
+        nargs="+",
+        default=["auto", "0.5"],
+        help="appearance trackers: --appearance-threshold values to compare (auto: the default)",
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(sleap_nn_source(args.sleap_nn_src)))
     import sleap_nn.tracking.mot  # noqa: F401  (its import adds a log handler)
     from loguru import logger
 
     logger.remove()  # sleap-nn's once-per-tracker notices
-    print("| tracker | carrier | cases | frames same | detections | same online | retro | other |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| tracker | threshold | carrier | cases | frames same | states exact/close | detections"
+        " | same online | retro | other |"
+    )
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
     failed = False
-    for name in args.trackers:
+    runs = [
+        (name, threshold)
+        for name in args.trackers
+        for threshold in (args.thresholds if name in VECTOR_TRACKERS else [None])
+    ]
+    for name, threshold in runs:
         for carrier, n_nodes in ((POSES, 4), (POSES, 1), (MASKS, 0)):
             rng = np.random.default_rng(args.seed)
+            vec_rng = np.random.default_rng(args.seed + 1) if threshold else None
             n_dets = same = retro = other = frames_same = n_frames = 0
+            states_exact = states_close = 0
             for _ in range(args.cases):
-                frames = scene(rng, carrier, n_nodes if carrier == POSES else 4)
-                online, final = theirs(name, frames, carrier, n_nodes)
-                got = ours(name, frames, carrier, n_nodes)
-                for o, fin, g in zip(online, final, got):
+                frames = scene(rng, carrier, n_nodes if carrier == POSES else 4, vec_rng)
+                online, final, their_states = theirs(name, frames, carrier, n_nodes, threshold)
+                got, our_states = ours(name, frames, carrier, n_nodes, threshold)
+                for o, fin, g, a, b in zip(online, final, got, their_states, our_states):
                     n_frames += 1
+                    states_exact += a == b
+                    states_close += _close(a, b)
                     frames_same += bool(np.array_equal(o, g))
                     n_dets += len(g)
                     same += int((o == g).sum())
                     is_retro = (o == -1) & (fin != -1) & (g == -1)
                     retro += int(is_retro.sum())
                     other += int(((o != g) & ~is_retro).sum())
-            failed |= other > 0
-            row = [name, carrier if n_nodes != 1 else "poses, 1 node", args.cases]
-            row += [f"{frames_same}/{n_frames}", n_dets, same, retro, other]
+            failed |= other > 0 or states_close < n_frames
+            row = [name, threshold or "-", carrier if n_nodes != 1 else "poses, 1 node"]
+            row += [args.cases]
+            row += [f"{frames_same}/{n_frames}", f"{states_exact}/{states_close}/{n_frames}"]
+            row += [n_dets, same, retro, other]
             print("| " + " | ".join(map(str, row)) + " |", flush=True)
     sys.exit(1 if failed else 0)
 

@@ -89,7 +89,6 @@ def _dashed(names: Sequence[str]) -> dict[str, Flag]:
 
 
 LATER = "not implemented yet in infer (issue #31)"
-TRACKERS_OURS = "classic, bytetrack, sort, botsort, ocsort available"
 SAM = (
     "SAM mask backends are not part of infer (deliberately: no SAM models; predict masks "
     "with a segmentation model)"
@@ -279,10 +278,9 @@ _TRACKER_VALUES: dict[str, tuple[str, ...] | str] = {
     "sort": ("--tracker", "sort"),
     "botsort": ("--tracker", "botsort"),
     "ocsort": ("--tracker", "ocsort"),
-    **{
-        name: f"not implemented yet in infer ({TRACKERS_OURS})"
-        for name in ("deepsort", "strongsort", "deepocsort")
-    },
+    "deepsort": ("--tracker", "deepsort"),
+    "strongsort": ("--tracker", "strongsort"),
+    "deepocsort": ("--tracker", "deepocsort"),
 }
 TRACKING: dict[str, Flag] = {
     "--tracker": by_value("--tracker", _TRACKER_VALUES),
@@ -320,7 +318,7 @@ TRACKING: dict[str, Flag] = {
         )
     ),
     "--use_kalman": refused(LATER),
-    "--link_tracklets": refused(LATER),
+    "--link_tracklets": alias("--link-tracklets"),
     **{
         n: refused(LATER)
         for n in (

@@ -26,8 +26,9 @@ Tracker = Annotated[
     typer.Option(
         metavar="NAME",
         help=_choice_help(
-            "classic: sleap-nn's candidate-window tracker (default). sort, botsort, ocsort: "
-            "sleap-nn's MOT trackers (docs/tracking-mot.md). bytetrack: Kalman "
+            "classic: sleap-nn's candidate-window tracker (default). sort, botsort, ocsort, "
+            "deepsort, strongsort, deepocsort: sleap-nn's MOT trackers (docs/tracking-mot.md;"
+            " the last three need re-ID vectors). bytetrack: Kalman "
             "motion + two-stage association by score; never drops a detection. Implies "
             "--tracking.",
             t.TRACKERS,
@@ -148,7 +149,7 @@ MinHits = Annotated[
         "--min-hits",
         min=0,
         metavar="N",
-        help="sort, botsort, ocsort: matches before a track is confirmed (3; botsort: 2).",
+        help="MOT trackers: matches before a track is confirmed (3; botsort: 2).",
     ),
 ]
 MinMatchSimilarity = Annotated[
@@ -159,7 +160,7 @@ MinMatchSimilarity = Annotated[
         min=0.0,
         max=1.0,
         metavar="FLOAT",
-        help="sort, botsort, ocsort: weakest overlap a match may have (0.3; botsort: 0.2).",
+        help="MOT trackers: weakest overlap a match may have (0.3; botsort: 0.2).",
     ),
 ]
 TargetCount = Annotated[
@@ -230,8 +231,10 @@ AppearanceThreshold = Annotated[
     str | None,
     typer.Option(
         metavar="auto|COS",
-        help="sleap-nn's appearance trackers' minimum cosine, or auto: refused (their "
-        "re-ID part is not ported; other trackers do not read it).",
+        help="deepsort, strongsort, deepocsort: minimum re-ID cosine of an appearance match,"
+        " or auto (default: sleap-nn calibrates it over the whole video; online nothing is"
+        " calibrated, so auto leaves appearance out of association). Other trackers do not"
+        " read it.",
         show_default=False,
     ),
 ]
@@ -240,7 +243,10 @@ LinkTracklets = Annotated[
     bool,
     typer.Option(
         "--link-tracklets",
-        help="sleap-nn's identity linking after each video: not ported yet (refused).",
+        help="sleap-nn's identity linking after each video: correct swaps and re-join broken"
+        " tracks (by re-ID vectors where the video calibrates them, else by position) and,"
+        " with --max-tracks N, assign every tracklet to one of N identities (poses;"
+        " docs/tracking-options.md).",
     ),
 ]
 UseKalman = Annotated[

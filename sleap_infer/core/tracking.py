@@ -15,7 +15,16 @@ from typing import Any
 
 from sleap_infer.core.errors import UsageError
 
-TRACKERS = ("classic", "bytetrack", "sort", "botsort", "ocsort")
+TRACKERS = (
+    "classic",
+    "bytetrack",
+    "sort",
+    "botsort",
+    "ocsort",
+    "deepsort",
+    "strongsort",
+    "deepocsort",
+)
 FEATURES = ("keypoints", "centroids", "bboxes", "masks", "embeddings")
 SCORINGS = ("oks", "iou", "mask_iou", "euclidean_dist", "cosine_sim")
 REDUCTIONS = ("mean", "max", "robust_quantile")
@@ -32,6 +41,9 @@ MATCH_IOU_THRESHOLD = 0.2  # minimum IoU of a first-stage match (ByteTrack: 1 - 
 TRACK_BUFFER = 30  # frames a lost track is kept for re-association
 # sleap-nn's trackers that associate by appearance: only they read --appearance-threshold.
 APPEARANCE_TRACKERS = ("botsort", "deepocsort", "deepsort", "strongsort")
+# ... of which ours read the vectors (and refuse to run without any, as sleap-nn's CLI does);
+# our botsort associates by geometry alone, so it takes no threshold.
+VECTOR_TRACKERS = ("deepsort", "strongsort", "deepocsort")
 MIN_HITS = 3  # sleap-nn's MOT trackers: matches before a track is confirmed
 MIN_MATCH_SIMILARITY = 0.3  # sleap-nn's MOT trackers: weakest geometric match
 # sleap-nn 0.3.5's "animal" preset per MOT tracker, for the knobs whose shared default
@@ -39,6 +51,9 @@ MIN_MATCH_SIMILARITY = 0.3  # sleap-nn's MOT trackers: weakest geometric match
 MOT_PRESETS: dict[str, dict[str, float]] = {
     "sort": dict(track_high_threshold=0.1, track_low_threshold=0.1, new_track_threshold=0.1),
     "ocsort": dict(track_high_threshold=0.6),
+    "deepsort": dict(new_track_threshold=0.1),
+    "strongsort": dict(new_track_threshold=0.1),
+    "deepocsort": dict(track_high_threshold=0.6),
     "botsort": dict(
         track_high_threshold=0.6, new_track_threshold=0.7, min_hits=2, min_match_similarity=0.2
     ),
@@ -87,6 +102,9 @@ class TrackingOptions:
     appearance_weight: float = 0.0
     euclidean_scale: float | None = None
     appearance_threshold: str | None = None
+    # sleap-nn's identity linking after each video (--link_tracklets): gap links and,
+    # with max_tracks, the closed set (sleap_infer.tracking.linking)
+    link_tracklets: bool = False
 
     def __post_init__(self) -> None:
         for name, allowed in (
@@ -122,6 +140,14 @@ class TrackingOptions:
             if value is not None and value < 0:
                 raise UsageError(f"--{name.replace('_', '-')} {value}: must be at least 0")
         self._check_appearance()
+        if self.link_tracklets and (
+            self.tracking_clean_instance_count > 0 or self.post_connect_single_breaks
+        ):
+            raise UsageError(
+                "--link-tracklets with --tracking-clean-instance-count or"
+                " --post-connect-single-breaks: sleap-nn links before those steps, which run"
+                " online here; not ported yet"
+            )
         if self.needs_target and not self.tracking_target_instance_count:
             raise UsageError(
                 "--tracking-pre-cull-to-target and --post-connect-single-breaks need"
@@ -137,16 +163,17 @@ class TrackingOptions:
             raise UsageError(f"--euclidean-scale {self.euclidean_scale}: must be > 0 pixels")
         if self.appearance_threshold is not None:
             appearance_threshold_value(self.appearance_threshold)
-            if self.tracker in APPEARANCE_TRACKERS:  # ours runs without re-ID vectors
-                raise UsageError(
+            if self.tracker in APPEARANCE_TRACKERS and self.tracker not in VECTOR_TRACKERS:
+                raise UsageError(  # our botsort runs without re-ID vectors
                     f"--appearance-threshold: --tracker {self.tracker} runs without"
                     " appearance here (its re-ID part is not ported yet)"
                 )
-            raise UsageError(
-                f"--appearance-threshold only applies to the appearance trackers"
-                f" ({' / '.join(APPEARANCE_TRACKERS)}); --tracker {self.tracker}"
-                " associates by geometry alone"
-            )
+            if self.tracker not in VECTOR_TRACKERS:
+                raise UsageError(
+                    f"--appearance-threshold only applies to the appearance trackers"
+                    f" ({' / '.join(APPEARANCE_TRACKERS)}); --tracker {self.tracker}"
+                    " associates by geometry alone"
+                )
         if w == 0.0:
             return
         if self.tracker != "classic":
@@ -182,11 +209,18 @@ class TrackingOptions:
         return out
 
 
-_APPEARANCE_FIELDS = ("appearance_weight", "euclidean_scale", "appearance_threshold")
+# (and linking: a journal's fingerprint from before --link-tracklets existed still matches)
+_APPEARANCE_FIELDS = (
+    "appearance_weight",
+    "euclidean_scale",
+    "appearance_threshold",
+    "link_tracklets",
+)
 _APPEARANCE_DEFAULTS = {
     "appearance_weight": 0.0,
     "euclidean_scale": None,
     "appearance_threshold": None,
+    "link_tracklets": False,
 }
 
 

@@ -24,6 +24,7 @@ from sleap_infer.model.overrides import apply_overrides
 from sleap_infer.model.registry import MODEL_TYPES, ModelType
 from sleap_infer.runtimes import get_runtime
 from sleap_infer.tracking import MASKS, POSES, resolve_options
+from sleap_infer.tracking.linking import check_linkable
 from sleap_infer.writers.registry import OutputFormat, refuse
 
 
@@ -158,7 +159,10 @@ def resolve_tracking(
     (``n_nodes``: of the skeleton the output uses)."""
     check_trackable(models)
     carrier = tracking_carrier(models)
-    return resolve_options(options, carrier, n_nodes, Product.EMBEDDINGS in products(models))
+    vectors = Product.EMBEDDINGS in products(models)
+    if options.link_tracklets:
+        check_linkable(carrier)
+    return resolve_options(options, carrier, n_nodes, vectors)
 
 
 def box_categories(models: Sequence[LoadedModel]) -> tuple[str, ...]:

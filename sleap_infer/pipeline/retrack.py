@@ -26,7 +26,7 @@ import numpy as np
 import sleap_io as sio
 
 from sleap_infer.core.errors import UsageError, VideoError
-from sleap_infer.core.tracking import TrackingOptions
+from sleap_infer.core.tracking import VECTOR_TRACKERS, TrackingOptions
 from sleap_infer.pipeline.labels_job import (
     check_destination,
     has_vectors,
@@ -34,9 +34,12 @@ from sleap_infer.pipeline.labels_job import (
     require_slp,
     save_labels,
 )
+from sleap_infer.pipeline.linked import high_threshold, normalized, track_buffer
 from sleap_infer.sources.slp import FILE
 from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, make_tracker, track_name
 from sleap_infer.tracking.cleanup import with_cleanup
+from sleap_infer.tracking.linking import check_linkable, link_tracks
+from sleap_infer.tracking.linking_input import LinkInput
 from sleap_infer.tracking.resolve import resolve_options
 
 
@@ -65,7 +68,10 @@ def _carrier(labels: sio.Labels, options: TrackingOptions) -> tuple[str, bool]:
     """The carrier to track, and whether appearance (re-ID) tracking applies."""
     frames = labels.labeled_frames
     blend = options.appearance_weight > 0
-    if options.features in (None, "embeddings") and options.tracker == "classic" and not blend:
+    by_vectors = options.tracker == "classic" and not blend
+    if options.tracker in VECTOR_TRACKERS or (
+        options.features in (None, "embeddings") and by_vectors
+    ):
         poses = sum(_usable(i) for lf in frames for i in lf.instances)
         masks = sum(_usable(m) for lf in frames for m in lf.masks)
         if poses or masks:
@@ -171,6 +177,20 @@ def _by_video(labels: sio.Labels) -> list[list[sio.LabeledFrame]]:
     return groups
 
 
+def _add_to_linking(
+    linking: LinkInput, lf: sio.LabeledFrame, targets: list[Any], det: Detections, ids: Any
+) -> None:
+    """One frame's poses as identity linking reads them (sleap-nn: user poses score 1)."""
+    predicted = bool(targets) and isinstance(targets[0], sio.PredictedInstance)
+    point_scores = None
+    if predicted:
+        point_scores = np.stack([np.asarray(t.numpy(scores=True))[:, 2] for t in targets])
+    own = [getattr(t, "score", None) for t in targets]
+    scores = np.array([1.0 if s is None else float(s) for s in own])
+    vectors = _vectors(targets) if any(_usable(t) for t in targets) else None
+    linking.add_frame(int(lf.frame_idx), det.points, point_scores, scores, ids, vectors)
+
+
 def _n_nodes(labels: sio.Labels) -> int:
     return len(labels.skeletons[0].nodes) if len(labels.skeletons) == 1 else 0
 
@@ -182,11 +202,15 @@ def retrack_labels(labels: sio.Labels, options: TrackingOptions) -> RetrackStats
     n_nodes = _n_nodes(labels)
     stats = RetrackStats(carrier=carrier)
     stats.options = resolve_options(options, carrier, n_nodes, vectors)
+    if options.link_tracklets:
+        check_linkable(carrier)
     tracks: list[sio.Track] = []
     for frames in _by_video(labels):
         tracker = make_tracker(options, carrier, n_nodes, vectors)
         tracker = with_cleanup(tracker, options, carrier, n_nodes, vectors)
         offset = len(tracks)
+        linking = LinkInput() if options.link_tracklets else None
+        tracked: list[Any] = []
         for lf in frames:
             targets = _targets(lf, carrier)
             _clear(lf, targets)
@@ -199,8 +223,25 @@ def retrack_labels(labels: sio.Labels, options: TrackingOptions) -> RetrackStats
             for target, tid, score in zip(targets, answer.track_ids, answer.scores):
                 if tid >= 0:
                     target.track, target.tracking_score = tracks[offset + tid], float(score)
+            if linking is not None:
+                _add_to_linking(linking, lf, targets, det, answer.track_ids)
+                tracked.extend(targets)
             stats.frames += 1
             stats.instances += len(targets)
+        if linking is not None:
+            new, _ = link_tracks(
+                linking,
+                options.max_tracks,
+                track_buffer(options),
+                None,
+                high_threshold(stats.options),
+                normalized(options),
+            )
+            for target, tid in zip(tracked, new.tolist(), strict=True):
+                if tid < 0 and target.track is not None:
+                    target.track, target.tracking_score = None, None
+                elif tid >= 0:
+                    target.track = tracks[offset + tid]
         if carrier == MASKS:
             for lf in frames:
                 _inherit(lf)

@@ -129,8 +129,6 @@ _OWN = ("batch_size", "centroid_only")
 # sleap-nn 0.3.5 tracking options with no faithful port yet: accepted by name so a
 # sleap-nn command line reads, refused in one line when set (never silently ignored).
 NOT_PORTED: dict[str, str] = {
-    "link_tracklets": "sleap-nn's identity linking after each video (tracklet re-joining"
-    " with per-video appearance calibration) is not ported yet",
     "use_kalman": "sleap-nn's Kalman candidate shift (per-track pykalman EM fits) is not"
     " ported yet; --tracker bytetrack has a Kalman motion model",
     "kf_track_features": "the Kalman candidate shift (--use-kalman) is not ported yet",

@@ -42,6 +42,7 @@ from sleap_infer.journal import (
     mark_failed,
     read_journal,
 )
+from sleap_infer.pipeline.linked import link_journal
 from sleap_infer.pipeline.loaded import Loaded
 from sleap_infer.pipeline.request import REQUEST_KEY, checkpoint_hashes, request_record
 from sleap_infer.runner import RunStats
@@ -319,6 +320,10 @@ class VideoJob:
             extra = dict(extra_provenance or {})
             if pipeline.tracking is not None:
                 extra["tracking"] = tracking_provenance(pipeline.tracking, online)
+                # the video's end: identity linking reads the whole journal (linked.py)
+                finished, linking = link_journal(finished, pipeline.tracking)
+                if pipeline.tracking.link_tracklets:
+                    extra["tracking"]["linking"] = asdict(linking)
             extra[REQUEST_KEY] = request
             self._write_output(finished, info, indices, todo, time.perf_counter() - t0,
                                extra, result, project_video(reader))  # fmt: skip

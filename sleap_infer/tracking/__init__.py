@@ -21,7 +21,8 @@ from sleap_infer.tracking.base import (
 )
 from sleap_infer.tracking.resolve import resolve_options
 
-MOT_TRACKERS = ("sort", "botsort", "ocsort")  # sleap-nn's SORT family (tracking/mot_core.py)
+# sleap-nn's SORT family (tracking/mot_core.py); the last three read re-ID vectors.
+MOT_TRACKERS = ("sort", "botsort", "ocsort", "deepsort", "strongsort", "deepocsort")
 
 __all__ = [
     "MASKS",
@@ -56,9 +57,18 @@ def make_tracker(
 
 def _mot_tracker(options: TrackingOptions, carrier: str, n_nodes: int) -> Tracker:
     from sleap_infer.tracking.botsort import BotSortTracker
+    from sleap_infer.tracking.deepocsort import DeepOcSortTracker
+    from sleap_infer.tracking.deepsort import DeepSortTracker, StrongSortTracker
     from sleap_infer.tracking.mot_core import mot_params
     from sleap_infer.tracking.ocsort import OcSortTracker
     from sleap_infer.tracking.sort import SortTracker
 
-    classes = {"sort": SortTracker, "botsort": BotSortTracker, "ocsort": OcSortTracker}
+    classes = {
+        "sort": SortTracker,
+        "botsort": BotSortTracker,
+        "ocsort": OcSortTracker,
+        "deepsort": DeepSortTracker,
+        "strongsort": StrongSortTracker,
+        "deepocsort": DeepOcSortTracker,
+    }
     return classes[options.tracker](mot_params(options), carrier, n_nodes)

@@ -291,11 +291,66 @@ def xywh_predict(means: np.ndarray, covs: np.ndarray) -> tuple[np.ndarray, np.nd
     return means, 0.5 * (covs + np.swapaxes(covs, -1, -2))
 
 
-def xywh_update(mean: np.ndarray, cov: np.ndarray, box: np.ndarray):
+def xywh_update(mean: np.ndarray, cov: np.ndarray, box: np.ndarray, conf: float | None = None):
+    """Correct one ``[cx, cy, w, h]`` state; ``conf``: StrongSORT's NSA, the measurement
+    noise scaled by ``(1 - conf)^2`` (``conf`` clipped to [0, 0.99]) so a confident
+    detection pulls the state harder."""
     z = cxcywh_from_xyxy(box)
-    w, h = max(mean[2], MIN_SIDE), max(mean[3], MIN_SIDE)
-    r = np.square(STD_POSITION * np.array([w, h, w, h]))
+    r = _xywh_measurement_var(mean)
+    if conf is not None and np.isfinite(conf):
+        r = r * (1.0 - min(max(float(conf), 0.0), NSA_MAX_CONF)) ** 2
     return _joseph_update(mean, cov, z, r)
+
+
+NSA_MAX_CONF = 0.99  # NSA never scales the measurement noise to zero
+CHI2_95_2DOF = 5.9915  # chi-square 0.95 quantile, 2 degrees of freedom (DeepSORT's gate)
+
+
+def _xywh_measurement_var(mean: np.ndarray) -> np.ndarray:
+    w, h = max(mean[2], MIN_SIDE), max(mean[3], MIN_SIDE)
+    return np.square(STD_POSITION * np.array([w, h, w, h]))
+
+
+def xywh_centre_distances(means: np.ndarray, covs: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """``(n, m)`` squared Mahalanobis distances of box centres to the predicted centres.
+
+    DeepSORT's gate, on the centre only: a turning animal's box changes its shape
+    faster than a pedestrian's. The innovation covariance uses the un-scaled
+    measurement noise (no NSA), as sleap-nn; a non-finite box or state is ``inf``.
+    """
+    boxes = np.asarray(boxes, np.float64).reshape(-1, 4)
+    out = np.full((len(means), len(boxes)), np.inf)
+    if len(means) == 0 or len(boxes) == 0:
+        return out
+    z = cxcywh_from_xyxy(boxes)[:, :2]
+    valid = np.isfinite(z).all(axis=1)
+    if not valid.any():
+        return out
+    z = z[valid]
+    for i, (mean, cov) in enumerate(zip(means, covs)):
+        if not (np.isfinite(mean).all() and np.isfinite(cov).all()):
+            continue
+        s = cov[:4, :4] + np.diag(_xywh_measurement_var(mean))
+        s = 0.5 * (s + s.T)
+        d = z - mean[:2]
+        out[i, valid] = np.maximum(np.sum(d * _solve_spd(s[:2, :2], d.T).T, axis=1), 0.0)
+    return out
+
+
+def _solve_spd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a x = b`` by Cholesky, with sleap-nn's growing jitter (then pseudo-inverse) when
+    ``a`` is numerically not positive definite."""
+    a = 0.5 * (a + a.T)
+    scale = max(float(np.max(np.abs(np.diag(a)))), 1e-12)
+    for attempt in range(5):
+        shifted = (
+            a + 0.0 if attempt == 0 else a + scale * 10.0 ** (-15 + 3 * attempt) * np.eye(len(a))
+        )
+        try:
+            return cho_solve(cho_factor(shifted, lower=True), b)
+        except np.linalg.LinAlgError:
+            continue
+    return np.linalg.pinv(a) @ b
 
 
 MIN_SHARED_NODES = 2  # a pair's shared-node boxes need this many nodes seen on both sides

@@ -73,6 +73,9 @@ class Frame:
     valid: np.ndarray  # (I,) bool: something visible
     frame_idx: int = 0
     keypoints: np.ndarray | None = None  # (I, N, 2) poses, NaN = hidden; None for masks
+    n_visible: np.ndarray | None = None  # (I,) visible nodes (masks: 1 if any pixel)
+    embeddings: np.ndarray | None = None  # (I, D) float32 unit re-ID vectors (appearance)
+    has_embedding: np.ndarray | None = None  # (I,) bool: which rows carry one
 
     def __len__(self) -> int:
         return int(self.scores.shape[0])
@@ -175,7 +178,7 @@ class MotCore:
         scores = np.clip(np.where(np.isfinite(scores), scores, 1.0), 0.0, 1.0)
         points = None if self.carrier == MASKS else np.asarray(det.points, np.float64)
         centroids = 0.5 * (raw[:, :2] + raw[:, 2:])
-        return Frame(boxes, raw, centroids, scores, valid, int(det.frame_idx), points)
+        return Frame(boxes, raw, centroids, scores, valid, int(det.frame_idx), points, count)
 
     def _observe_body_size(self, det: Detections, frame: Frame, steps: int) -> None:
         """Remember this frame's body-size evidence (see :meth:`body_size`)."""
@@ -294,7 +297,7 @@ class MotCore:
             used.add(j)
             sim = float(np.clip(sim, 0.0, 1.0)) if np.isfinite(sim) else 0.0
             matched[row] = (j, sim)
-            self.correct(row, frame.boxes[j])
+            self.correct(row, frame.boxes[j], float(frame.scores[j]))
             self.hits[row] += 1
             self.hit_streak[row] += 1
             self.tsu[row] = 0
@@ -330,8 +333,8 @@ class MotCore:
                     self.next_public += 1
 
     # ------------------------------------------------- subclass extensions
-    def correct(self, row: int, box: np.ndarray) -> None:
-        """Kalman-update track ``row`` with its matched padded box."""
+    def correct(self, row: int, box: np.ndarray, score: float) -> None:
+        """Kalman-update track ``row`` with its matched padded box (``score``: its score)."""
         self.mean[row], self.cov[row] = self.update(self.mean[row], self.cov[row], box)
 
     def on_gap(self, mean: np.ndarray, cov: np.ndarray, first_step: int) -> None:
@@ -418,4 +421,5 @@ def mot_params(options: TrackingOptions) -> MotParams:
     for name, value in MOT_PRESETS.get(options.tracker, {}).items():
         if values[name] == getattr(shared, name):
             values[name] = value
-    return MotParams(track_buffer=options.track_buffer, **values)
+    extra = {"appearance_threshold": options.appearance_threshold}
+    return MotParams(track_buffer=options.track_buffer, **values, extra=extra)

@@ -64,10 +64,10 @@ class OcSortTracker(MotCore):
         if len(rows) == 0 or len(hi) == 0:
             return out
         sim = self.similarity_to(rows, frame)[:, hi]
-        valid = sim >= p.min_match_similarity
+        valid, score = self.first_stage(rows, frame, hi, sim)
         pairs = mb.one_to_one(valid)
         if pairs is None:
-            pairs = mb.assign_masked(sim + self._momentum(frame, hi), valid)
+            pairs = mb.assign_masked(score, valid)
         out.matches = [(int(rows[r]), int(hi[c]), float(sim[r, c])) for r, c in pairs]
         free_rows = np.setdiff1d(rows, [r for r, _ in pairs])
         free_hi = np.setdiff1d(np.arange(len(hi)), [c for _, c in pairs])
@@ -76,6 +76,12 @@ class OcSortTracker(MotCore):
             for r, c in mb.assign_masked(sim, sim >= p.min_match_similarity):
                 out.matches.append((int(free_rows[r]), int(hi[free_hi[c]]), float(sim[r, c])))
         return out
+
+    def first_stage(
+        self, rows: np.ndarray, frame: Frame, cols: np.ndarray, sim: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Stage 1's ``(admissible, objective)``: geometry alone, and ``IoU + OCM``."""
+        return sim >= self.params.min_match_similarity, sim + self._momentum(frame, cols)
 
     def _previous_observation(self, row: int) -> np.ndarray:
         """The oldest observation within ``DELTA_T`` steps, else the latest (NaN: none)."""
@@ -111,7 +117,7 @@ class OcSortTracker(MotCore):
         return sim
 
     # ------------------------------------------------------------ memory
-    def correct(self, row: int, box: np.ndarray) -> None:
+    def correct(self, row: int, box: np.ndarray, score: float) -> None:
         """ORU: replay a frozen track along the virtual path, then the real update."""
         mean, cov = self.mean[row], self.cov[row]
         if self.frozen_step[row] >= 0 and np.isfinite(self.last_obs[row]).all():

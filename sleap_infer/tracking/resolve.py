@@ -28,7 +28,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sleap_infer.core.errors import UsageError
-from sleap_infer.core.tracking import MASK_WINDOW_SIZE, MOT_PRESETS, WINDOW_SIZE, TrackingOptions
+from sleap_infer.core.tracking import (
+    MASK_WINDOW_SIZE,
+    MOT_PRESETS,
+    VECTOR_TRACKERS,
+    WINDOW_SIZE,
+    TrackingOptions,
+)
 from sleap_infer.tracking.base import MASKS
 
 # Which scorings can read which feature (sleap-nn computes these without failing).
@@ -127,6 +133,12 @@ def resolve_options(
     """``options`` with every automatic choice made for this carrier and skeleton."""
     if options.tracker == "bytetrack":
         return _bytetrack_fill(options, carrier, n_nodes)
+    if options.tracker in VECTOR_TRACKERS and not has_embeddings:
+        raise UsageError(
+            f"--tracker {options.tracker} associates by appearance, but no detection"
+            " carries a re-ID vector: add an embedding model to the run, track a .slp"
+            " saved with its vectors, or track by geometry (--tracker ocsort / sort)"
+        )
     if options.tracker in MOT_PRESETS:  # sleap-nn's SORT family: its preset's thresholds
         filled = _bytetrack_fill(options, carrier, n_nodes)
         shared = TrackingOptions()

@@ -152,8 +152,7 @@ def test_default_output_name_next_to_video(tmp_path: Path) -> None:
         (
             ["predict", "-i", "{video}", "--model_paths", "{model}", "--tracker", "deepsort"],
             2,
-            "--tracker deepsort: not implemented yet in infer (classic, bytetrack, sort, botsort, "
-            "ocsort available)",
+            "--tracker deepsort associates by appearance, but no detection carries a re-ID vector",
         ),
         (
             ["predict", "{video}", "-m", "{model}", "--mask_backend", "sam"],

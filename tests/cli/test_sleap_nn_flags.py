@@ -215,7 +215,8 @@ def test_sleap_nn_command_lines_mean_what_they_meant() -> None:
 def test_an_unknown_value_lists_only_what_infer_takes() -> None:
     with pytest.raises(
         UsageError,
-        match="^--tracker 'foo': choose one of classic, bytetrack, sort, botsort, ocsort$",
+        match="^--tracker 'foo': choose one of classic, bytetrack, sort, botsort, ocsort,"
+        " deepsort, strongsort, deepocsort$",
     ):
         snf.translate(["predict", "--tracker", "foo"])
 

@@ -217,11 +217,12 @@ def test_an_appearance_blend_without_vectors_on_the_tracked_poses_is_refused() -
 @pytest.mark.parametrize(
     ("flags", "named"),
     [
-        (["--link-tracklets"], "--link-tracklets"),
+        (["--link-tracklets", "--tracking-clean-instance-count", "1"], "--link-tracklets"),
         (["--use-kalman"], "--use-kalman"),
         (["--kf-reset-gap-size", "3"], "--kf-reset-gap-size"),
         (["--appearance-threshold", "0.4"], "--appearance-threshold"),
         (["--appearance-weight", "0.5"], "--appearance-weight"),  # no vectors in the file
+        (["--tracker", "deepsort"], "--tracker deepsort associates by appearance"),  # ditto
     ],
 )
 def test_track_refuses_what_it_cannot_do_by_name_in_one_line(
@@ -239,9 +240,30 @@ def test_predict_binds_the_not_ported_names_and_refuses_them_when_set() -> None:
 
     spec = bind(["m"], tracking=True, link_tracklets=False, use_kalman=False, kf_node_indices=None)
     assert spec.tracking is not None
-    with pytest.raises(UsageError, match="^--link-tracklets: .*not ported"):
-        bind(["m"], tracking=True, link_tracklets=True)
+    linked = bind(["m"], tracking=True, link_tracklets=True)
+    assert linked.tracking is not None and linked.tracking.link_tracklets
+    with pytest.raises(UsageError, match="^--link-tracklets only matter with --tracking"):
+        bind(["m"], link_tracklets=True)
     with pytest.raises(UsageError, match="^--kf-track-features"):
         bind(["m"], tracking=True, kf_track_features="centroid")
     weighted = bind(["m"], tracking=True, appearance_weight=0.3, euclidean_scale=5.0)
     assert weighted.tracking is not None and weighted.tracking.appearance_weight == 0.3
+
+
+@pytest.mark.parametrize("name", ["deepsort", "strongsort", "deepocsort"])
+def test_appearance_trackers_read_the_files_vectors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    labels = _labels([_video()], 8)
+    for lf in labels.labeled_frames:
+        for k, inst in enumerate(lf.instances):
+            inst.identity_embedding = sio.Embedding(np.eye(4, dtype=np.float32)[k])
+    src, dst = tmp_path / "in.slp", tmp_path / "out.slp"
+    sio.save_slp(labels, str(src), save_embedding_vectors=True)
+    code, err = run_cli(
+        capsys, "track", src, "-o", dst, "--tracker", name, "--appearance-threshold", "0.5"
+    )
+    assert code == 0, err
+    out = sio.load_slp(str(dst))
+    assert {t.name for t in out.tracks} == {"track_0", "track_1"}
+    assert out.provenance["tracking"]["tracker"] == name

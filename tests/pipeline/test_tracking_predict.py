@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import sleap_io as sio
 
-from sleap_infer.core.tracking import TrackingOptions
+from sleap_infer.core.tracking import VECTOR_TRACKERS, TrackingOptions
 from sleap_infer.journal import journal_path, read_journal
 
 from cli_runs import error_lines, infer_stopping, run_cli
@@ -200,23 +200,38 @@ def test_embedding_model_tracks_by_its_vectors_as_sleap_nn(shared: Path, tmp_pat
     assert tracking["options"]["features"] == "embeddings"
 
 
-def test_killed_appearance_blend_run_resumes_to_identical_tracks(
-    shared: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+BLEND = ["--appearance-weight", "0.5", "--euclidean-scale", "8"]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        BLEND,
+        *(["--tracker", n, "--appearance-threshold", "0.5"] for n in VECTOR_TRACKERS),
+    ],
+    ids=["blend", *VECTOR_TRACKERS],
+)
+def test_killed_appearance_run_resumes_to_identical_tracks(
+    shared: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, extra: list[str]
 ) -> None:
-    """Centroids plus the re-ID model on a video, --appearance-weight over euclidean_dist:
-    the vectors the blend remembers are journaled with the tracker, so a run killed after
-    3 batches resumes track for track."""
+    """Centroids plus the re-ID model on a video, tracked by the classic blend
+    (--appearance-weight over euclidean_dist) or an appearance MOT tracker: the vectors
+    the tracker remembers are journaled with it, so a run killed after 3 batches
+    resumes track for track."""
     models = [shared / "models" / "synthetic_centroid", shared / "models" / "synthetic_embedding"]
     video = shared / "videos" / "synthetic_multi.mp4"
     args = ["predict", video, "-m", models[0], "-m", models[1], "--device", "cpu", "-b", "4"]
-    args += ["-q", "--tracking", "--appearance-weight", "0.5", "--euclidean-scale", "8"]
+    args += ["-q", "--tracking", *extra]
     resumed = tmp_path / "resumed.slp"
     killed = infer_stopping("SIGKILL", 3, *args, "-o", resumed)
     assert killed.returncode == -9, killed.stderr
     journal = read_journal(journal_path(resumed))
     assert journal.tracker is not None
     meta, arrays = journal.tracker
-    assert '"blend": true' in json.dumps(meta) and any(k.endswith("vectors") for k in arrays)
+    if extra is BLEND:
+        assert '"blend": true' in json.dumps(meta) and any(k.endswith("vectors") for k in arrays)
+    else:
+        assert arrays["app_ema"].shape[1] > 0  # the memories hold the model's vectors
     code, err = run_cli(capsys, *args, "-o", resumed, "--resume")
     assert code == 0, err
     code, err = run_cli(capsys, *args, "-o", tmp_path / "clean.slp")
@@ -228,4 +243,7 @@ def test_killed_appearance_blend_run_resumes_to_identical_tracks(
         np.testing.assert_array_equal(sc_a, sc_b)
     assert len({n for f in clean for n in f[1]} - {None}) >= 2
     options = sio.load_slp(str(resumed)).provenance["tracking"]["options"]
-    assert (options["scoring"], options["appearance_weight"]) == ("euclidean_dist", 0.5)
+    if extra is BLEND:
+        assert (options["scoring"], options["appearance_weight"]) == ("euclidean_dist", 0.5)
+    else:
+        assert (options["tracker"], options["appearance_threshold"]) == (extra[1], "0.5")

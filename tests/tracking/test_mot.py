@@ -1,4 +1,5 @@
-"""sleap-nn's MOT trackers (sort, botsort, ocsort): lifecycle, presets and exact resume."""
+"""sleap-nn's MOT trackers (sort, botsort, ocsort, deepsort, strongsort, deepocsort): lifecycle,
+presets and exact resume (appearance memories included)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, TrackerSt
 from sleap_infer.tracking.mot_core import mot_params
 
 MOT = ("sort", "botsort", "ocsort")
+APPEARANCE = ("deepsort", "strongsort", "deepocsort")
 SHAPE = np.array([[0.0, 0.0], [14.0, 3.0], [26.0, -2.0], [8.0, 9.0]])
 
 
@@ -76,18 +78,21 @@ def test_sort_ignores_low_scores_and_ocsort_recovers_after_a_gap() -> None:
     assert back.track_ids.tolist() == [0]  # found again, same id
 
 
-def _scene(seed: int, carrier: str, n_frames: int = 70) -> list[Detections]:
-    """Three animals crossing, misses, hidden nodes, strays, low scores and frame gaps."""
+def _scene(seed: int, carrier: str, n_frames: int = 70, vectors: bool = False) -> list[Detections]:
+    """Three animals crossing, misses, hidden nodes, strays, low scores and frame gaps;
+    ``vectors``: a re-ID vector per detection (its animal's plus noise, some missing)."""
     rng = np.random.default_rng(seed)
+    looks = np.random.default_rng(seed + 1).normal(0, 1, (4, 8))
     start = rng.uniform(40, 200, (3, 2))
     velocity = rng.uniform(-2.5, 2.5, (3, 2))
     frames, f = [], 0
     for _ in range(n_frames):
         f += 1 if rng.random() > 0.1 else 3
-        poses, scores = [], []
+        poses, scores, who = [], [], []
         for a in range(3):
             if rng.random() < 0.1:
                 continue
+            who.append(a)
             pose = body(*(start[a] + f * velocity[a])) + rng.normal(0, 1, (4, 2))
             pose[rng.random(4) < 0.15] = np.nan
             poses.append(pose)
@@ -95,7 +100,11 @@ def _scene(seed: int, carrier: str, n_frames: int = 70) -> list[Detections]:
         if rng.random() < 0.2:
             poses.append(body(*rng.uniform(20, 230, 2)))
             scores.append(rng.uniform(0.5, 0.8))
+            who.append(3)
         det = frame(f, poses, scores)
+        if vectors:
+            det.embeddings = looks[who].reshape(-1, 8) + rng.normal(0, 0.3, (len(who), 8))
+            det.embeddings[rng.random(len(who)) < 0.1] = np.nan
         if carrier == MASKS:
             masks = []
             for p in det.points:
@@ -103,7 +112,9 @@ def _scene(seed: int, carrier: str, n_frames: int = 70) -> list[Detections]:
                 for x, y in p[np.isfinite(p).all(axis=1)] / 2:
                     bitmap[max(0, int(y) - 3) : int(y) + 3, max(0, int(x) - 3) : int(x) + 3] = 1
                 masks.append(MaskBitmap(bitmap, (0.5, 0.5)))
-            det = Detections(f, np.zeros((len(masks), 0, 2)), det.scores, masks=masks)
+            det = Detections(
+                f, np.zeros((len(masks), 0, 2)), det.scores, masks=masks, embeddings=det.embeddings
+            )
         frames.append(det)
     return frames
 
@@ -119,23 +130,31 @@ def _through_json(state: TrackerState) -> TrackerState:
 
 
 @pytest.mark.parametrize("carrier", [POSES, MASKS, "one node"])
-@pytest.mark.parametrize("name", MOT)
+@pytest.mark.parametrize("name", [*MOT, *APPEARANCE])
 @pytest.mark.parametrize("cut", [1, 23, 50])
 def test_resume_from_state_is_bit_identical(name: str, carrier: str, cut: int) -> None:
     """One-node poses have no extent: their body size comes from spacing and motion,
-    which needs the previous frame's geometry in the state."""
-    frames = _scene(seed=5, carrier=MASKS if carrier == MASKS else POSES)
+    which needs the previous frame's geometry in the state. The appearance trackers
+    run with re-ID vectors and a threshold, so their memories decide matches."""
+    looks = name in APPEARANCE
+    frames = _scene(seed=5, carrier=MASKS if carrier == MASKS else POSES, vectors=looks)
     n_nodes = 4
     if carrier == "one node":
-        frames = [Detections(d.frame_idx, d.points[:, :1], d.scores) for d in frames]
+        frames = [
+            Detections(d.frame_idx, d.points[:, :1], d.scores, embeddings=d.embeddings)
+            for d in frames
+        ]
         carrier, n_nodes = POSES, 1
-    whole = tracker(name, carrier, n_nodes)
+    options = {"appearance_threshold": "0.5"} if looks else {}
+    whole = tracker(name, carrier, n_nodes, **options)
     expected = [whole.step(d) for d in frames]
-    first = tracker(name, carrier, n_nodes)
+    first = tracker(name, carrier, n_nodes, **options)
     got = [first.step(d) for d in frames[:cut]]
     if n_nodes == 1:
         assert "prev_centroids" in first.state().arrays
-    resumed = tracker(name, carrier, n_nodes)
+    if looks:
+        assert first.state().arrays["app_ema"].shape[1] == 8
+    resumed = tracker(name, carrier, n_nodes, **options)
     resumed.load_state(_through_json(first.state()))
     got += [resumed.step(d) for d in frames[cut:]]
     for e, g in zip(expected, got):

@@ -1,0 +1,132 @@
+"""The compact per-detection arrays identity linking works from.
+
+Linking needs the whole video, so it runs after the last frame; it must not
+hold the video's predictions while it does. Each pose is reduced, as it is
+read back (from the journal, or from a ``.slp`` being re-tracked), to what
+sleap-nn's linker and calibration look at: its frame, track, visible-node
+extent, detection score and visible-node count -- 34 bytes a detection
+(:data:`BYTES_PER_DETECTION`), never its nodes -- plus, where the poses carry
+re-ID vectors, the unit vector (float32, 4 bytes a dimension, and a flag):
+the calibration reads every anchor detection's, the linker the gated ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# frame position int32 + track int32 + extent 4 x float32 + score float64 + visible int16
+BYTES_PER_DETECTION = 4 + 4 + 16 + 8 + 2
+FLUSH_FRAMES = 1024  # frames whose small arrays are joined into one
+
+
+def pose_scores(
+    points: np.ndarray, point_scores: np.ndarray | None, instance_scores: np.ndarray
+) -> np.ndarray:
+    """sleap-nn's ``score_mode="auto"`` for predicted poses: the mean point score over
+    the visible nodes, or the instance score when those are all missing or all 0 (1.0
+    where that is not finite); then clipped to ``[0, 1]``. ``point_scores`` None: user
+    poses, 1.0."""
+    n = len(points)
+    if point_scores is None:
+        return np.ones(n)
+    visible = np.isfinite(points).all(axis=-1)
+    ps = np.asarray(point_scores, dtype=np.float64)
+    has = visible & np.isfinite(ps)
+    ps = np.where(has, ps, 0.0)
+    count = has.sum(axis=1)
+    mean = ps.sum(axis=1) / np.maximum(count, 1)
+    informative = (count > 0) & (np.abs(ps).sum(axis=1) > 0)
+    inst = np.asarray(instance_scores, dtype=np.float64)
+    inst = np.where(np.isfinite(inst), inst, 1.0)
+    out = np.where(informative, mean, inst)
+    return np.clip(np.where(np.isfinite(out), out, 1.0), 0.0, 1.0)
+
+
+@dataclass
+class LinkInput:
+    """One video's detections in output order (frame, then slot), compactly."""
+
+    n_nodes: int = 0
+    frames: list[int] = field(default_factory=list)  # every processed frame, in order
+    _pos: list[np.ndarray] = field(default_factory=list)
+    _track: list[np.ndarray] = field(default_factory=list)
+    _box: list[np.ndarray] = field(default_factory=list)
+    _score: list[np.ndarray] = field(default_factory=list)
+    _visible: list[np.ndarray] = field(default_factory=list)
+    dim: int = 0  # re-ID vector length, 0: none seen
+    _vec: list[np.ndarray] = field(default_factory=list)  # unit float32 rows, per frame
+    _has: list[np.ndarray] = field(default_factory=list)
+    _vec_from: list[int] = field(default_factory=list)  # the frame each entry is for
+
+    def add_frame(
+        self,
+        frame_idx: int,
+        points: np.ndarray,
+        point_scores: np.ndarray | None,
+        instance_scores: np.ndarray,
+        track_ids: np.ndarray,
+        vectors: np.ndarray | None = None,
+    ) -> None:
+        """One processed frame's poses ``(I, N, 2)``, their track ids (-1: none) and
+        re-ID vectors ``(I, D)`` (a NaN, zero or non-finite row: none)."""
+        pts = np.asarray(points, dtype=np.float32)
+        self.n_nodes = max(self.n_nodes, int(pts.shape[1]) if pts.ndim == 3 else 0)
+        n = len(pts)
+        if pts.ndim != 3:
+            pts = pts.reshape(n, 0, 2)
+        visible = np.isfinite(pts).all(axis=-1)
+        lo = np.where(visible[..., None], pts, np.inf).min(axis=1, initial=np.inf)
+        hi = np.where(visible[..., None], pts, -np.inf).max(axis=1, initial=-np.inf)
+        box = np.concatenate([lo, hi], axis=1).astype(np.float32).reshape(n, 4)
+        count = visible.sum(axis=1).astype(np.int16).reshape(n)
+        box[count == 0] = np.nan
+        self._pos.append(np.full(n, len(self.frames), np.int32))
+        self._track.append(np.asarray(track_ids, np.int32).reshape(n))
+        self._box.append(box)
+        self._score.append(pose_scores(pts, point_scores, instance_scores).reshape(n))
+        self._visible.append(count)
+        self.frames.append(int(frame_idx))
+        if vectors is not None and np.size(vectors):
+            vec = np.asarray(vectors, np.float64).reshape(n, -1)
+            if self.dim and vec.shape[1] != self.dim:
+                raise ValueError(f"re-ID vectors of length {vec.shape[1]}, not {self.dim}")
+            self.dim = vec.shape[1]
+            norm = np.linalg.norm(vec, axis=1)
+            has = np.isfinite(norm) & (norm > 0)
+            unit = np.zeros(vec.shape, np.float32)
+            unit[has] = vec[has] / norm[has, None]
+            self._vec.append(unit)
+            self._has.append(has)
+            self._vec_from.append(len(self.frames) - 1)
+        if len(self._pos) >= FLUSH_FRAMES:  # bounded per-frame overhead: one array per block
+            for parts in (self._pos, self._track, self._box, self._score, self._visible):
+                parts[:] = [np.concatenate(parts)]
+
+    def vectors(self, pos: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+        """``(vectors (D, dim) float32 or None, has (D,))`` aligned with the detections."""
+        has = np.zeros(len(pos), bool)
+        if not self.dim or not any(h.any() for h in self._has):
+            return None, has
+        out = np.zeros((len(pos), self.dim), np.float32)
+        starts = np.searchsorted(pos, np.asarray(self._vec_from), side="left")
+        for s, v, h in zip(starts.tolist(), self._vec, self._has, strict=True):
+            out[s : s + len(v)] = v
+            has[s : s + len(v)] = h
+        return out, has
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """``(frame_idx, frame_pos, track, box, score, n_visible)``, concatenated."""
+
+        def cat(parts: list[np.ndarray], dtype: type, shape: tuple[int, ...]) -> np.ndarray:
+            return np.concatenate(parts).astype(dtype) if parts else np.zeros(shape, dtype)
+
+        return (
+            np.asarray(self.frames, np.int64),
+            cat(self._pos, np.int32, (0,)),
+            cat(self._track, np.int32, (0,)),
+            cat(self._box, np.float32, (0, 4)),
+            cat(self._score, np.float64, (0,)),
+            cat(self._visible, np.int16, (0,)),
+        )
