@@ -15,7 +15,14 @@ hard:
 
 ``crossing`` is the original scene. Same arguments, same files:
 
-    python examples/tracking_scenes.py OUTDIR --scene stop-go [--frames 600 --seed 0]
+    python examples/tracking_scenes.py OUTDIR --scene stop-go [--frames 600 --seed 0] [--reid]
+
+``--reid`` also writes ``detections_reid.slp``: the same detections, each
+carrying a re-ID vector as an embedding model's output is stored (the
+instance's ``identity_embedding``, saved with ``save_embedding_vectors=True``;
+sleap-nn's appearance trackers read it there). A vector is its animal's fixed
+base vector plus noise, and degrades under occlusion: it drifts towards the
+covering animal's vector and gets noisier (:func:`reid_vectors`).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import sleap_io as sio
 
 HERE = Path(__file__).resolve().parent
 
@@ -118,6 +126,54 @@ SCENES: dict[str, Callable] = {
 }
 
 
+REID_DIM = 64
+REID_NOISE = 0.5  # noise vector norm, relative to the unit base vector (std 0.5 / sqrt(D))
+
+
+def reid_vectors(scene, seed: int, dim: int = REID_DIM) -> list[np.ndarray]:
+    """Per frame ``(I, D)`` float32 unit re-ID vectors for the scene's detections.
+
+    Each animal has a random unit base vector. A detection's vector is its
+    animal's base, mixed with the base of the animal drawn over it by half the
+    occlusion (a covered animal's crop shows its neighbour), plus noise whose
+    std grows threefold at full cover; a false positive gets a random vector.
+    Seeded apart from the scene, so adding vectors never changes the detections.
+    """
+    rng = np.random.default_rng([seed, 31])
+    n_animals = scene.truth.shape[1]
+    base = rng.normal(size=(n_animals, dim))
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    centres = scene.truth[:, :, syn.NODES.index("thorax")]  # the body's origin
+    d = np.linalg.norm(centres[:, :, None] - centres[:, None, :], axis=-1)  # (F, A, A)
+    cover = np.clip(1 - d / syn.OCCLUSION_RADIUS, 0, 1)
+    cover = np.where(np.triu(np.ones((n_animals, n_animals), bool), k=1), cover, 0)
+    occ, over = cover.max(axis=2), cover.argmax(axis=2)  # (F, A): how much, and by whom
+    sigma = REID_NOISE / np.sqrt(dim)
+    out = []
+    for f, animals in enumerate(scene.det_animal):
+        vecs = np.empty((len(animals), dim))
+        for i, a in enumerate(animals):
+            if a < 0:
+                vecs[i] = rng.normal(size=dim)
+                continue
+            mix = 0.5 * occ[f, a]
+            vecs[i] = (1 - mix) * base[a] + mix * base[over[f, a]]
+            vecs[i] += rng.normal(0, sigma * (1 + 2 * occ[f, a]), dim)
+        vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        out.append(vecs.astype(np.float32))
+    return out
+
+
+def write_reid(detections: Path, vectors: list[np.ndarray], path: Path) -> Path:
+    """``detections`` (as ``syn.write`` made it) again at ``path``, with re-ID vectors."""
+    labels = sio.load_slp(str(detections))
+    for lf in labels.labeled_frames:
+        for instance, vector in zip(lf.instances, vectors[lf.frame_idx], strict=True):
+            instance.identity_embedding = sio.Embedding(vector)
+    sio.save_slp(labels, str(path), save_embedding_vectors=True)
+    return path
+
+
 def simulate(scene: str, n_frames: int = 600, n_animals: int | None = None, seed: int = 0):
     """A scene's ground truth and detections (deterministic in its arguments)."""
     return SCENES[scene](n_frames, n_animals, seed)
@@ -131,9 +187,14 @@ def main() -> None:
     parser.add_argument("--animals", type=int, help="default: the scene's own")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-video", action="store_true", help="write the .slp files only")
+    parser.add_argument("--reid", action="store_true", help="also detections_reid.slp")
     args = parser.parse_args()
     scene = simulate(args.scene, args.frames, args.animals, args.seed)
     files = syn.write(scene, args.outdir, video=not args.no_video)
+    if args.reid:
+        vectors = reid_vectors(scene, args.seed)
+        reid_path = args.outdir / "detections_reid.slp"
+        files["detections_reid"] = write_reid(files["detections"], vectors, reid_path)
     n_det = sum(len(s) for s in scene.det_scores)
     print(f"{args.scene}: {args.frames} frames, {scene.truth.shape[1]} animals, {n_det} detections")
     for name, path in files.items():
