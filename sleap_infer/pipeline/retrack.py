@@ -40,6 +40,7 @@ from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, make_trac
 from sleap_infer.tracking.cleanup import with_cleanup
 from sleap_infer.tracking.linking import check_linkable, link_tracks
 from sleap_infer.tracking.linking_input import LinkInput
+from sleap_infer.tracking.mot_prepare import MotCalibration, calibrate_mot
 from sleap_infer.tracking.resolve import resolve_options
 
 
@@ -53,6 +54,7 @@ class RetrackStats:
     seconds: float = 0.0
     carrier: str = POSES
     options: TrackingOptions = field(default_factory=TrackingOptions)  # as resolved
+    calibrations: list[dict] = field(default_factory=list)  # the MOT pre-pass, per video
 
 
 def _usable(detection: Any) -> bool:
@@ -191,6 +193,30 @@ def _add_to_linking(
     linking.add_frame(int(lf.frame_idx), det.points, point_scores, scores, ids, vectors)
 
 
+def _prepare(
+    tracker: Any, frames: list[sio.LabeledFrame], carrier: str, stats: RetrackStats
+) -> MotCalibration | None:
+    """sleap-nn's ``prepare()``: a MOT tracker first measures the whole video (the file is
+    all there; ``infer predict -t`` tracks online and does not). None: not a MOT tracker."""
+    inner = tracker
+    while not hasattr(inner, "prepare") and hasattr(inner, "inner"):
+        inner = inner.inner
+    if not hasattr(inner, "prepare"):
+        return None
+    dets = []
+    for lf in frames:
+        targets = _targets(lf, carrier)
+        if carrier == MASKS and not targets:
+            continue
+        dets.append(_detections(lf, targets, carrier, False, False))
+    body = getattr(getattr(inner, "params", None), "extra", {}).get("body_size")
+    cal = calibrate_mot(dets, carrier, body)
+    inner.prepare(cal)
+    if cal is not None:
+        stats.calibrations.append(cal.record())
+    return cal
+
+
 def _n_nodes(labels: sio.Labels) -> int:
     return len(labels.skeletons[0].nodes) if len(labels.skeletons) == 1 else 0
 
@@ -208,6 +234,7 @@ def retrack_labels(labels: sio.Labels, options: TrackingOptions) -> RetrackStats
     for frames in _by_video(labels):
         tracker = make_tracker(options, carrier, n_nodes, vectors)
         tracker = with_cleanup(tracker, options, carrier, n_nodes, vectors)
+        _prepare(tracker, frames, carrier, stats)
         offset = len(tracks)
         linking = LinkInput() if options.link_tracklets else None
         tracked: list[Any] = []
@@ -264,7 +291,10 @@ def retrack_file(src: Path, dst: Path, options: TrackingOptions) -> RetrackStats
     check_destination(src, dst, labels)
     keep_vectors = has_vectors(labels)
     stats = retrack_labels(labels, options)
-    labels.provenance = {**dict(labels.provenance or {}), "tracking": stats.options.to_json()}
+    tracking = stats.options.to_json()
+    if stats.calibrations:  # the MOT pre-pass ran (sleap-nn's prepare()), per video
+        tracking = {**tracking, "prepare": stats.calibrations}
+    labels.provenance = {**dict(labels.provenance or {}), "tracking": tracking}
     save_labels(labels, dst, keep_vectors)
     stats.seconds = time.perf_counter() - t0
     return stats

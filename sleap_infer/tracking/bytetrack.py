@@ -57,6 +57,7 @@ import sleap_infer.tracking.kalman as kalman
 from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.ops.assignment import linear_sum_assignment
 from sleap_infer.tracking.base import MASKS, Assignment, Detections, MaskBitmap, TrackerState
+from sleap_infer.tracking.mot_prepare import MotCalibration, normalized
 
 BOX_PADDING = 0.1  # added to each side of a box, as a fraction of its longer side
 MIN_SIDE_FRACTION = 0.25  # a padded box's short side is at least this of its long side
@@ -195,6 +196,7 @@ class ByteTracker:
         self._frame: int | None = None  # the last frame stepped
         self._next_id = 0
         self._histogram = np.zeros(SCORE_BINS, dtype=np.int64)  # of clipped scores
+        self.calibration: MotCalibration | None = None  # the whole-video pre-pass, if run
         # One row per live track, in order of creation; exactly the saved state.
         self._tracks: dict[str, np.ndarray] = {
             "ids": np.zeros(0, dtype=np.int64),  # -1 while unconfirmed
@@ -213,6 +215,11 @@ class ByteTracker:
     def _capped(self) -> bool:
         return self.options.max_tracks is not None and self._next_id >= self.options.max_tracks
 
+    def prepare(self, calibration: MotCalibration | None) -> None:
+        """Take the whole-video pre-pass (``infer track``): scores are divided by the
+        video's 95th-percentile score, as sleap-nn's ``prepare()`` does, not the running one."""
+        self.calibration = calibration
+
     def _normalized(self, score: np.ndarray) -> np.ndarray:
         """Scores over the 95th percentile of every score seen so far, clipped to [0, 1].
 
@@ -224,6 +231,8 @@ class ByteTracker:
         histogram, which is part of the state.
         """
         clipped = np.clip(np.nan_to_num(score), 0.0, 1.0)
+        if self.calibration is not None:
+            return normalized(clipped, self.calibration.score_normalizer)
         bins = np.minimum((clipped * SCORE_BINS).astype(np.int64), SCORE_BINS - 1)
         self._histogram += np.bincount(bins, minlength=SCORE_BINS)
         cumulative = np.cumsum(self._histogram)

@@ -1,6 +1,7 @@
 """The track lifecycle sleap-nn 0.3.5's MOT trackers share, online and saved bit for bit.
 
-Per frame (sleap-nn's ``BaseMOTTracker.track`` without ``prepare``):
+Per frame (sleap-nn's ``BaseMOTTracker.track``; without ``prepare`` unless
+:meth:`MotCore.prepare` got the whole-video pre-pass of :mod:`.mot_prepare`):
 
 1. Detections become padded boxes (:mod:`~sleap_infer.tracking.mot_boxes`),
    with the body size of the poses seen *before* this frame.
@@ -38,6 +39,7 @@ from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.tracking import mot_body as body
 from sleap_infer.tracking import mot_boxes as mb
 from sleap_infer.tracking.base import MASKS, Assignment, Detections, TrackerState
+from sleap_infer.tracking.mot_prepare import MotCalibration, detection_scores, normalized
 
 TENTATIVE, CONFIRMED, LOST = 0, 1, 2
 BODY_SIZE_HISTORY = 2048  # pose diagonals remembered for the running body size
@@ -124,6 +126,12 @@ class MotCore:
         self.step_lengths = np.zeros(0)  # per-step lengths of unambiguous links (ditto)
         self.prev_geometry: tuple[np.ndarray, np.ndarray] | None = None  # previous frame's
         self.last_delta: int | None = None  # frame-index change to this frame
+        self.calibration: MotCalibration | None = None  # the whole-video pre-pass, if run
+
+    def prepare(self, calibration: MotCalibration | None) -> None:
+        """Take the whole-video pre-pass (sleap-nn's ``prepare()``): from now on scores are
+        divided by its normalizer, and its body size, time base and stride are fixed."""
+        self.calibration = calibration
 
     # --------------------------------------------------------------- kinds
     def initiate(self, box: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -151,6 +159,9 @@ class MotCore:
         else :mod:`.mot_body`'s fallbacks."""
         if self.params.extra.get("body_size") is not None:
             return float(self.params.extra["body_size"])
+        cal = self.calibration
+        if cal is not None and np.isfinite(cal.body_size) and cal.body_size > 0:
+            return float(cal.body_size)
         if self.diagonals.size:
             return float(np.median(self.diagonals))
         p99 = float(np.percentile(self.step_lengths, 99)) if self.step_lengths.size else np.nan
@@ -177,8 +188,9 @@ class MotCore:
             raw, count, self.carrier, self.params.box_padding, self.body_size()
         )
         valid = np.isfinite(raw).all(axis=1)
-        scores = np.asarray(det.scores, np.float64)
-        scores = np.clip(np.where(np.isfinite(scores), scores, 1.0), 0.0, 1.0)
+        scores = detection_scores(det)
+        if self.calibration is not None:
+            scores = normalized(scores, self.calibration.score_normalizer)
         points = None if self.carrier == MASKS else np.asarray(det.points, np.float64)
         centroids = 0.5 * (raw[:, :2] + raw[:, 2:])
         return Frame(boxes, raw, centroids, scores, valid, int(det.frame_idx), points, count)
@@ -220,7 +232,11 @@ class MotCore:
         delta = frame_idx - int(self.last_frame)  # type: ignore[arg-type]
         self.last_delta = delta
         steps = 1
-        if delta > 0:
+        cal = self.calibration
+        if cal is not None:
+            if cal.time_base == "frames" and delta > 0:
+                steps = max(1, int(np.rint(delta / cal.frame_step)))
+        elif delta > 0:
             self.delta_counts[delta] = self.delta_counts.get(delta, 0) + 1
             stride = min(self.delta_counts, key=lambda d: (-self.delta_counts[d], d))
             if self.delta_counts[stride] >= 0.5 * sum(self.delta_counts.values()):
