@@ -32,6 +32,10 @@ The appearance trackers (``deepsort``, ``strongsort``, ``deepocsort``) run on th
 same scenes with a re-ID vector per detection, once per ``--thresholds`` value
 (default: ``auto``, sleap-nn's default, which online leaves appearance out of
 association; and ``0.5``, which puts it in).
+
+``--prepare``: both sides first measure the whole scene, as ``sleap-nn track``
+and ``infer track`` do (sleap-nn's ``tracker.prepare(frames)``; ours
+:func:`sleap_infer.tracking.mot_prepare.calibrate_mot`).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ sys.path.insert(0, str(ROOT))
 
 from sleap_infer.core.tracking import VECTOR_TRACKERS, TrackingOptions  # noqa: E402
 from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, make_tracker  # noqa: E402
+from sleap_infer.tracking.mot_prepare import calibrate_mot  # noqa: E402
 
 SRC = ROOT / ".bench-venv" / "sleap-nn-src"
 SHAPE = np.array([[0.0, 0.0], [14.0, 3.0], [26.0, -2.0], [8.0, 9.0]])
@@ -161,6 +166,7 @@ def theirs(
     n_nodes: int,
     threshold: str | None,
     mot_param=(),
+    prepare: bool = False,
 ):
     """sleap-nn's ids per frame: as ``track()`` returned them, and at the end."""
     import sleap_io as sio
@@ -179,8 +185,11 @@ def theirs(
     def ids(objs):
         return np.array([-1 if o.track is None else int(o.track.name[6:]) for o in objs])
 
-    for det in frames:
-        objs = tracker.track(_sleap_nn_objects(det, carrier, skeleton), det.frame_idx)
+    objects = [_sleap_nn_objects(det, carrier, skeleton) for det in frames]
+    if prepare:  # sleap-nn's CLI: the whole-video pre-pass first
+        tracker.prepare([(det.frame_idx, objs) for det, objs in zip(frames, objects)])
+    for det, objs in zip(frames, objects):
+        objs = tracker.track(objs, det.frame_idx)
         kept.append(objs)
         online.append(ids(objs))
         states.append([(t.mean.tobytes(), _memory(t.appearance)) for t in tracker.tracks])
@@ -210,9 +219,13 @@ def ours(
     n_nodes: int,
     threshold: str | None,
     mot_param=(),
+    prepare: bool = False,
 ):
     options = TrackingOptions(tracker=name, appearance_threshold=threshold, mot_param=mot_param)
     tracker = make_tracker(options, carrier, n_nodes, has_embeddings=threshold is not None)
+    if prepare:  # ``infer track``'s pre-pass
+        body = tracker.params.extra.get("body_size") if hasattr(tracker, "params") else None
+        tracker.prepare(calibrate_mot(frames, carrier, body))
     ids, states = [], []
     for det in frames:
         ids.append(tracker.step(det).track_ids)
@@ -239,6 +252,11 @@ def main() -> None:
         nargs="+",
         default=["auto", "0.5"],
         help="appearance trackers: --appearance-threshold values to compare (auto: the default)",
+    )
+    parser.add_argument(
+        "--prepare",
+        action="store_true",
+        help="both sides measure the whole video first (sleap-nn's prepare(); infer track)",
     )
     args = parser.parse_args()
     sys.path.insert(0, str(sleap_nn_source(args.sleap_nn_src)))
@@ -267,9 +285,11 @@ def main() -> None:
             for _ in range(args.cases):
                 frames = scene(rng, carrier, n_nodes if carrier == POSES else 4, vec_rng)
                 online, final, their_states = theirs(
-                    name, frames, carrier, n_nodes, threshold, mot_param
+                    name, frames, carrier, n_nodes, threshold, mot_param, args.prepare
                 )
-                got, our_states = ours(name, frames, carrier, n_nodes, threshold, mot_param)
+                got, our_states = ours(
+                    name, frames, carrier, n_nodes, threshold, mot_param, args.prepare
+                )
                 for o, fin, g, a, b in zip(online, final, got, their_states, our_states):
                     n_frames += 1
                     states_exact += a == b
