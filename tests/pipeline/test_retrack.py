@@ -313,3 +313,36 @@ def test_appearance_trackers_read_the_files_vectors(
     out = sio.load_slp(str(dst))
     assert {t.name for t in out.tracks} == {"track_0", "track_1"}
     assert out.provenance["tracking"]["tracker"] == name
+
+
+def test_mot_trackers_measure_the_whole_video_first_and_record_it(tmp_path: Path) -> None:
+    """Scores all under sort's new-track threshold (0.1) raw: sleap-nn's pre-pass divides
+    them by the video's q95, so ``infer track`` tracks them; online (``predict -t``), with
+    no pre-pass, they can never start a track."""
+    from sleap_infer.tracking import make_tracker
+    from sleap_infer.pipeline.retrack import _detections, _targets
+
+    labels = _labels([_video()], 8)
+    for lf in labels.labeled_frames:
+        for inst in lf.instances:
+            inst.score = 0.05
+    options = TrackingOptions(tracker="sort")
+    online = make_tracker(options, "poses", 2)
+    ordered = sorted(labels.labeled_frames, key=lambda lf: lf.frame_idx)
+    for lf in ordered:
+        answer = online.step(_detections(lf, _targets(lf, "poses"), "poses", False, False))
+        assert (answer.track_ids == -1).all()
+    src, dst = tmp_path / "in.slp", tmp_path / "out.slp"
+    sio.save_slp(labels, str(src))
+    stats = retrack_file(src, dst, options)
+    assert stats.tracks == 2
+    out = sio.load_slp(str(dst))
+    assert {i.track.name for lf in out for i in lf.instances if i.track} == {"track_0", "track_1"}
+    (record,) = out.provenance["tracking"]["prepare"]
+    assert record["score_normalizer"] == pytest.approx(0.05)
+    assert (record["time_base"], record["frame_step"]) == ("frames", 1)
+
+
+def test_the_classic_tracker_gets_no_pre_pass() -> None:
+    stats = retrack_labels(_labels([_video()], 4), TrackingOptions())
+    assert stats.calibrations == []
