@@ -319,8 +319,8 @@ def test_mot_trackers_measure_the_whole_video_first_and_record_it(tmp_path: Path
     """Scores all under sort's new-track threshold (0.1) raw: sleap-nn's pre-pass divides
     them by the video's q95, so ``infer track`` tracks them; online (``predict -t``), with
     no pre-pass, they can never start a track."""
-    from sleap_infer.tracking import make_tracker
     from sleap_infer.pipeline.retrack import _detections, _targets
+    from sleap_infer.tracking import make_tracker
 
     labels = _labels([_video()], 8)
     for lf in labels.labeled_frames:
