@@ -54,7 +54,7 @@ sys.path.insert(0, str(ROOT))
 
 from sleap_infer.core.tracking import VECTOR_TRACKERS, TrackingOptions  # noqa: E402
 from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, make_tracker  # noqa: E402
-from sleap_infer.tracking.mot_prepare import calibrate_mot  # noqa: E402
+from sleap_infer.tracking.mot_prepare import calibrate_mot, prepare_args  # noqa: E402
 
 SRC = ROOT / ".bench-venv" / "sleap-nn-src"
 SHAPE = np.array([[0.0, 0.0], [14.0, 3.0], [26.0, -2.0], [8.0, 9.0]])
@@ -224,8 +224,7 @@ def ours(
     options = TrackingOptions(tracker=name, appearance_threshold=threshold, mot_param=mot_param)
     tracker = make_tracker(options, carrier, n_nodes, has_embeddings=threshold is not None)
     if prepare:  # ``infer track``'s pre-pass
-        body = tracker.params.extra.get("body_size") if hasattr(tracker, "params") else None
-        tracker.prepare(calibrate_mot(frames, carrier, body))
+        tracker.prepare(calibrate_mot(frames, carrier, *prepare_args(tracker)))
     ids, states = [], []
     for det in frames:
         ids.append(tracker.step(det).track_ids)

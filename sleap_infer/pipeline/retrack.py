@@ -40,7 +40,7 @@ from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, make_trac
 from sleap_infer.tracking.cleanup import with_cleanup
 from sleap_infer.tracking.linking import check_linkable, link_tracks
 from sleap_infer.tracking.linking_input import LinkInput
-from sleap_infer.tracking.mot_prepare import MotCalibration, calibrate_mot
+from sleap_infer.tracking.mot_prepare import MotCalibration, calibrate_mot, prepare_args
 from sleap_infer.tracking.resolve import resolve_options
 
 
@@ -194,7 +194,11 @@ def _add_to_linking(
 
 
 def _prepare(
-    tracker: Any, frames: list[sio.LabeledFrame], carrier: str, stats: RetrackStats
+    tracker: Any,
+    frames: list[sio.LabeledFrame],
+    carrier: str,
+    vectors: bool,
+    stats: RetrackStats,
 ) -> MotCalibration | None:
     """sleap-nn's ``prepare()``: a MOT tracker first measures the whole video (the file is
     all there; ``infer predict -t`` tracks online and does not). None: not a MOT tracker."""
@@ -208,9 +212,8 @@ def _prepare(
         targets = _targets(lf, carrier)
         if carrier == MASKS and not targets:
             continue
-        dets.append(_detections(lf, targets, carrier, False, False))
-    body = getattr(getattr(inner, "params", None), "extra", {}).get("body_size")
-    cal = calibrate_mot(dets, carrier, body)
+        dets.append(_detections(lf, targets, carrier, vectors, False))
+    cal = calibrate_mot(dets, carrier, *prepare_args(inner))
     inner.prepare(cal)
     if cal is not None:
         stats.calibrations.append(cal.record())
@@ -234,7 +237,7 @@ def retrack_labels(labels: sio.Labels, options: TrackingOptions) -> RetrackStats
     for frames in _by_video(labels):
         tracker = make_tracker(options, carrier, n_nodes, vectors)
         tracker = with_cleanup(tracker, options, carrier, n_nodes, vectors)
-        _prepare(tracker, frames, carrier, stats)
+        _prepare(tracker, frames, carrier, vectors, stats)
         offset = len(tracks)
         linking = LinkInput() if options.link_tracklets else None
         tracked: list[Any] = []

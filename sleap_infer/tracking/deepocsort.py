@@ -41,6 +41,7 @@ from sleap_infer.tracking.ocsort import HISTORY, OcSortTracker
 W_ASSOC_EMB = 0.75  # base weight of the appearance term
 AW_PARAM = 0.5  # cap of each adaptive-weight margin bonus
 RESCUE_MIN_SIMILARITY = 0.15  # weakest geometry appearance may rescue
+MIN_APPEARANCE_SPREAD = 1e-6  # narrower true/rival cosine spread: the raw cosine instead
 _D = mb.XYWH_DIM
 
 
@@ -86,7 +87,7 @@ class DeepOcSortTracker(AppearanceTracks, OcSortTracker):
         if not np.isfinite(cos).any():
             return valid, score
         valid = valid | self._rescue(cos, sim, gate)
-        appearance = np.where(np.isfinite(cos), np.clip(np.nan_to_num(cos), -1.0, 1.0), 0.0)
+        appearance = self._term(cos)
         appearance[sim <= 0.0] = 0.0
         if appearance.any():
             term = adaptive_weight(appearance) * appearance
@@ -98,12 +99,26 @@ class DeepOcSortTracker(AppearanceTracks, OcSortTracker):
             score = score + np.where(lone, np.maximum(term, 0.0), term)
         return valid, score
 
+    def _term(self, cos: np.ndarray) -> np.ndarray:
+        """Stage 1's appearance values: the standardised ``E' = clip(2 (cos - mu_neg) /
+        (mu_pos - mu_neg) - 1, 0, 1)`` with the pre-pass's spread, else the raw cosine."""
+        cal = self._calibrated()
+        ok = np.isfinite(cos)
+        if cal is not None and np.isfinite(cal.mu_pos) and np.isfinite(cal.mu_neg):
+            width = cal.mu_pos - cal.mu_neg
+            if width >= MIN_APPEARANCE_SPREAD:
+                out = np.zeros(cos.shape)
+                out[ok] = np.clip(2.0 * (cos[ok] - cal.mu_neg) / width - 1.0, 0.0, 1.0)
+                return out
+        return np.where(ok, np.clip(np.nan_to_num(cos), -1.0, 1.0), 0.0)
+
     def _rescue(self, cos: np.ndarray, sim: np.ndarray, gate: float) -> np.ndarray:
         floor = min(RESCUE_MIN_SIMILARITY, self.params.min_match_similarity)
         plausible = (sim >= floor) & np.isfinite(cos)
         if cos.size == 0 or not plausible.any():
             return np.zeros(cos.shape, bool)
-        return decisive_cells(cos, plausible) & (sim >= RESCUE_MIN_SIMILARITY) & (cos >= gate)
+        decisive = decisive_cells(cos, plausible, self.appearance_margin())
+        return decisive & (sim >= RESCUE_MIN_SIMILARITY) & (cos >= gate)
 
 
 def _top2_margin(x: np.ndarray) -> np.ndarray:

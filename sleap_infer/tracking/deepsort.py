@@ -59,6 +59,7 @@ class DeepSortTracker(AppearanceTracks):
     """DeepSORT; see the module docstring."""
 
     name = "deepsort"
+    appearance_statistic = "gallery_max"
     kalman_dim = mb.XYWH_DIM
     tentative_dies_on_miss = True
     hits_start = 1
@@ -146,6 +147,7 @@ class StrongSortTracker(DeepSortTracker):
     """StrongSORT; see the module docstring."""
 
     name = "strongsort"
+    appearance_statistic = "ema"
 
     def correct(self, row: int, box: np.ndarray, score: float) -> None:
         """NSA Kalman update: the detection's score scales the measurement noise."""

@@ -33,6 +33,8 @@ from sleap_infer.tracking.appearance_memory import (
 )
 from sleap_infer.tracking.base import Detections, TrackerState
 from sleap_infer.tracking.mot_core import CONFIRMED, LOST, Association, Frame, MotCore
+from sleap_infer.tracking.mot_prepare import MotCalibration
+from sleap_infer.tracking.mot_prepare_appearance import AppearanceCalibration
 
 GATE_LOST_MAX_STEPS = 5  # a lost track still counts as a neighbour this many steps
 UNCALIBRATED_MARGIN = 0.0  # the quality gate's appearance margin without prepare()
@@ -44,6 +46,7 @@ class AppearanceTracks(MotCore):
     ema_alpha: float = 0.8
     gallery_size: int = 30
     adaptive_ema: bool = False
+    appearance_statistic: str = "ema"  # which calibrated gate "auto" reads ("gallery_max")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -56,12 +59,39 @@ class AppearanceTracks(MotCore):
         self._gate_ctx: dict[str, Any] | None = None
 
     # ------------------------------------------------------------- gate
-    def appearance_gate(self) -> float | None:
+    def prepare(self, calibration: MotCalibration | None) -> None:
+        """The pre-pass (see :meth:`MotCore.prepare`), with its association gates; it saw
+        the whole video, so a vector anywhere in it counts as seen from the start."""
+        super().prepare(calibration)
+        if calibration is not None and calibration.vectors_seen:
+            self.vectors_seen = True
+
+    def _calibrated(self) -> AppearanceCalibration | None:
+        return None if self.calibration is None else self.calibration.appearance
+
+    def appearance_gate(self, statistic: str | None = None) -> float | None:
         """Minimum cosine of an appearance match, or None: appearance does not decide.
 
-        None until a vector has been seen, and under ``"auto"`` (uncalibrated).
+        None until a vector has been seen; under ``"auto"``, the pre-pass's gate for
+        ``statistic`` (default: the tracker's) where it enables appearance, else None.
         """
-        return self.threshold if self.vectors_seen else None
+        if not self.vectors_seen:
+            return None
+        if self.threshold is not None:
+            return self.threshold
+        cal = self._calibrated()
+        if cal is None or not cal.for_association:
+            return None
+        kind = statistic or self.appearance_statistic
+        gate = cal.ema_cos_gate if kind == "ema" else cal.gallery_cos_gate
+        return float(gate) if np.isfinite(gate) else None
+
+    def appearance_margin(self) -> float:
+        """The quality gate's and rescue's decisive margin: the pre-pass's ``m_assoc``."""
+        cal = self._calibrated()
+        if cal is None or not np.isfinite(cal.m_assoc):
+            return UNCALIBRATED_MARGIN
+        return float(cal.m_assoc)
 
     def has_memory(self, row: int) -> bool:
         return not self.memories[row].is_empty
@@ -176,7 +206,7 @@ class AppearanceTracks(MotCore):
                 max_iou,
                 float(margin),
                 high_threshold=self.params.track_high_threshold,
-                min_margin=UNCALIBRATED_MARGIN,
+                min_margin=self.appearance_margin(),
                 gallery_len=len(memory.gallery),
             )
         memory.update(vec, score=float(frame.scores[j]), gated=gated)

@@ -25,8 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from sleap_infer.tracking import mot_boxes as mb
+from sleap_infer.tracking.appearance_memory import frame_vectors
 from sleap_infer.tracking.base import MASKS, Detections
-from sleap_infer.tracking.linking_calibration import calibrate_geometry
+from sleap_infer.tracking.linking_appearance import unit_rows
+from sleap_infer.tracking.linking_calibration import calibrate_geometry, frame_steps
+from sleap_infer.tracking.mot_prepare_appearance import AppearanceCalibration, calibrate_appearance
 
 SCORE_NORMALIZER_FLOOR = 1e-6  # sleap-nn's floor on the q95 divisor
 
@@ -39,6 +42,8 @@ class MotCalibration:
     body_size: float
     time_base: str  # "frames" or "steps"
     frame_step: int  # the stride, in frames ("steps": 1)
+    appearance: AppearanceCalibration | None = None  # association gates (None: not measured)
+    vectors_seen: bool = False  # some detection of the video carries a re-ID vector
 
     def record(self) -> dict:
         """The provenance entry of a run that used it."""
@@ -47,6 +52,7 @@ class MotCalibration:
             "body_size": self.body_size,
             "time_base": self.time_base,
             "frame_step": self.frame_step,
+            "appearance": None if self.appearance is None else vars(self.appearance),
         }
 
 
@@ -64,11 +70,18 @@ def normalized(scores: np.ndarray, normalizer: float | None) -> np.ndarray:
 
 
 def calibrate_mot(
-    frames: Iterable[Detections], carrier: str, body_size: float | None = None
+    frames: Iterable[Detections],
+    carrier: str,
+    body_size: float | None = None,
+    appearance: tuple[float, int] | None = None,
 ) -> MotCalibration | None:
     """The pre-pass over one video's frames, in the order they will be tracked (None:
-    no frames)."""
+    no frames). ``appearance``: the tracker's memory ``(ema_alpha, gallery_size)``, to
+    measure the association gates too (appearance trackers)."""
     frame_idx, pos, boxes, sized, scores = [], [], [], [], []
+    vec_rows: list[np.ndarray | None] = []
+    has_rows: list[np.ndarray] = []
+    dim: int | None = None
     for f, det in enumerate(frames):
         raw, count = mb.raw_boxes(det, carrier)
         valid = np.isfinite(raw).all(axis=1)
@@ -77,6 +90,15 @@ def calibrate_mot(
         boxes.append(raw[valid])
         sized.append(np.ones(int(valid.sum()), bool) if carrier == MASKS else count[valid] >= 2)
         scores.append(detection_scores(det)[valid])
+        if appearance is not None:
+            emb, has = frame_vectors(det.embeddings, len(valid), None)
+            if emb is not None and (dim is None or emb.shape[1] == dim):
+                dim = emb.shape[1]
+                vec_rows.append(emb[valid])
+                has_rows.append(has[valid])
+            else:  # no vector here (or of another length): none
+                vec_rows.append(None)
+                has_rows.append(np.zeros(int(valid.sum()), bool))
     if not frame_idx:
         return None  # sleap-nn's prepare([]): nothing to measure
     box = np.concatenate(boxes) if boxes else np.zeros((0, 4))
@@ -98,4 +120,38 @@ def calibrate_mot(
         q95 = float(np.quantile(score, (0.05, 0.25, 0.5, 0.75, 0.95))[-1])
         normalizer = max(q95, SCORE_NORMALIZER_FLOOR) if np.isfinite(q95) else 1.0
     step = max(1, int(geo.frame_step)) if geo.time_base == "frames" else 1
-    return MotCalibration(normalizer, geo.body_size, geo.time_base, step)
+    app = None
+    seen = False
+    if appearance is not None and dim is not None:
+        has = np.concatenate(has_rows)
+        seen = bool(has.any())
+        parts = [
+            np.zeros((len(h), dim), np.float32) if v is None else v
+            for v, h in zip(vec_rows, has_rows, strict=True)
+        ]
+        vec = np.concatenate(parts).astype(np.float32)
+        vec, has = unit_rows(vec, has)
+        step_idx = frame_steps(np.asarray(frame_idx, np.int64), geo.time_base, geo.frame_step)
+        det_pos = np.concatenate(pos)
+        app = calibrate_appearance(
+            vec,
+            has,
+            geo.anchor_of,
+            geo.n_anchors,
+            step_idx[det_pos],
+            int(step_idx[-1]),
+            appearance[0],
+            appearance[1],
+        )
+    return MotCalibration(normalizer, geo.body_size, geo.time_base, step, app, seen)
+
+
+def prepare_args(tracker: object) -> tuple[float | None, tuple[float, int] | None]:
+    """``(body_size, appearance)`` of :func:`calibrate_mot` for ``tracker``: its
+    ``--mot_param body_size`` and, for an appearance tracker, its memory's
+    ``(ema_alpha, gallery_size)`` (sleap-nn's gallery trials use the memory's length)."""
+    params = getattr(tracker, "params", None)
+    body = getattr(params, "extra", {}).get("body_size")
+    if not hasattr(tracker, "memories"):
+        return body, None
+    return body, (float(tracker.ema_alpha), int(tracker.gallery_size))
