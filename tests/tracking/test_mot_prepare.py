@@ -44,3 +44,27 @@ def test_a_prepared_tracker_uses_the_calibration_from_its_first_frame() -> None:
     for det in frames[:3]:
         tracker.step(det)
     assert tracker._steps(8) == 2
+
+
+def test_the_appearance_half_resolves_auto_to_the_videos_gate() -> None:
+    """Three animals with distinct re-ID vectors over 80 frames: the pre-pass's trials find
+    appearance decisive, so ``auto`` gets a calibrated gate; online it stays off."""
+    rng = np.random.default_rng(0)
+    identity = np.eye(8)[:3] + 0.05 * rng.standard_normal((3, 8))
+    frames = []
+    for f in range(80):
+        pts = np.array([[[x + f, 10.0], [x + f + 20, 30.0]] for x in (0.0, 200.0, 400.0)])
+        vecs = identity + 0.01 * rng.standard_normal((3, 8))
+        frames.append(Detections(f, pts, np.full(3, 0.9), embeddings=vecs))
+    options = TrackingOptions(tracker="deepsort")
+    online = make_tracker(options, POSES, 2, has_embeddings=True)
+    online.step(frames[0])
+    assert online.appearance_gate() is None
+    prepared = make_tracker(options, POSES, 2, has_embeddings=True)
+    cal = calibrate_mot(frames, POSES, None, (prepared.ema_alpha, prepared.gallery_size))
+    assert cal.appearance is not None and cal.appearance.for_association
+    assert cal.appearance.n_trials >= 100 and cal.vectors_seen
+    prepared.prepare(cal)
+    assert prepared.appearance_gate() == cal.appearance.gallery_cos_gate  # DeepSORT's
+    assert prepared.appearance_gate("ema") == cal.appearance.ema_cos_gate
+    assert prepared.appearance_margin() == cal.appearance.m_assoc >= 0.02
