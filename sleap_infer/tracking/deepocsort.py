@@ -18,11 +18,11 @@ size velocities stop while a track is unmatched, plus appearance:
   best of its row and column among the plausible pairs.
 
 sleap-nn standardises ``cos`` with the median true and rival cosines its
-``prepare()`` measures over the whole video; online (no ``prepare()``) it uses
-the raw cosine, and so do we. With the default threshold ``auto`` nothing is
-calibrated, so appearance is off and the tracker is OC-SORT on the ``[cx, cy,
-w, h]`` filter (the memories are still kept); ``--appearance-threshold COS``
-turns the term and the rescue on.
+``prepare()`` measures over the whole video (so do we in ``infer track``); online
+(no ``prepare()``) it uses the raw cosine, and so do we. With the default
+threshold ``auto`` and no pre-pass nothing is calibrated, so appearance is off
+and the tracker is OC-SORT on the ``[cx, cy, w, h]`` filter (the memories are
+still kept); ``--appearance-threshold COS`` turns the term and the rescue on.
 
 Defaults (sleap-nn's "animal" preset): ``min_hits`` 3, ``track_high_threshold``
 and ``new_track_threshold`` 0.6, ``min_match_similarity`` 0.3,

@@ -31,7 +31,7 @@ predicted:
    ``track_buffer`` missed steps.
 
 When appearance cannot decide -- no vector seen yet, or the threshold is
-``auto`` and, running online, uncalibrated (see
+``auto`` and uncalibrated (online, or a pre-pass that found appearance not decisive) (see
 :mod:`~sleap_infer.tracking.mot_appearance`) -- the appearance stage is skipped
 and the geometric stage takes every confirmed track as well, exactly as
 sleap-nn's class degrades; so does a confirmed track whose memory is empty.

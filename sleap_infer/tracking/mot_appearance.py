@@ -7,13 +7,16 @@ seeded by the spawn detection's vector and updated on each match under the
 quality gate, and journals them with the rest of the state.
 
 **When appearance decides.** sleap-nn's ``appearance_threshold`` defaults to
-``"auto"``: a gate its ``prepare()`` calibrates over the whole video. Run
-online -- sleap-nn's class with ``track()`` and no ``prepare()``, which is what
-we are -- ``"auto"`` has no calibration and appearance stays out of
-association (the trackers then match on geometry, as sleap-nn's do); the
-memories are still kept. ``--appearance-threshold COS`` turns it on with that
-minimum cosine, as in sleap-nn. Without a calibration the quality gate's
-margin is 0 (sleap-nn's uncalibrated ``m_assoc``).
+``"auto"``: a gate its ``prepare()`` calibrates over the whole video. ``infer
+track`` runs that pre-pass (:meth:`AppearanceTracks.prepare`, gates from
+:mod:`~sleap_infer.tracking.mot_prepare_appearance`): ``auto`` is then the
+video's gate where its trials find appearance decisive, and the quality gate's
+margin the calibrated ``m_assoc``. Run online (``infer predict -t``, sleap-nn's
+class with ``track()`` and no ``prepare()``) ``"auto"`` has no calibration and
+appearance stays out of association (the trackers then match on geometry, as
+sleap-nn's do); the memories are still kept, and the margin is 0.
+``--appearance-threshold COS`` turns it on with that minimum cosine, as in
+sleap-nn.
 """
 
 from __future__ import annotations
