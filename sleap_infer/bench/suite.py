@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import platform
 import time
 from collections.abc import Callable, Sequence
@@ -207,7 +208,9 @@ def run_bench(
             if backend == BASELINE:
                 # Counted apart from the timed calls (the counter slows every op); every
                 # backend runs this network on these frames, so the count serves them all.
-                work[b] = count_flops(partial(layer.predict, frames[:b])) / b / 1e9
+                with contextlib.suppress(RuntimeError, NotImplementedError):
+                    # A network the counter cannot follow leaves the rates unknown ("-").
+                    work[b] = count_flops(partial(layer.predict, frames[:b])) / b / 1e9
             fill_rates(row, work.get(b), calibration.peak(layer.device, row_precision(backend)))
             if backend == BASELINE:
                 reference[b] = preds

@@ -114,7 +114,8 @@ def bench(
     ] = False,
 ) -> None:
     """Benchmark backends x batch sizes: cold start, warmup, p50/p95 latency, FPS, memory,
-    and the keypoint difference against the torch backend on the same frames."""
+    GFLOP/s as a share of this machine's peak (a GEMM measured in the same run), and the
+    keypoint difference against the torch backend on the same frames."""
     from sleap_infer.bench.measure import FAILED, OK
     from sleap_infer.bench.suite import (
         DEFAULT_BACKENDS,
