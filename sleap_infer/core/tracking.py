@@ -140,13 +140,13 @@ class TrackingOptions:
             if value is not None and value < 0:
                 raise UsageError(f"--{name.replace('_', '-')} {value}: must be at least 0")
         self._check_appearance()
-        if self.link_tracklets and (
+        if self.links and (
             self.tracking_clean_instance_count > 0 or self.post_connect_single_breaks
         ):
             raise UsageError(
-                "--link-tracklets with --tracking-clean-instance-count or"
-                " --post-connect-single-breaks: sleap-nn links before those steps, which run"
-                " online here; not ported yet"
+                "--link-tracklets (or --max-tracks with a MOT tracker, which links) with"
+                " --tracking-clean-instance-count or --post-connect-single-breaks: sleap-nn"
+                " links before those steps (and refuses them with a MOT tracker); not ported"
             )
         if self.needs_target and not self.tracking_target_instance_count:
             raise UsageError(
@@ -188,6 +188,13 @@ class TrackingOptions:
             )
         if self.use_flow:
             raise UsageError("--appearance-weight does not support --use-flow (shifted points)")
+
+    @property
+    def links(self) -> bool:
+        """Identity linking at each video's end: asked for, or a MOT tracker given the
+        animal count, whose ``max_tracks`` only the closed set keeps (sleap-nn's
+        ``MOTParams.link``); the classic tracker keeps it with local queues instead."""
+        return self.link_tracklets or (self.tracker != "classic" and self.max_tracks is not None)
 
     @property
     def needs_target(self) -> bool:

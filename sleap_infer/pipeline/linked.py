@@ -104,7 +104,7 @@ def high_threshold(options: TrackingOptions) -> float:
 
 def link_journal(journal: Journal, options: TrackingOptions) -> tuple[Journal, LinkResult]:
     """``journal`` with linked track ids (the journal itself when linking is off)."""
-    if not options.link_tracklets:
+    if not options.links:
         return journal, LinkResult()
     new, result = link_tracks(
         link_input(journal), options.max_tracks, track_buffer(options), None,

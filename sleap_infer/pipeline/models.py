@@ -160,7 +160,7 @@ def resolve_tracking(
     check_trackable(models)
     carrier = tracking_carrier(models)
     vectors = Product.EMBEDDINGS in products(models)
-    if options.link_tracklets:
+    if options.links:
         check_linkable(carrier)
     return resolve_options(options, carrier, n_nodes, vectors)
 
