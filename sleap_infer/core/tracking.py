@@ -144,9 +144,14 @@ class TrackingOptions:
             self.tracking_clean_instance_count > 0 or self.post_connect_single_breaks
         ):
             raise UsageError(
-                "--link-tracklets (or --max-tracks with a MOT tracker, which links) with"
-                " --tracking-clean-instance-count or --post-connect-single-breaks: sleap-nn"
-                " links before those steps (and refuses them with a MOT tracker); not ported"
+                "--link-tracklets with --tracking-clean-instance-count or"
+                " --post-connect-single-breaks: sleap-nn links before those steps, which run"
+                " online here; not ported yet"
+                if self.link_tracklets
+                else f"--max-tracks with --tracker {self.tracker} links identities at the"
+                " video's end; --tracking-clean-instance-count and"
+                " --post-connect-single-breaks are the classic tracker's (sleap-nn refuses"
+                " them with a MOT tracker)"
             )
         if self.needs_target and not self.tracking_target_instance_count:
             raise UsageError(
