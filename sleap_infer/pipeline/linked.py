@@ -116,7 +116,7 @@ def link_journal(journal: Journal, options: TrackingOptions) -> tuple[Journal, L
     """``journal`` with linked track ids (the journal itself when linking is off)."""
     from sleap_infer.tracking.linking import LinkResult, link_tracks
 
-    if not options.link_tracklets:
+    if not options.links:
         return journal, LinkResult()
     new, result = link_tracks(
         link_input(journal), options.max_tracks, track_buffer(options), None,

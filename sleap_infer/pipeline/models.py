@@ -159,7 +159,7 @@ def resolve_tracking(
     check_trackable(models)
     carrier = tracking_carrier(models)
     vectors = Product.EMBEDDINGS in products(models)
-    if options.link_tracklets:
+    if options.links:
         from sleap_infer.tracking.linking import check_linkable  # scipy: only when linking
 
         check_linkable(carrier)

@@ -202,14 +202,14 @@ def retrack_labels(labels: sio.Labels, options: TrackingOptions) -> RetrackStats
     n_nodes = _n_nodes(labels)
     stats = RetrackStats(carrier=carrier)
     stats.options = resolve_options(options, carrier, n_nodes, vectors)
-    if options.link_tracklets:
+    if options.links:
         check_linkable(carrier)
     tracks: list[sio.Track] = []
     for frames in _by_video(labels):
         tracker = make_tracker(options, carrier, n_nodes, vectors)
         tracker = with_cleanup(tracker, options, carrier, n_nodes, vectors)
         offset = len(tracks)
-        linking = LinkInput() if options.link_tracklets else None
+        linking = LinkInput() if options.links else None
         tracked: list[Any] = []
         for lf in frames:
             targets = _targets(lf, carrier)
