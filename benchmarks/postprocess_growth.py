@@ -40,7 +40,7 @@ def cases(animals: tuple[int, ...]) -> list[str]:
     return [f"bottomup n{n}" for n in animals] + ["bottomup empty 2048", "topdown empty 2048"]
 
 
-def _frames(case: str):  # noqa: ANN202 - numpy, imported late
+def _frames(case: str):  # numpy is imported late, as in the children
     import numpy as np
 
     sys.path.insert(0, str(ROOT / "examples" / "synthetic"))

@@ -163,6 +163,24 @@ def _strict_maxima(
     return keep
 
 
+def _peak_indices(
+    cms: torch.Tensor, threshold: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``sample, row, col, channel`` of the strict local maxima above ``threshold``."""
+    if cms.numel() == 0 or bool(cms.amax() <= threshold):
+        # A max is the cheapest full pass: an empty frame stops here (NaN maps go on).
+        empty = torch.zeros(0, dtype=torch.long, device=cms.device)
+        return empty, empty, empty, empty
+    above = cms > threshold
+    if int(torch.count_nonzero(above)) * DENSE_FRACTION > above.numel():
+        is_peak = (cms > neighbour_max(cms)) & above
+        s, row, col, ch = torch.nonzero(is_peak.permute(0, 2, 3, 1), as_tuple=True)
+        return s, row, col, ch
+    s, row, col, ch = torch.nonzero(above.permute(0, 2, 3, 1), as_tuple=True)
+    keep = _strict_maxima(cms, s, ch, row, col)
+    return s[keep], row[keep], col[keep], ch[keep]
+
+
 def find_local_peaks(
     cms: torch.Tensor, threshold: float, refine: bool = True, patch_size: int = 5
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -181,17 +199,7 @@ def find_local_peaks(
         ``channel (P,)`` indices, in raster order of ``(sample, row, col, channel)``.
     """
     samples, channels, height, width = cms.shape
-    above = cms > threshold
-    count = int(above.sum())
-    if count == 0:
-        s = row = col = ch = torch.zeros(0, dtype=torch.long, device=cms.device)
-    elif count * DENSE_FRACTION > above.numel():
-        is_peak = (cms > neighbour_max(cms)) & above
-        s, row, col, ch = torch.nonzero(is_peak.permute(0, 2, 3, 1), as_tuple=True)
-    else:
-        s, row, col, ch = torch.nonzero(above.permute(0, 2, 3, 1), as_tuple=True)
-        keep = _strict_maxima(cms, s, ch, row, col)
-        s, row, col, ch = s[keep], row[keep], col[keep], ch[keep]
+    s, row, col, ch = _peak_indices(cms, threshold)
     values = cms[s, ch, row, col]
     points = torch.stack([col, row], dim=1).to(cms.dtype)
     if refine and points.shape[0]:
