@@ -33,13 +33,18 @@ def refine_integral(
         return points.new_zeros((0, 2))
     k = patch_size
     half = k // 2
-    padded = F.pad(maps, (k, k, k, k))
+    height, width = maps.shape[-2:]
     grid = torch.arange(k, device=maps.device)
-    xi = points[:, 0].long() - half + k
-    yi = points[:, 1].long() - half + k
+    xi = points[:, 0].long() - half
+    yi = points[:, 1].long() - half
     rows = (yi[:, None] + grid[None, :])[:, :, None]  # (P, k, 1)
     cols = (xi[:, None] + grid[None, :])[:, None, :]  # (P, 1, k)
-    patches = padded[map_index.long()[:, None, None], rows, cols]  # (P, k, k)
+    # Out-of-map pixels read as zero by masking, not by padding a copy of every map.
+    inside = (rows >= 0) & (rows < height) & (cols >= 0) & (cols < width)  # (P, k, k)
+    patches = maps[
+        map_index.long()[:, None, None], rows.clamp(0, height - 1), cols.clamp(0, width - 1)
+    ]
+    patches = torch.where(inside, patches, torch.zeros((), dtype=maps.dtype, device=maps.device))
     return integral_offsets(patches)
 
 
@@ -176,9 +181,17 @@ def _peak_indices(
         is_peak = (cms > neighbour_max(cms)) & above
         s, row, col, ch = torch.nonzero(is_peak.permute(0, 2, 3, 1), as_tuple=True)
         return s, row, col, ch
-    s, row, col, ch = torch.nonzero(above.permute(0, 2, 3, 1), as_tuple=True)
+    # nonzero on the contiguous mask (a permuted view makes torch copy the whole map),
+    # then the few peaks are put in sleap-nn's (sample, row, col, channel) raster order.
+    channels, height, width = cms.shape[1:]
+    flat = torch.nonzero(above.reshape(-1)).squeeze(1)
+    col, row = flat % width, (flat // width) % height
+    map_index = flat // (height * width)
+    s, ch = map_index // channels, map_index % channels
     keep = _strict_maxima(cms, s, ch, row, col)
-    return s[keep], row[keep], col[keep], ch[keep]
+    s, row, col, ch = s[keep], row[keep], col[keep], ch[keep]
+    order = torch.argsort(((s * height + row) * width + col) * channels + ch)
+    return s[order], row[order], col[order], ch[order]
 
 
 def find_local_peaks(
