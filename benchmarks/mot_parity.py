@@ -20,6 +20,19 @@ Counted per case:
   (its tentative frames); an online tracker has written those frames already,
   so ours leaves them untracked: the one deliberate difference.
 
+With ``--max-tracks N`` both sides are given the animal count. sleap-nn's
+tracker never caps with it (``MOTParams.link``): its ``finalize()`` runs identity
+linking with the closed set of N. Ours tracks uncapped and links the same way
+(:func:`sleap_infer.tracking.linking.link_tracks`, as ``pipeline.linked`` does at
+a video's end; unnormalized scores, as after sleap-nn's tracker without
+``prepare()``). Then **final same** compares the ids after that pass, **retro**
+counts the detections sleap-nn tracks only thanks to its tentative-frame labels,
+and **other** every other difference, which the retro labels cascade into (the
+linker sees other tracklets). **linked on theirs** isolates the linking: our
+linking fed sleap-nn's own ids before ``finalize()`` (retro labels included),
+detections whose final id differs from sleap-nn's. Masks are left out (our
+linking takes poses only).
+
 sleap-nn is not installed into our environment: its wheel (pure-Python tracking
 code; numpy, scipy, sleap-io, attrs, loguru, which our venv has) is downloaded
 once with ``pip download sleap-nn==0.3.5 --no-deps`` and unpacked into
@@ -27,6 +40,8 @@ once with ``pip download sleap-nn==0.3.5 --no-deps`` and unpacked into
 
     .venv/bin/python benchmarks/mot_parity.py [--trackers sort] [--cases 200]
         [--mot-param use_byte=true ...]
+    .venv/bin/python benchmarks/mot_parity.py --trackers bytetrack sort --max-tracks 2 \
+        --sleap-nn-src /work/sleap_nn_035_src
 
 The appearance trackers (``deepsort``, ``strongsort``, ``deepocsort``) run on the
 same scenes with a re-ID vector per detection, once per ``--thresholds`` value
@@ -54,7 +69,10 @@ sys.path.insert(0, str(ROOT))
 
 from sleap_infer.core.tracking import VECTOR_TRACKERS, TrackingOptions  # noqa: E402
 from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, make_tracker  # noqa: E402
+from sleap_infer.tracking.linking import link_tracks  # noqa: E402
+from sleap_infer.tracking.linking_input import LinkInput  # noqa: E402
 from sleap_infer.tracking.mot_prepare import calibrate_mot, prepare_args  # noqa: E402
+from sleap_infer.tracking.resolve import resolve_options  # noqa: E402
 
 SRC = ROOT / ".bench-venv" / "sleap-nn-src"
 SHAPE = np.array([[0.0, 0.0], [14.0, 3.0], [26.0, -2.0], [8.0, 9.0]])
@@ -166,16 +184,22 @@ def theirs(
     n_nodes: int,
     threshold: str | None,
     mot_param=(),
+    max_tracks: int | None = None,
     prepare: bool = False,
 ):
-    """sleap-nn's ids per frame: as ``track()`` returned them, and at the end."""
+    """sleap-nn's ids per frame: as ``track()`` returned them, and at the end (after
+    ``finalize()``: identity linking when ``max_tracks`` is given)."""
     import sleap_io as sio
     from sleap_nn.tracking.mot import MOTParams, build_mot_tracker
 
     skeleton = sio.Skeleton([f"n{i}" for i in range(max(n_nodes, 1))])
     tracker = build_mot_tracker(
         MOTParams.for_tracker(
-            name, preset="animal", appearance_threshold=threshold, **dict(mot_param)
+            name,
+            preset="animal",
+            appearance_threshold=threshold,
+            max_tracks=max_tracks,
+            **dict(mot_param),
         ),
         carrier="mask" if carrier == MASKS else "pose",
         n_nodes=None if carrier == MASKS else n_nodes,
@@ -193,6 +217,8 @@ def theirs(
         kept.append(objs)
         online.append(ids(objs))
         states.append([(t.mean.tobytes(), _memory(t.appearance)) for t in tracker.tracks])
+    if max_tracks is not None:
+        tracker.finalize()
     return online, [ids(objs) for objs in kept], states
 
 
@@ -212,6 +238,21 @@ def _memory(memory) -> tuple | None:
     return (np.asarray(memory.ema, np.float64).tobytes(), len(memory.gallery), memory.n_updates)
 
 
+def linked(
+    name: str, frames: list[Detections], ids: list[np.ndarray], n_nodes: int, threshold, n: int
+) -> list[np.ndarray]:
+    """Our end-of-video pass over our online ids: the closed set of ``n``."""
+    options = TrackingOptions(tracker=name, appearance_threshold=threshold, max_tracks=n)
+    resolved = resolve_options(options, POSES, n_nodes, threshold is not None)
+    inp = LinkInput()
+    for det, got in zip(frames, ids):
+        vectors = None if det.embeddings is None else det.embeddings.astype(np.float32)
+        ones = np.ones(det.points.shape[:2])  # sleap-io's point scores when none are given
+        inp.add_frame(det.frame_idx, det.points, ones, det.scores, got, vectors)
+    new, _ = link_tracks(inp, n, resolved.track_buffer, None, resolved.track_high_threshold)
+    return np.split(new, np.cumsum([len(g) for g in ids])[:-1])
+
+
 def ours(
     name: str,
     frames: list[Detections],
@@ -228,8 +269,11 @@ def ours(
     ids, states = [], []
     for det in frames:
         ids.append(tracker.step(det).track_ids)
-        memories = getattr(tracker, "memories", [None] * len(tracker.mean))
-        states.append([(m.tobytes(), _memory(a)) for m, a in zip(tracker.mean, memories)])
+        means = getattr(tracker, "mean", None)
+        if means is None:  # our ByteTracker keeps its tracks as one table
+            means = tracker._tracks["mean"]
+        memories = getattr(tracker, "memories", [None] * len(means))
+        states.append([(m.tobytes(), _memory(a)) for m, a in zip(means, memories)])
     return ids, states
 
 
@@ -253,11 +297,19 @@ def main() -> None:
         help="appearance trackers: --appearance-threshold values to compare (auto: the default)",
     )
     parser.add_argument(
+        "--max-tracks",
+        type=int,
+        default=None,
+        help="the animal count: compare the final ids after sleap-nn's finalize() linking",
+    )
+    parser.add_argument(
         "--prepare",
         action="store_true",
         help="both sides measure the whole video first (sleap-nn's prepare(); infer track)",
     )
     args = parser.parse_args()
+    n = args.max_tracks
+    pp = args.prepare
     sys.path.insert(0, str(sleap_nn_source(args.sleap_nn_src)))
     import sleap_nn.tracking.mot  # noqa: F401  (its import adds a log handler)
     from loguru import logger
@@ -265,9 +317,13 @@ def main() -> None:
     logger.remove()  # sleap-nn's once-per-tracker notices
     print(
         "| tracker | threshold | carrier | cases | frames same | states exact/close | detections"
-        " | same online | retro | other |"
+        + (
+            " | same online | retro | other |"
+            if n is None
+            else " | final same | retro | other | linked on theirs | most ids |"
+        )
     )
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if n else ""))
     failed = False
     runs = [
         (name, threshold)
@@ -276,34 +332,49 @@ def main() -> None:
     ]
     for name, threshold in runs:
         mot_param = TrackingOptions(tracker=name, mot_param=args.mot_param).mot_param
-        for carrier, n_nodes in ((POSES, 4), (POSES, 1), (MASKS, 0)):
+        kinds = ((POSES, 4), (POSES, 1)) + (() if n else ((MASKS, 0),))
+        for carrier, n_nodes in kinds:
             rng = np.random.default_rng(args.seed)
             vec_rng = np.random.default_rng(args.seed + 1) if threshold else None
-            n_dets = same = retro = other = frames_same = n_frames = 0
+            n_dets = same = retro = other = frames_same = n_frames = most = on_theirs = 0
             states_exact = states_close = 0
             for _ in range(args.cases):
                 frames = scene(rng, carrier, n_nodes if carrier == POSES else 4, vec_rng)
                 online, final, their_states = theirs(
-                    name, frames, carrier, n_nodes, threshold, mot_param, args.prepare
+                    name, frames, carrier, n_nodes, threshold, mot_param, n, prepare=pp
                 )
                 got, our_states = ours(
-                    name, frames, carrier, n_nodes, threshold, mot_param, args.prepare
+                    name, frames, carrier, n_nodes, threshold, mot_param, prepare=pp
                 )
-                for o, fin, g, a, b in zip(online, final, got, their_states, our_states):
+                end = got if n is None else linked(name, frames, got, n_nodes, threshold, n)
+                if n is not None:
+                    most = max(most, len({int(i) for e in end for i in e if i >= 0}))
+                    pre = theirs(name, frames, carrier, n_nodes, threshold, mot_param, prepare=pp)[
+                        1
+                    ]
+                    mine = linked(name, frames, pre, n_nodes, threshold, n)
+                    on_theirs += sum(int((a != b).sum()) for a, b in zip(final, mine))
+                for o, fin, g, e, a, b in zip(online, final, got, end, their_states, our_states):
                     n_frames += 1
                     states_exact += a == b
                     states_close += _close(a, b)
                     frames_same += bool(np.array_equal(o, g))
                     n_dets += len(g)
-                    same += int((o == g).sum())
-                    is_retro = (o == -1) & (fin != -1) & (g == -1)
-                    retro += int(is_retro.sum())
-                    other += int(((o != g) & ~is_retro).sum())
-            failed |= other > 0 or states_close < n_frames
+                    if n is None:  # online ids
+                        same += int((o == g).sum())
+                        is_retro = (o == -1) & (fin != -1) & (g == -1)
+                        retro += int(is_retro.sum())
+                        other += int(((o != g) & ~is_retro).sum())
+                    else:  # final ids, after linking
+                        same += int((fin == e).sum())
+                        is_retro = (o == -1) & (fin != -1) & (g == -1) & (e == -1)
+                        retro += int(is_retro.sum())
+                        other += int(((fin != e) & ~is_retro).sum())
+            failed |= (on_theirs if n else other) > 0 or states_close < n_frames
             row = [name, threshold or "-", carrier if n_nodes != 1 else "poses, 1 node"]
             row += [args.cases]
             row += [f"{frames_same}/{n_frames}", f"{states_exact}/{states_close}/{n_frames}"]
-            row += [n_dets, same, retro, other]
+            row += [n_dets, same, retro, other] + ([on_theirs, most] if n else [])
             print("| " + " | ".join(map(str, row)) + " |", flush=True)
     sys.exit(1 if failed else 0)
 

@@ -18,10 +18,9 @@ from sleap_infer.writers.outputs import (
     COMPLETE,
     default_output_path,
     existing_message,
-    existing_output,
+    judge_output,
     name_problem,
     output_paths,
-    stored_provenance,
 )
 from sleap_infer.writers.projects import count_videos, part_path
 from sleap_infer.writers.registry import FORMATS, OutputFormat
@@ -254,13 +253,13 @@ def settled_before_running(
     formats = fmt if isinstance(fmt, tuple) else (fmt,)
     missing = 0
     for each, path in output_paths(task.output, formats):
-        found = existing_output(path, each)
+        found, provenance = judge_output(path, each)
         if found is None:
             missing += 1
             continue
         if found != COMPLETE:
             return VideoOutcome(task, FAILED, message=existing_message(path, each, found))
-        changes = [] if wanted is None else request_changes(stored_provenance(path), wanted())
+        changes = [] if wanted is None else request_changes(provenance, wanted())
         if changes:
             return VideoOutcome(
                 task,

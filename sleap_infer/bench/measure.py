@@ -54,6 +54,17 @@ class Measurement:
     # Box detectors: the largest corner difference (px) from torch's boxes, paired up.
     box_delta_px: float | None = None
     stages: dict[str, float] = field(default_factory=dict)  # share of timed wall time
+    # Against this machine's measured peak (see sleap_infer.bench.peak): the torch
+    # network's FLOPs per frame at this input, the rate achieved over the whole layer
+    # call and over the network stage alone, and those rates as shares of the peak
+    # GEMM rate of the row's precision (GOP/s for int8).
+    precision: str = "fp32"
+    gflop_per_frame: float | None = None
+    achieved_gflops: float | None = None
+    network_gflops: float | None = None
+    peak_gflops: float | None = None
+    peak_fraction: float | None = None
+    network_peak_fraction: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import platform
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ import numpy as np
 from sleap_infer.backends.threads import cpu_budget
 from sleap_infer.bench.measure import (
     FAILED,
+    OK,
     UNAVAILABLE,
     Measurement,
     box_delta,
@@ -22,6 +25,7 @@ from sleap_infer.bench.measure import (
     measure_layer,
     measure_pipelined,
 )
+from sleap_infer.bench.peak import PeakCalibration, count_flops, fill_rates, row_precision
 from sleap_infer.core.errors import SleapInferError, UsageError
 from sleap_infer.core.options import PredictOptions
 from sleap_infer.core.predictions import BatchPredictions
@@ -169,6 +173,8 @@ def run_bench(
     """
     rows: list[Measurement] = []
     reference: dict[int, BatchPredictions] = {}
+    work: dict[int, float] = {}  # GFLOP per frame at each batch size, from torch's network
+    calibration = PeakCalibration()
     context: dict[str, Any] = {"system": machine_info(), "frames": None}
     frames: np.ndarray | None = None
 
@@ -192,7 +198,7 @@ def run_bench(
         if frames is None:
             frames, context["frames"] = bench_frames(layer, config, max(config.batch_sizes))
         for b in config.batch_sizes:
-            row = Measurement(backend, b, setup_ms=setup_ms)
+            row = Measurement(backend, b, setup_ms=setup_ms, precision=row_precision(backend))
             try:
                 preds = measure_layer(layer, frames[:b], config.iters, config.warmup_iters, row)
                 measure_pipelined(layer, frames[:b], config.iters, row)
@@ -200,6 +206,13 @@ def run_bench(
                 row.status, row.reason = FAILED, f"{type(exc).__name__}: {exc}"
                 emit(row)
                 continue
+            if backend == BASELINE:
+                # Counted apart from the timed calls (the counter slows every op); every
+                # backend runs this network on these frames, so the count serves them all.
+                with contextlib.suppress(RuntimeError, NotImplementedError):
+                    # A network the counter cannot follow leaves the rates unknown ("-").
+                    work[b] = count_flops(partial(layer.predict, frames[:b])) / b / 1e9
+            fill_rates(row, work.get(b), calibration.peak(layer.device, row_precision(backend)))
             if backend == BASELINE:
                 reference[b] = preds
                 row.delta_px_mean, row.delta_px_max, row.matched_points = 0.0, 0.0, None
@@ -210,4 +223,10 @@ def run_bench(
                 row.masks_identical = mask_agreement(reference[b], preds)
                 row.box_delta_px = box_delta(reference[b], preds, in_order=False)
             emit(row)
+    calibration.remeasure()  # at the end too: the better of two moments of the run
+    for row in rows:
+        if row.status == OK:
+            device = context["devices"][row.backend].split(":")[0]  # "cuda:0" -> "cuda"
+            fill_rates(row, row.gflop_per_frame, calibration.peaks.get(f"{device}:{row.precision}"))
+    context["peak"] = calibration.to_json()
     return rows, context

@@ -114,7 +114,8 @@ def bench(
     ] = False,
 ) -> None:
     """Benchmark backends x batch sizes: cold start, warmup, p50/p95 latency, FPS, memory,
-    and the keypoint difference against the torch backend on the same frames."""
+    GFLOP/s as a share of this machine's peak (a GEMM measured in the same run), and the
+    keypoint difference against the torch backend on the same frames."""
     from sleap_infer.bench.measure import FAILED, OK
     from sleap_infer.bench.suite import (
         DEFAULT_BACKENDS,
@@ -186,6 +187,21 @@ def _fmt(value: float | None, digits: int = 1) -> str:
     return f"{value:.{digits}f}"
 
 
+def _percent(share: float | None) -> str:
+    return "-" if share is None or math.isnan(share) else f"{share:.0%}"
+
+
+def _peak_caption(context: dict[str, Any]) -> str:
+    """The measured peaks the "% peak" columns divide by, or why one is missing."""
+    peak = context.get("peak") or {}
+    rates = peak.get("gflops") or {}
+    parts = [f"{key} {'n/a' if rate is None else f'{rate:.0f}'}" for key, rate in rates.items()]
+    if not parts:
+        return "peak: not measured"
+    unit = "GFLOP/s (int8: GOP/s)"
+    return f"peak {unit}, matmul on {peak.get('threads')} threads: " + ", ".join(parts)
+
+
 def _table(rows: list[Measurement], context: dict[str, Any]) -> Table:
     from sleap_infer.bench.measure import OK
 
@@ -193,11 +209,11 @@ def _table(rows: list[Measurement], context: dict[str, Any]) -> Table:
     title = f"{system.get('cpu', '?')} ({system.get('cpu_budget', '?')} cores)"
     if system.get("gpus"):
         title += " + " + ", ".join(system["gpus"])
-    table = Table(title=title, caption=f"frames: {context.get('frames')}")
+    table = Table(title=title, caption=f"frames: {context.get('frames')}; {_peak_caption(context)}")
     table.add_column("Backend")
     table.add_column("Status", max_width=40)
     columns = ("Batch", "Cold ms", "Warmup ms", "p50 ms", "p95 ms", "FPS", "Pipelined FPS")
-    for name in (*columns, "RSS MiB"):
+    for name in (*columns, "RSS MiB", "GFLOP/s (%peak)"):
         table.add_column(name, justify="right")
     gpu = any(r.gpu_peak_mb is not None for r in rows)
     if gpu:
@@ -225,6 +241,7 @@ def _table(rows: list[Measurement], context: dict[str, Any]) -> Table:
             _fmt(r.fps),
             _fmt(r.pipelined_fps),
             _fmt(r.peak_rss_mb, 0),
+            f"{_fmt(r.achieved_gflops)} ({_percent(r.peak_fraction)})",
         ]
         if gpu:
             cells.append(_fmt(r.gpu_peak_mb, 0))

@@ -177,13 +177,18 @@ class TrackingOptions:
         self._check_appearance()
         self._check_score_stages()
         self._check_kalman()
-        if self.link_tracklets and (
+        if self.links and (
             self.tracking_clean_instance_count > 0 or self.post_connect_single_breaks
         ):
             raise UsageError(
                 "--link-tracklets with --tracking-clean-instance-count or"
                 " --post-connect-single-breaks: sleap-nn links before those steps, which run"
                 " online here; not ported yet"
+                if self.link_tracklets
+                else f"--max-tracks with --tracker {self.tracker} links identities at the"
+                " video's end; --tracking-clean-instance-count and"
+                " --post-connect-single-breaks are the classic tracker's (sleap-nn refuses"
+                " them with a MOT tracker)"
             )
         if self.needs_target and not self.tracking_target_instance_count:
             raise UsageError(
@@ -291,6 +296,13 @@ class TrackingOptions:
         # A knob set through --mot_param moves to its field (one place, one spelling).
         rest = tuple((k, v) for k, v in self.mot_param if k not in unset)
         return replace(self, **unset, mot_param=rest)
+
+    @property
+    def links(self) -> bool:
+        """Identity linking at each video's end: asked for, or a MOT tracker given the
+        animal count, whose ``max_tracks`` only the closed set keeps (sleap-nn's
+        ``MOTParams.link``); the classic tracker keeps it with local queues instead."""
+        return self.link_tracklets or (self.tracker != "classic" and self.max_tracks is not None)
 
     @property
     def needs_target(self) -> bool:

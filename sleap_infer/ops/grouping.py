@@ -93,13 +93,17 @@ def assemble_instances(
 ) -> dict[tuple[int, int], int]:
     """Map ``(node, peak rank)`` -> instance id by growing instances along ``order``."""
     owner: dict[tuple[int, int], int] = {}
+    # sleap-nn numbers a new instance max(ids in use) + 1; a running counter gives ids in
+    # the same relative order (both exceed every id in use), without an O(n) scan each.
+    next_id = 0
     for k in order:
         src_node, dst_node = edges[k]
         for conn in connections.get(k, []):
             src_id, dst_id = (src_node, conn.src), (dst_node, conn.dst)
             src_inst, dst_inst = owner.get(src_id), owner.get(dst_id)
             if src_inst is None and dst_inst is None:
-                owner[src_id] = owner[dst_id] = max(owner.values(), default=-1) + 1
+                owner[src_id] = owner[dst_id] = next_id
+                next_id += 1
             elif src_inst is not None and dst_inst is None:
                 owner[dst_id] = src_inst
             elif src_inst is not None and dst_inst is not None:

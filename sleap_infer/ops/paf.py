@@ -116,14 +116,17 @@ def _score(
     t = torch.linspace(0, 1, n_points, dtype=torch.float32, device=points.device)
     # sleap-nn interpolates with slope (dst - src) / (1 + eps); copied for identical rounding.
     slope = (dst - src) / (1.0 + torch.finfo(torch.float32).eps)
-    line = src[:, None, :] + slope[:, None, :] * t[None, :, None]  # (M, n_points, 2)
-    grid = torch.round(line / paf_stride).to(torch.long)
-    col = grid[..., 0].clamp(0, width - 1)
-    row = grid[..., 1].clamp(0, height - 1)
-    frame = sample[cands.src][:, None]
-    channel = 2 * cands.edge[:, None]
-    paf_x = pafs[frame, channel, row, col]
-    paf_y = pafs[frame, channel + 1, row, col]
+    # x and y sampled apart (same float32 operations as on (M, n_points, 2), without strided
+    # views), then one flat gather per PAF component instead of four-tensor advanced
+    # indexing: the same elements, several times faster once crowds make M (~n^2) large.
+    col = _grid_index(src[:, 0], slope[:, 0], t, paf_stride, width)
+    row = _grid_index(src[:, 1], slope[:, 1], t, paf_stride, height)
+    plane = height * width
+    x_plane = (sample[cands.src] * pafs.shape[1] + 2 * cands.edge) * plane
+    flat_index = (row * width).add_(col).add_(x_plane[:, None])
+    flat = pafs.reshape(-1)
+    paf_x = flat[flat_index]
+    paf_y = flat[flat_index.add_(plane)]
 
     vec = dst - src
     length = torch.linalg.vector_norm(vec, dim=1)
@@ -131,3 +134,11 @@ def _score(
     dots = paf_x * unit[:, None, 0] + paf_y * unit[:, None, 1]  # (M, n_points)
     penalty = torch.clamp(limit / length - 1, max=0) * dist_penalty_weight
     return dots.mean(dim=1) + penalty
+
+
+def _grid_index(
+    start: torch.Tensor, slope: torch.Tensor, t: torch.Tensor, paf_stride: int, size: int
+) -> torch.Tensor:
+    """``(M, n_points)`` PAF grid index of one coordinate along each segment, clamped."""
+    line = start[:, None] + slope[:, None] * t[None, :]
+    return torch.round(line / paf_stride).to(torch.long).clamp_(0, size - 1)

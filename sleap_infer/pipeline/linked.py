@@ -16,15 +16,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.journal import Journal
-from sleap_infer.tracking.linking import HIGH_THRESHOLD, TRACK_BUFFER, LinkResult, link_tracks
-from sleap_infer.tracking.linking_input import LinkInput
+
+if TYPE_CHECKING:  # the linker (and scipy) load when a run links, not with every predict
+    from sleap_infer.tracking.linking import LinkResult
+    from sleap_infer.tracking.linking_input import LinkInput
 
 
 @dataclass
@@ -60,6 +62,8 @@ def _replace(preds: BatchPredictions, **changes: Any) -> BatchPredictions:
 
 def link_input(journal: Journal) -> LinkInput:
     """The journal's tracked poses as compact arrays, every predicted frame in order."""
+    from sleap_infer.tracking.linking_input import LinkInput
+
     inp = LinkInput()
     for preds in journal.batches():
         valid = np.asarray(preds.valid, bool)
@@ -86,6 +90,8 @@ def link_input(journal: Journal) -> LinkInput:
 def track_buffer(options: TrackingOptions) -> int:
     """sleap-nn's linking reads the MOT ``track_buffer``: the option for a MOT tracker,
     the default (30) after the classic one."""
+    from sleap_infer.tracking.linking import TRACK_BUFFER
+
     if options.tracker == "classic":
         return TRACK_BUFFER
     return int(options.with_tracker_defaults().track_buffer)  # type: ignore[arg-type]
@@ -99,6 +105,8 @@ def normalized(options: TrackingOptions) -> bool:
 def high_threshold(options: TrackingOptions) -> float:
     """A gated vector's minimum score: sleap-nn's MOT default (0.5) after the classic
     tracker, the MOT tracker's ``--track-high-threshold`` after one."""
+    from sleap_infer.tracking.linking import HIGH_THRESHOLD
+
     if options.tracker == "classic":
         return HIGH_THRESHOLD
     return float(options.with_tracker_defaults().track_high_threshold)  # type: ignore[arg-type]
@@ -106,7 +114,9 @@ def high_threshold(options: TrackingOptions) -> float:
 
 def link_journal(journal: Journal, options: TrackingOptions) -> tuple[Journal, LinkResult]:
     """``journal`` with linked track ids (the journal itself when linking is off)."""
-    if not options.link_tracklets:
+    from sleap_infer.tracking.linking import LinkResult, link_tracks
+
+    if not options.links:
         return journal, LinkResult()
     new, result = link_tracks(
         link_input(journal), options.max_tracks, track_buffer(options), None,

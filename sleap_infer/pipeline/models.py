@@ -24,7 +24,6 @@ from sleap_infer.model.overrides import apply_overrides
 from sleap_infer.model.registry import MODEL_TYPES, ModelType
 from sleap_infer.runtimes import get_runtime
 from sleap_infer.tracking import MASKS, POSES, resolve_options
-from sleap_infer.tracking.linking import check_linkable
 from sleap_infer.writers.registry import OutputFormat, refuse
 
 
@@ -160,7 +159,9 @@ def resolve_tracking(
     check_trackable(models)
     carrier = tracking_carrier(models)
     vectors = Product.EMBEDDINGS in products(models)
-    if options.link_tracklets:
+    if options.links:
+        from sleap_infer.tracking.linking import check_linkable  # scipy: only when linking
+
         check_linkable(carrier)
     return resolve_options(options, carrier, n_nodes, vectors)
 

@@ -231,7 +231,7 @@ def retrack_labels(labels: sio.Labels, options: TrackingOptions) -> RetrackStats
     n_nodes = _n_nodes(labels)
     stats = RetrackStats(carrier=carrier)
     stats.options = resolve_options(options, carrier, n_nodes, vectors)
-    if options.link_tracklets:
+    if options.links:
         check_linkable(carrier)
     tracks: list[sio.Track] = []
     for frames in _by_video(labels):
@@ -239,7 +239,7 @@ def retrack_labels(labels: sio.Labels, options: TrackingOptions) -> RetrackStats
         tracker = with_cleanup(tracker, options, carrier, n_nodes, vectors)
         _prepare(tracker, frames, carrier, vectors, stats)
         offset = len(tracks)
-        linking = LinkInput() if options.link_tracklets else None
+        linking = LinkInput() if options.links else None
         tracked: list[Any] = []
         for lf in frames:
             targets = _targets(lf, carrier)

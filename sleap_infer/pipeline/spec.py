@@ -235,8 +235,9 @@ def _counts_from_max_instances(
     tracking: dict[str, Any], options: Mapping[str, Any]
 ) -> dict[str, Any]:
     """sleap-nn's legacy derivations: pre-cull, break joining and the Kalman shift take
-    their target count from ``max_instances`` when none is given, and break joining its
-    ``max_tracks``."""
+    their target count from ``max_instances`` when none is given, and (classic tracker
+    only: for a MOT one sleap-nn takes the count only from ``--max_tracks``) break joining
+    its ``max_tracks``."""
     limit = options.get("max_instances")
     connect = bool(tracking.get("post_connect_single_breaks"))
     needs = connect or tracking.get("tracking_pre_cull_to_target") or tracking.get("use_kalman")
@@ -245,7 +246,8 @@ def _counts_from_max_instances(
     out = dict(tracking)
     if out.get("tracking_target_instance_count") is None:
         out["tracking_target_instance_count"] = limit
-    if connect and out.get("max_tracks") is None:
+    classic = (tracking.get("tracker") or "classic") == "classic"
+    if connect and classic and out.get("max_tracks") is None:
         out["max_tracks"] = limit
     return out
 

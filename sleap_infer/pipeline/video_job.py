@@ -322,7 +322,7 @@ class VideoJob:
                 extra["tracking"] = tracking_provenance(pipeline.tracking, online)
                 # the video's end: identity linking reads the whole journal (linked.py)
                 finished, linking = link_journal(finished, pipeline.tracking)
-                if pipeline.tracking.link_tracklets:
+                if pipeline.tracking.links:
                     extra["tracking"]["linking"] = asdict(linking)
             extra[REQUEST_KEY] = request
             self._write_output(finished, info, indices, todo, time.perf_counter() - t0,

@@ -31,12 +31,11 @@ by the IoU of the predicted and detected boxes or, for poses, by
    unconfirmed tracks. A lost track can take a detection until it has been
    unseen for more than ``track_buffer`` frames.
 
-``max_tracks``: once that many ids exist no track starts or is confirmed; a
-high-score detection left after stage 3 (or whose unconfirmed track would have
-been confirmed) takes instead the lost track, this frame's newly lost included,
-that it overlaps most (Hungarian on IoU), and stays untracked if it overlaps
-none. Nothing is ever dropped: every detection comes back, with ``-1`` when
-untracked. The tracking score is the match's overlap (IoU).
+``max_tracks`` is no cap here: as in sleap-nn 0.3.5 (``MOTParams.link``) a known
+animal count makes identity linking close the set at the end of the video
+(:mod:`sleap_infer.pipeline.linked`), once every track is known. Nothing is
+ever dropped: every detection comes back, with ``-1`` when untracked. The
+tracking score is the match's overlap (IoU).
 
 Facts shared with sleap-nn 0.3.5's ``bytetrack`` "animal" preset: a ``xywh``
 filter, boxes padded by a tenth of their longer side, scores relative to the
@@ -212,9 +211,6 @@ class ByteTracker:
     def n_tracks(self) -> int:
         return self._next_id
 
-    def _capped(self) -> bool:
-        return self.options.max_tracks is not None and self._next_id >= self.options.max_tracks
-
     def prepare(self, calibration: MotCalibration | None) -> None:
         """Take the whole-video pre-pass (``infer track``): scores are divided by the
         video's 95th-percentile score, as sleap-nn's ``prepare()`` does, not the running one."""
@@ -277,10 +273,6 @@ class ByteTracker:
         ids, status = self._tracks["ids"], self._tracks["status"]
         keep = np.ones(len(ids), dtype=bool)
         for row, det in confirming:
-            if self._capped():
-                keep[row] = False  # no id left for it: its detection may take a lost track
-                left_high = np.append(left_high, det)
-                continue
             ids[row] = self._next_id
             self._next_id += 1
             matched.append((row, det))
@@ -288,10 +280,6 @@ class ByteTracker:
         seen[[row for row, _ in matched]] = True
         keep &= seen | (status != UNCONFIRMED)  # an unconfirmed track that missed
         status[~seen & (status == TRACKED)] = LOST
-        if self._capped():
-            lost = np.flatnonzero(keep & ~seen & (status == LOST))
-            matched += match(sim, lost, np.sort(left_high), 0.0, None)[0]
-            left_high = np.zeros(0, dtype=np.int64)
         self._update(matched, boxes, points)
         for row, det in matched:
             track_ids[det] = ids[row]
@@ -355,7 +343,7 @@ class ByteTracker:
     def _spawn(self, boxes: np.ndarray, points: np.ndarray) -> None:
         """Unconfirmed tracks from detections (no id until their next match)."""
         n = len(boxes)
-        if n == 0 or self._capped():
+        if n == 0:
             return
         t = self._tracks
         if len(t["ids"]) == 0:  # the skeleton's size comes with the first poses

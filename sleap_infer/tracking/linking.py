@@ -54,7 +54,10 @@ MIN_VISIBLE_FRACTION = 0.5  # a gated vector's detection shows at least half its
 def check_linkable(carrier: str) -> None:
     """One line for what the port does not cover (sleap-nn would link these)."""
     if carrier == MASKS:
-        raise UsageError("--link-tracklets: linking tracked masks is not ported yet (poses only)")
+        raise UsageError(
+            "identity linking (--link-tracklets, or --max-tracks with a MOT tracker): linking"
+            " tracked masks is not ported yet (poses only)"
+        )
 
 
 @dataclass

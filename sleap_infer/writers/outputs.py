@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import h5py
+import numpy as np
 
 if TYPE_CHECKING:
     import sleap_io as sio
@@ -116,17 +117,65 @@ def stored_provenance(path: Path) -> dict[str, Any] | None:
     unreadable."""
     try:
         with h5py.File(path, "r") as f:
-            if "metadata" in f and "json" in f["metadata"].attrs:
-                found = _json_text(f["metadata"].attrs["json"]).get("provenance")
-            elif "provenance" in f:
-                found = _json_text(f["provenance"][()])
-            elif "general/notes" in f:
-                found = _json_text(f["general/notes"][()]).get("provenance")
-            else:
-                found = None
+            return _provenance_in(f)
+    except OSError:
+        return None
+
+
+def _provenance_in(f: h5py.File) -> dict[str, Any] | None:
+    """:func:`stored_provenance` of a file already open."""
+    try:
+        if "metadata" in f and "json" in f["metadata"].attrs:
+            found = _json_text(f["metadata"].attrs["json"]).get("provenance")
+        elif "provenance" in f:
+            found = _json_text(f["provenance"][()])
+        elif "general/notes" in f:
+            found = _json_text(f["general/notes"][()]).get("provenance")
+        else:
+            found = None
     except (OSError, ValueError, AttributeError, KeyError):
         return None
     return found if isinstance(found, dict) else None
+
+
+def judge_output(path: Path, fmt: OutputFormat) -> tuple[str | None, dict[str, Any] | None]:
+    """:func:`existing_output` and, for a complete output, :func:`stored_provenance`, from
+    one opening of the file: a rerun judges every finished output before any model loads,
+    and opening an HDF5 file twice doubled that (1000 outputs: 2.5 s, issue 32)."""
+    if not path.exists():
+        return None, None
+    if fmt.hdf5_keys is None:  # not HDF5: whatever the file holds, as the two calls say
+        if not is_complete(path, fmt):
+            return FOREIGN, None
+        return COMPLETE, stored_provenance(path)
+    try:
+        if not path.is_file() or path.stat().st_size == 0:
+            return FOREIGN, None
+        # h5py's low-level handles: its File object costs as much again in bookkeeping
+        # (property lists, closing every open object) as the HDF5 work itself.
+        fid = h5py.h5f.open(os.fsencode(path), h5py.h5f.ACC_RDONLY)
+        try:
+            if not all(fid.links.exists(key.encode()) for key in fmt.hdf5_keys):
+                return FOREIGN, None
+            return COMPLETE, _quick_provenance(fid)
+        finally:
+            fid.close()
+    except OSError:
+        return FOREIGN, None
+
+
+def _quick_provenance(fid: h5py.h5f.FileID) -> dict[str, Any] | None:
+    """``.slp``'s ``metadata`` attribute read directly; other layouts the usual way."""
+    try:
+        if fid.links.exists(b"metadata") and h5py.h5a.exists(fid, b"json", obj_name=b"metadata"):
+            attr = h5py.h5a.open(fid, b"json", obj_name=b"metadata")
+            value = np.empty(attr.shape, dtype=attr.dtype)
+            attr.read(value)
+            found = _json_text(value[()]).get("provenance")
+            return found if isinstance(found, dict) else None
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return None
+    return _provenance_in(h5py.File(fid))
 
 
 def refuse_existing(path: Path, fmt: OutputFormat, overwrite: bool) -> None:

@@ -202,6 +202,14 @@ def test_bench_writes_table_and_json(tmp_path: Path) -> None:
     assert "tensorrt" in rows[("trt", 1)]["reason"].lower()
     assert data["system"]["cpu_budget"] >= 1 and "torch" in data["system"]["versions"]
     assert "p50 ms" in res.stdout and "unavailable" in res.stdout
+    # Share of this machine's measured peak: the network's work, the rate, the peak.
+    assert data["peak"]["gflops"]["cpu:fp32"] > 0 and data["peak"]["threads"] >= 1
+    ran = rows[("torch", 2)]
+    assert ran["precision"] == "fp32" and ran["gflop_per_frame"] > 0
+    assert ran["peak_gflops"] == data["peak"]["gflops"]["cpu:fp32"]
+    assert 0 < ran["peak_fraction"] <= ran["network_peak_fraction"]
+    assert rows[("trt", 1)]["peak_fraction"] is None
+    assert "%peak" in res.stdout and "cpu:fp32" in res.stdout
 
 
 @pytest.mark.skipif(torch.version.cuda is not None, reason="this torch build has CUDA")

@@ -146,7 +146,10 @@ def test_pose_scores_follow_sleap_nn_s_auto_mode() -> None:
 
 def test_what_is_not_ported_is_refused_in_one_line() -> None:
     check_linkable(POSES)
-    with pytest.raises(UsageError, match="^--link-tracklets: linking tracked masks"):
+    with pytest.raises(
+        UsageError,
+        match=r"^identity linking \(--link-tracklets, or --max-tracks with a MOT tracker\)",
+    ):
         check_linkable(MASKS)
     with pytest.raises(UsageError, match="^--link-tracklets with --tracking-clean"):
         TrackingOptions(link_tracklets=True, tracking_clean_instance_count=1)

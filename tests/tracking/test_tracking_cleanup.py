@@ -202,6 +202,11 @@ def test_max_instances_gives_the_target_count_and_track_cap_as_sleap_nns_cli_doe
     spec = bind(["m"], tracking=True, max_instances=3, tracking_pre_cull_to_target=1)
     assert spec.tracking is not None
     assert spec.tracking.tracking_target_instance_count == 3 and spec.tracking.max_tracks is None
+    # a MOT tracker: sleap-nn takes its count only from --max_tracks (it would link)
+    kw = dict(tracking=True, max_instances=3, post_connect_single_breaks=True)
+    spec = bind(["m"], tracker="sort", **kw)
+    assert spec.tracking is not None and spec.tracking.max_tracks is None
+    assert not spec.tracking.links
     spec = bind(["m"], tracking=True, max_instances=3)  # nothing asks for a count
     assert spec.tracking is not None and spec.tracking.tracking_target_instance_count is None
     with pytest.raises(UsageError, match="only matter with --tracking"):
