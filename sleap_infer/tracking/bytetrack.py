@@ -3,13 +3,19 @@
 Written here rather than taken from a library: filterpy is unmaintained,
 supervision and trackers keep their tracks in Python objects with no exact
 save and restore, and boxmot is AGPL. This tracker's whole memory is a few
-arrays and two numbers, which ``--resume`` saves and restores bit for bit.
+arrays and a few numbers, which ``--resume`` saves and restores bit for bit.
 
 Per frame, every detection gets a box (the padded extent of its visible
 keypoints, or of its mask's pixels; no visible point or an empty mask: no box,
 never tracked) and a score relative to the video's typical one (see
-:meth:`ByteTracker._normalized`); every live track is moved by its Kalman
-filter (:mod:`~sleap_infer.tracking.kalman`). A track and a detection overlap
+:meth:`ByteTracker._normalized`). A pose whose visible keypoints collapse to a
+point (one-node skeletons, centroid-only models, all but one node hidden) has
+no extent to pad, so it gets sleap-nn's pseudo box instead: a square of the
+running body size (:class:`~sleap_infer.tracking.mot_body.RunningBodySize`:
+the median pose diagonal so far or, with no extent ever seen, the link lengths
+and spacing of the frames so far), taken from the frames before this one.
+Every live track is moved by its Kalman filter
+(:mod:`~sleap_infer.tracking.kalman`). A track and a detection overlap
 by the IoU of the predicted and detected boxes or, for poses, by
 :func:`shared_node_iou` if larger. Then:
 
@@ -41,9 +47,11 @@ Facts shared with sleap-nn 0.3.5's ``bytetrack`` "animal" preset: a ``xywh``
 filter, boxes padded by a tenth of their longer side, scores relative to the
 video's 95th percentile, the shared-node IoU, score-fused stages 1 and 3, the
 published thresholds. It differs in being strictly online (no retroactive
-labels of a track's first detection; the percentile is of the scores seen so
-far), in filling an occluded pose's hidden nodes from its track before the
-Kalman update, and in omitting the tracked-vs-lost duplicate removal.
+labels of a track's first detection; the percentile and the body size are of
+the frames seen so far), in matching one-node poses by the IoU of their pseudo
+boxes where sleap-nn's ``auto`` similarity takes centroid proximity, in
+filling an occluded pose's hidden nodes from its track before the Kalman
+update, and in omitting the tracked-vs-lost duplicate removal.
 """
 
 from __future__ import annotations
@@ -55,7 +63,9 @@ import numpy as np
 import sleap_infer.tracking.kalman as kalman
 from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.ops.assignment import linear_sum_assignment
+from sleap_infer.tracking import mot_boxes as mb
 from sleap_infer.tracking.base import MASKS, Assignment, Detections, MaskBitmap, TrackerState
+from sleap_infer.tracking.mot_body import RunningBodySize
 from sleap_infer.tracking.mot_prepare import MotCalibration, normalized
 
 BOX_PADDING = 0.1  # added to each side of a box, as a fraction of its longer side
@@ -66,7 +76,9 @@ SCORE_BINS = 1000  # of the score histogram the 95th percentile comes from
 _NO_MATCH = 1e6  # Hungarian cost of a pair that may not match
 
 TRACKED, LOST, UNCONFIRMED = 0, 1, 2  # track status codes (saved in the state)
-STATE_FORMAT = 1
+STATE_FORMAT = 2  # 2: the running body size; a format-1 state loads with none seen yet
+BODY_ARRAYS = ("diagonals", "spacings", "step_lengths")  # saved by RunningBodySize
+PREV_ARRAYS = ("prev_centroids", "prev_extents")  # ... while it keeps a previous frame
 
 Pairs = list[tuple[int, int]]  # (track row, detection index)
 
@@ -118,6 +130,21 @@ def padded(boxes: np.ndarray) -> np.ndarray:
     lo, hi = lo - pad, hi + pad
     grow = 0.5 * np.maximum(MIN_SIDE_FRACTION * (hi - lo).max(axis=1, keepdims=True) - (hi - lo), 0)
     return np.concatenate([lo - grow, hi + grow], axis=1)
+
+
+def degenerate(raw: np.ndarray) -> np.ndarray:
+    """Rows of ``raw`` extents that collapse to a point (under :data:`mot_boxes.MIN_SIDE
+    <sleap_infer.tracking.mot_boxes.MIN_SIDE>` on both sides): one visible node, or all in one
+    spot. Padding a fraction of nothing leaves nothing, so they take a pseudo box."""
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(raw).all(axis=1) & ((raw[:, 2:] - raw[:, :2]) < mb.MIN_SIDE).all(axis=1)
+
+
+def body_boxes(raw: np.ndarray, body: float) -> np.ndarray:
+    """Squares of side ``body`` on the centres of ``raw`` (sleap-nn's degenerate pseudo box)."""
+    half = 0.5 * max(body, mb.MIN_SIDE)
+    centre = 0.5 * (raw[:, :2] + raw[:, 2:])
+    return np.concatenate([centre - half, centre + half], axis=1)
 
 
 def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -196,6 +223,8 @@ class ByteTracker:
         self._next_id = 0
         self._histogram = np.zeros(SCORE_BINS, dtype=np.int64)  # of clipped scores
         self.calibration: MotCalibration | None = None  # the whole-video pre-pass, if run
+        self._body = RunningBodySize()  # the pseudo box of degenerate poses
+        self._body_size = self._body.size()  # this frame's: from the frames before it
         # One row per live track, in order of creation; exactly the saved state.
         self._tracks: dict[str, np.ndarray] = {
             "ids": np.zeros(0, dtype=np.int64),  # -1 while unconfirmed
@@ -238,10 +267,26 @@ class ByteTracker:
     def boxes(self, detections: Detections) -> np.ndarray:
         """The padded ``(I, 4)`` box of every detection (NaN: no box)."""
         if self.carrier == MASKS and detections.masks is not None:
-            raw = mask_boxes(detections.masks)
-        else:
-            raw = pose_boxes(detections.points)
-        return padded(raw)
+            return padded(mask_boxes(detections.masks))
+        return self._pose_padded(pose_boxes(detections.points))
+
+    def _pose_padded(self, raw: np.ndarray) -> np.ndarray:
+        """Padded pose boxes; a :func:`degenerate` one is a square of the body size."""
+        out = padded(raw)
+        point = degenerate(raw)
+        if point.any():
+            out[point] = body_boxes(raw[point], self._body_size)
+        return out
+
+    def _observe_body(self, detections: Detections, points: np.ndarray, gap: int | None) -> None:
+        """Add this frame's body-size evidence (poses only: a mask always has an extent)."""
+        if self.carrier == MASKS and detections.masks is not None:
+            return
+        raw = pose_boxes(points)
+        valid = np.isfinite(raw).all(axis=1)
+        steps = 0 if gap is None else max(gap, 0)
+        linkable = gap is None or gap > 0
+        self._body.observe(mb.pose_diagonals(detections), (points, raw, valid), steps, linkable)
 
     def similarity(self, points: np.ndarray, boxes: np.ndarray) -> np.ndarray:
         """``(T, I)`` overlap of every live track's prediction with every detection.
@@ -261,8 +306,11 @@ class ByteTracker:
         track_ids = np.full(n, -1, dtype=np.int64)
         match_scores = np.full(n, np.nan, dtype=np.float32)
         points = np.asarray(detections.points, dtype=np.float64)
+        self._body_size = self._body.size()
         boxes = self.boxes(detections)
+        gap = None if self._frame is None else int(detections.frame_idx) - self._frame
         self._advance(int(detections.frame_idx))
+        self._observe_body(detections, points, gap)
         score = self._normalized(np.asarray(detections.scores, dtype=np.float64).reshape(n))
         has_box = np.isfinite(boxes).all(axis=1)
         high = has_box & (score >= self.options.track_high_threshold)
@@ -329,7 +377,7 @@ class ByteTracker:
         if t["pose"].shape[1] == points.shape[1] and points.shape[1] > 0:
             moved = t["pose"][rows] + (t["mean"][rows, :2] - t["anchor"][rows])[:, None, :]
             pose = np.where(np.isfinite(points[dets]), points[dets], moved)
-            measured = padded(pose_boxes(pose))
+            measured = self._pose_padded(pose_boxes(pose))
             t["pose"][rows] = pose
         mean, cov = kalman.update(t["mean"][rows], t["cov"][rows], kalman.xywh_from_xyxy(measured))
         t["mean"][rows], t["cov"][rows], t["anchor"][rows] = mean, cov, mean[:, :2]
@@ -367,21 +415,29 @@ class ByteTracker:
             "format": STATE_FORMAT,
             "frame": self._frame,
             "next_id": self._next_id,
+            "has_prev_geometry": self._body.prev_geometry is not None,
         }
         arrays = {name: values.copy() for name, values in self._tracks.items()}
         arrays["score_histogram"] = self._histogram.copy()
+        arrays |= self._body.arrays()
         return TrackerState(meta=meta, arrays=arrays)
 
     def load_state(self, state: TrackerState) -> None:
         meta, arrays = state.meta, state.arrays
-        if meta.get("tracker") != "bytetrack" or meta.get("format") != STATE_FORMAT:
+        if meta.get("tracker") != "bytetrack" or meta.get("format") not in (1, STATE_FORMAT):
             raise ValueError(f"not a bytetrack state (format {STATE_FORMAT}): {meta}")
+        has_body = meta["format"] >= 2
+        has_prev = has_body and bool(meta.get("has_prev_geometry"))
         want = {*self._tracks, "score_histogram"}
+        want |= {*BODY_ARRAYS, *(PREV_ARRAYS if has_prev else ())} if has_body else set()
         if set(arrays) != want:
             raise ValueError(f"bytetrack state arrays {sorted(arrays)}: want {sorted(want)}")
         self._frame = None if meta["frame"] is None else int(meta["frame"])
         self._next_id = int(meta["next_id"])
         self._histogram = np.array(arrays["score_histogram"], dtype=np.int64)
+        self._body = RunningBodySize()
+        if has_body:
+            self._body.load(arrays, has_prev)
         self._tracks = {
             name: np.array(arrays[name], dtype=template.dtype)
             for name, template in self._tracks.items()

@@ -118,3 +118,83 @@ def pair_geometry(prev, cur, max_dist: float | None) -> tuple[np.ndarray, np.nda
     ok &= ~dup_prev & ~dup_cur[best_col]
     links = np.linalg.norm(cb[best_col[ok]] - ca[ok], axis=1)
     return spacings, links
+
+
+BODY_SIZE_HISTORY = 2048  # evidence values remembered for the running body size
+
+
+class RunningBodySize:
+    """The body-size evidence of the frames seen so far, kept to be saved bit for bit.
+
+    Shared by every tracker that gives a degenerate detection (one visible node)
+    a pseudo box: the SORT family (:mod:`~sleap_infer.tracking.mot_core`) and
+    ByteTrack. ``diagonals`` are the extents' diagonals; until one is seen the
+    spacings and unambiguous link lengths of consecutive frames stand in.
+    """
+
+    def __init__(self) -> None:
+        self.diagonals = np.zeros(0)
+        self.spacings = np.zeros(0)  # same-frame nearest-animal distances (no extent yet)
+        self.step_lengths = np.zeros(0)  # per-step lengths of unambiguous links (ditto)
+        self.prev_geometry: tuple[np.ndarray, np.ndarray] | None = None  # previous frame's
+
+    def size(self) -> float:
+        """The median diagonal, else :func:`resolve_body_size`'s fallbacks."""
+        if self.diagonals.size:
+            return float(np.median(self.diagonals))
+        p99 = float(np.percentile(self.step_lengths, 99)) if self.step_lengths.size else np.nan
+        spacing = float(np.median(self.spacings)) if self.spacings.size else np.nan
+        return resolve_body_size(np.nan, p99, spacing)
+
+    def observe(
+        self,
+        diagonals: np.ndarray,
+        geometry_of: tuple[np.ndarray | None, np.ndarray, np.ndarray],
+        steps: int,
+        linkable: bool,
+        fixed: bool = False,
+    ) -> None:
+        """Remember a frame's evidence.
+
+        ``geometry_of``: :func:`geometry`'s ``(points, raw boxes, valid)``;
+        ``steps``: clock steps since the previous frame; ``linkable``: the
+        previous frame may link to this one; ``fixed``: the body size is given
+        (no spacing or motion needed).
+        """
+        if diagonals.size:
+            self.diagonals = np.concatenate([self.diagonals, diagonals])[-BODY_SIZE_HISTORY:]
+        if self.diagonals.size or fixed:
+            self.prev_geometry = None
+            return
+        prev = self.prev_geometry if linkable else None
+        max_dist = 0.5 * float(np.median(self.spacings)) if self.spacings.size else None
+        cur = geometry(*geometry_of)
+        spacings, links = pair_geometry(prev, cur, max_dist)
+        self.spacings = np.concatenate([self.spacings, spacings])[-BODY_SIZE_HISTORY:]
+        if steps > 0 and links.size:
+            moved = np.concatenate([self.step_lengths, links / steps])
+            self.step_lengths = moved[-BODY_SIZE_HISTORY:]
+        self.prev_geometry = cur
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The saved arrays (``prev_*`` only while a previous frame's geometry is kept)."""
+        out = {
+            "diagonals": self.diagonals.copy(),
+            "spacings": self.spacings.copy(),
+            "step_lengths": self.step_lengths.copy(),
+        }
+        if self.prev_geometry is not None:
+            out["prev_centroids"] = self.prev_geometry[0].copy()
+            out["prev_extents"] = self.prev_geometry[1].copy()
+        return out
+
+    def load(self, arrays: dict[str, np.ndarray], has_prev_geometry: bool) -> None:
+        self.diagonals = np.array(arrays["diagonals"], np.float64).reshape(-1)
+        self.spacings = np.array(arrays["spacings"], np.float64).reshape(-1)
+        self.step_lengths = np.array(arrays["step_lengths"], np.float64).reshape(-1)
+        self.prev_geometry = None
+        if has_prev_geometry:
+            self.prev_geometry = (
+                np.array(arrays["prev_centroids"], np.float64).reshape(-1, 2),
+                np.array(arrays["prev_extents"], np.float64).reshape(-1, 4),
+            )

@@ -42,7 +42,6 @@ from sleap_infer.tracking.base import MASKS, Assignment, Detections, TrackerStat
 from sleap_infer.tracking.mot_prepare import MotCalibration, detection_scores, normalized
 
 TENTATIVE, CONFIRMED, LOST = 0, 1, 2
-BODY_SIZE_HISTORY = 2048  # pose diagonals remembered for the running body size
 STATE_FORMAT = 1
 _INT_FIELDS = ("tid", "public_id", "status", "hits", "hit_streak", "age", "tsu", "seen_step")
 
@@ -121,10 +120,7 @@ class MotCore:
         self.clock = -1  # step of the latest frame (-1: none yet)
         self.last_frame: int | None = None
         self.delta_counts: dict[int, int] = {}
-        self.diagonals = np.zeros(0)
-        self.spacings = np.zeros(0)  # same-frame nearest-animal distances (no extent yet)
-        self.step_lengths = np.zeros(0)  # per-step lengths of unambiguous links (ditto)
-        self.prev_geometry: tuple[np.ndarray, np.ndarray] | None = None  # previous frame's
+        self.body = body.RunningBodySize()
         self.last_delta: int | None = None  # frame-index change to this frame
         self.calibration: MotCalibration | None = None  # the whole-video pre-pass, if run
 
@@ -162,11 +158,7 @@ class MotCore:
         cal = self.calibration
         if cal is not None and np.isfinite(cal.body_size) and cal.body_size > 0:
             return float(cal.body_size)
-        if self.diagonals.size:
-            return float(np.median(self.diagonals))
-        p99 = float(np.percentile(self.step_lengths, 99)) if self.step_lengths.size else np.nan
-        spacing = float(np.median(self.spacings)) if self.spacings.size else np.nan
-        return body.resolve_body_size(np.nan, p99, spacing)
+        return self.body.size()
 
     def similarity_to(self, rows: np.ndarray, frame: Frame) -> np.ndarray:
         """``(len(rows), I)`` geometric similarity of the tracks' predictions to the detections."""
@@ -197,6 +189,7 @@ class MotCore:
 
     def _observe_body_size(self, det: Detections, frame: Frame, steps: int) -> None:
         """Remember this frame's body-size evidence (see :meth:`body_size`)."""
+        new = np.zeros(0)
         if len(frame):
             if self.carrier == MASKS:
                 wh = (frame.raw[:, 2:] - frame.raw[:, :2])[frame.valid]
@@ -204,20 +197,14 @@ class MotCore:
                 new = np.hypot(wh[keep, 0], wh[keep, 1])
             else:
                 new = mb.pose_diagonals(det)
-            self.diagonals = np.concatenate([self.diagonals, new])[-BODY_SIZE_HISTORY:]
-        if self.diagonals.size or self.params.extra.get("body_size") is not None:
-            self.prev_geometry = None
-            return
         # No extent seen yet (one-node skeletons): spacing and motion, as sleap-nn.
-        prev = self.prev_geometry if (self.last_delta is None or self.last_delta > 0) else None
-        max_dist = 0.5 * float(np.median(self.spacings)) if self.spacings.size else None
-        cur = body.geometry(frame.keypoints, frame.raw, frame.valid)
-        spacings, links = body.pair_geometry(prev, cur, max_dist)
-        self.spacings = np.concatenate([self.spacings, spacings])[-BODY_SIZE_HISTORY:]
-        if steps > 0 and links.size:
-            moved = np.concatenate([self.step_lengths, links / steps])
-            self.step_lengths = moved[-BODY_SIZE_HISTORY:]
-        self.prev_geometry = cur
+        self.body.observe(
+            new,
+            (frame.keypoints, frame.raw, frame.valid),
+            steps,
+            linkable=self.last_delta is None or self.last_delta > 0,
+            fixed=self.params.extra.get("body_size") is not None,
+        )
 
     def _keep(self, keep: np.ndarray) -> None:
         self.mean, self.cov = self.mean[keep], self.cov[keep]
@@ -379,23 +366,11 @@ class MotCore:
             last_frame=self.last_frame,
             delta_counts=[[int(k), int(v)] for k, v in self.delta_counts.items()],
             last_delta=self.last_delta,
-            has_prev_geometry=self.prev_geometry is not None,
+            has_prev_geometry=self.body.prev_geometry is not None,
         )
-        if self.prev_geometry is not None:
-            arrays_prev = {
-                "prev_centroids": self.prev_geometry[0],
-                "prev_extents": self.prev_geometry[1],
-            }
-        else:
-            arrays_prev = {}
-        arrays = {
-            **{k: v.copy() for k, v in arrays_prev.items()},
-            "mean": self.mean.copy(),
-            "cov": self.cov.copy(),
-            "diagonals": self.diagonals.copy(),
-            "spacings": self.spacings.copy(),
-            "step_lengths": self.step_lengths.copy(),
-        }
+        evidence = self.body.arrays()
+        arrays = {k: evidence.pop(k) for k in ("prev_centroids", "prev_extents") if k in evidence}
+        arrays |= {"mean": self.mean.copy(), "cov": self.cov.copy(), **evidence}
         names = (*_INT_FIELDS, *(f[0] for f in self.extra_fields))
         arrays |= {name: getattr(self, name).copy() for name in names}
         return TrackerState(meta=meta, arrays=arrays)
@@ -411,16 +386,8 @@ class MotCore:
         d = self.kalman_dim
         self.mean = np.array(arrays["mean"], np.float64).reshape(-1, d)
         self.cov = np.array(arrays["cov"], np.float64).reshape(-1, d, d)
-        self.diagonals = np.array(arrays["diagonals"], np.float64).reshape(-1)
-        self.spacings = np.array(arrays["spacings"], np.float64).reshape(-1)
-        self.step_lengths = np.array(arrays["step_lengths"], np.float64).reshape(-1)
+        self.body.load(arrays, bool(meta["has_prev_geometry"]))
         self.last_delta = None if meta["last_delta"] is None else int(meta["last_delta"])
-        self.prev_geometry = None
-        if meta["has_prev_geometry"]:
-            self.prev_geometry = (
-                np.array(arrays["prev_centroids"], np.float64).reshape(-1, 2),
-                np.array(arrays["prev_extents"], np.float64).reshape(-1, 4),
-            )
         for name in _INT_FIELDS:
             setattr(self, name, np.array(arrays[name], np.int64).reshape(-1))
         for name, shape, _ in self.extra_fields:

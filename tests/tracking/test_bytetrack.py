@@ -1,4 +1,5 @@
-"""ByteTrack: ids through crossings and gaps, the two score stages, caps, masks, exact resume."""
+"""ByteTrack: ids through crossings and gaps, the two score stages, caps, masks, one-node poses,
+exact resume."""
 
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ def body(cx: float, cy: float, length: float = 30.0, width: float = 10.0) -> np.
     )
 
 
-def frame(f: int, poses: list[np.ndarray], scores: list[float]) -> Detections:
-    points = np.array(poses, dtype=np.float64).reshape(len(poses), 3, 2)
+def frame(f: int, poses: list[np.ndarray], scores: list[float], nodes: int = 3) -> Detections:
+    points = np.array(poses, dtype=np.float64).reshape(len(poses), nodes, 2)
     return Detections(frame_idx=f, points=points, scores=np.array(scores, dtype=np.float64))
 
 
@@ -103,8 +104,50 @@ def test_max_tracks_is_no_cap_inside_the_tracker() -> None:
     assert ids[-1].tolist() == [0, 1, 2] and capped.n_tracks == 3
 
 
-def _scene(seed: int, n_frames: int) -> list[Detections]:
-    """Three bodies on noisy, crossing lines with dropouts, low scores and false positives."""
+def one_node(f: int, centres: list[tuple[float, float]], scores: list[float]) -> Detections:
+    """A frame of one-node poses (a centroid model's output)."""
+    return frame(f, [np.array([c]) for c in centres], scores, nodes=1)
+
+
+def test_one_node_animals_moving_apart_get_two_confirmed_ids() -> None:
+    """Regression: a single point's box had no extent, so no IoU and every detection -1."""
+    t = tracker()
+    centres = [[(10 + 2 * f, 10), (100 - 2 * f, 80)] for f in range(20)]
+    ids = run(t, [one_node(f, c, [0.9, 0.8]) for f, c in enumerate(centres)])
+    assert ids[-1].tolist() == [0, 1] and t.n_tracks == 2
+    # The body size settles on the motion evidence within a few frames; ids never change after.
+    first = next(f for f, i in enumerate(ids) if (i >= 0).all())
+    assert first <= 5 and all(i.tolist() == [0, 1] for i in ids[first:])
+
+
+def test_crossing_one_node_animals_keep_their_ids() -> None:
+    """Head-on crossing of two centroids: the Kalman motion carries each through."""
+    t = tracker()
+    centres = [[(20 + 4 * f, 100), (220 - 4 * f, 104)] for f in range(50)]
+    ids = run(t, [one_node(f, c, [0.9, 0.9]) for f, c in enumerate(centres)])
+    first = next(f for f, i in enumerate(ids) if (i >= 0).all())
+    assert first <= 5 and all(i.tolist() == [0, 1] for i in ids[first:])  # crossed at f = 25
+    assert t.n_tracks == 2
+
+
+def test_a_pose_collapsed_to_one_visible_node_is_tracked() -> None:
+    """Multi-node poses whose only visible node is one point take the body-size box too."""
+    t = tracker()
+    frames = []
+    for f in range(12):
+        poses = [body(40 + 3 * f, 50), body(200 - 3 * f, 150)]
+        if f >= 6:  # the second animal is seen by one node only from here on
+            poses[1][[0, 2]] = np.nan
+        frames.append(frame(f, poses, [0.9, 0.9]))
+    ids = run(t, frames)
+    assert all(i.tolist() == [0, 1] for i in ids[1:]) and t.n_tracks == 2
+
+
+def _scene(seed: int, n_frames: int, nodes: int = 3) -> list[Detections]:
+    """Three bodies on noisy, crossing lines with dropouts, low scores and false positives.
+
+    ``nodes=1``: each body's centre node only (a centroid model's output).
+    """
     rng = np.random.default_rng(seed)
     start = rng.uniform(40, 200, (3, 2))
     velocity = rng.uniform(-2.5, 2.5, (3, 2))
@@ -116,12 +159,12 @@ def _scene(seed: int, n_frames: int) -> list[Detections]:
                 continue
             pose = body(*(start[a] + f * velocity[a])) + rng.normal(0, 1, (3, 2))
             pose[rng.random(3) < 0.15] = np.nan
-            poses.append(pose)
+            poses.append(pose if nodes == 3 else pose[1:2])
             scores.append(rng.uniform(0.2, 1.0))
         if rng.random() < 0.2:
-            poses.append(body(*rng.uniform(20, 230, 2)))
+            poses.append(body(*rng.uniform(20, 230, 2))[3 - nodes :])
             scores.append(rng.uniform(0.5, 0.8))
-        frames.append(frame(f, poses, scores))
+        frames.append(frame(f, poses, scores, nodes))
     return frames
 
 
@@ -135,9 +178,11 @@ def _through_json(state: TrackerState) -> TrackerState:
     return TrackerState(meta=meta, arrays=arrays)
 
 
+@pytest.mark.parametrize("nodes", [3, 1])
 @pytest.mark.parametrize("cut", [1, 17, 40])
-def test_resume_from_state_is_bit_identical(cut: int) -> None:
-    frames = _scene(seed=3, n_frames=60)
+def test_resume_from_state_is_bit_identical(cut: int, nodes: int) -> None:
+    """One node: the running body size (and its previous frame's geometry) is in the state."""
+    frames = _scene(seed=3, n_frames=60, nodes=nodes)
     whole = tracker(max_tracks=4)
     expected = [whole.step(d) for d in frames]
     first = tracker(max_tracks=4)
@@ -204,3 +249,17 @@ def test_kalman_learns_constant_velocity() -> None:
     assert np.allclose(predicted[0, :4], [10.0 + 60, 20.0 - 30, 30.0, 10.0], atol=0.05)
     assert np.allclose(cov, np.swapaxes(cov, 1, 2))
     assert (np.linalg.eigvalsh(cov) > 0).all()
+
+
+def test_a_format_1_state_loads_with_no_body_size_seen() -> None:
+    """A journal written before the running body size was saved still resumes."""
+    t = tracker()
+    for d in _scene(seed=3, n_frames=10):
+        t.step(d)
+    state = t.state()
+    meta = {k: v for k, v in state.meta.items() if k != "has_prev_geometry"} | {"format": 1}
+    body_names = {"diagonals", "spacings", "step_lengths", "prev_centroids", "prev_extents"}
+    arrays = {k: v for k, v in state.arrays.items() if k not in body_names}
+    old = tracker()
+    old.load_state(TrackerState(meta=meta, arrays=arrays))
+    assert old.n_tracks == t.n_tracks and old.state().arrays["diagonals"].size == 0
