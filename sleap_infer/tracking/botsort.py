@@ -41,6 +41,7 @@ from sleap_infer.tracking.mot_core import (
     Frame,
     MotCore,
     MotParams,
+    XywhFilter,
 )
 
 LOW_STAGE_MIN_SIMILARITY = 0.5
@@ -48,7 +49,7 @@ UNCONFIRMED_MIN_SIMILARITY = 0.3
 DUPLICATE_SIMILARITY = 0.85
 
 
-class BotSortTracker(MotCore):
+class BotSortTracker(XywhFilter, MotCore):
     """BoT-SORT without appearance; see the module docstring."""
 
     name = "botsort"
@@ -74,18 +75,6 @@ class BotSortTracker(MotCore):
         self.duplicate_min = float(extra.get("duplicate_similarity", DUPLICATE_SIMILARITY))
         self.fuse_score = bool(extra.get("fuse_score", True))
         super().__init__(params, carrier, n_nodes)
-
-    def initiate(self, box: np.ndarray):
-        return mb.xywh_initiate(box)
-
-    def predict(self, mean: np.ndarray, cov: np.ndarray):
-        return mb.xywh_predict(mean, cov)
-
-    def update(self, mean: np.ndarray, cov: np.ndarray, box: np.ndarray):
-        return mb.xywh_update(mean, cov, box)
-
-    def predicted_boxes(self) -> np.ndarray:
-        return mb.xyxy_from_xywh(self.mean)
 
     # ------------------------------------------------------------ memory
     def _remember(self, row: int, frame: Frame, j: int) -> None:

@@ -35,7 +35,7 @@ import numpy as np
 
 from sleap_infer.tracking import mot_boxes as mb
 from sleap_infer.tracking.mot_appearance import AppearanceTracks
-from sleap_infer.tracking.mot_core import Frame
+from sleap_infer.tracking.mot_core import Frame, XywhFilter
 from sleap_infer.tracking.ocsort import HISTORY, OcSortTracker
 
 W_ASSOC_EMB = 0.75  # base weight of the appearance term
@@ -45,7 +45,7 @@ MIN_APPEARANCE_SPREAD = 1e-6  # narrower true/rival cosine spread: the raw cosin
 _D = mb.XYWH_DIM
 
 
-class DeepOcSortTracker(AppearanceTracks, OcSortTracker):
+class DeepOcSortTracker(XywhFilter, AppearanceTracks, OcSortTracker):
     """Deep OC-SORT; see the module docstring."""
 
     name = "deepocsort"
@@ -62,18 +62,6 @@ class DeepOcSortTracker(AppearanceTracks, OcSortTracker):
         ("frozen_mean", (_D,), np.nan),
         ("frozen_cov", (_D, _D), np.nan),
     )
-
-    def initiate(self, box: np.ndarray):
-        return mb.xywh_initiate(box)
-
-    def predict(self, mean: np.ndarray, cov: np.ndarray):
-        return mb.xywh_predict(mean, cov)
-
-    def update(self, mean: np.ndarray, cov: np.ndarray, box: np.ndarray):
-        return mb.xywh_update(mean, cov, box)
-
-    def predicted_boxes(self) -> np.ndarray:
-        return mb.xyxy_from_xywh(self.mean)
 
     def first_stage(
         self, rows: np.ndarray, frame: Frame, cols: np.ndarray, sim: np.ndarray

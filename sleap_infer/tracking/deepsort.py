@@ -48,14 +48,21 @@ import numpy as np
 
 from sleap_infer.tracking import mot_boxes as mb
 from sleap_infer.tracking.mot_appearance import AppearanceTracks
-from sleap_infer.tracking.mot_core import CONFIRMED, LOST, TENTATIVE, Association, Frame
+from sleap_infer.tracking.mot_core import (
+    CONFIRMED,
+    LOST,
+    TENTATIVE,
+    Association,
+    Frame,
+    XywhFilter,
+)
 
 INFEASIBLE = 1e5  # cost of a pair outside the Kalman gate
 MC_LAMBDA = 0.98  # StrongSORT: weight of appearance against motion in the blended cost
 MC_ALLOWANCE = 0.05  # StrongSORT: cost cap raised by this for the motion term
 
 
-class DeepSortTracker(AppearanceTracks):
+class DeepSortTracker(XywhFilter, AppearanceTracks):
     """DeepSORT; see the module docstring."""
 
     name = "deepsort"
@@ -64,18 +71,6 @@ class DeepSortTracker(AppearanceTracks):
     tentative_dies_on_miss = True
     hits_start = 1
     confirm_on_streak = False
-
-    def initiate(self, box: np.ndarray):
-        return mb.xywh_initiate(box)
-
-    def predict(self, mean: np.ndarray, cov: np.ndarray):
-        return mb.xywh_predict(mean, cov)
-
-    def update(self, mean: np.ndarray, cov: np.ndarray, box: np.ndarray):
-        return mb.xywh_update(mean, cov, box)
-
-    def predicted_boxes(self) -> np.ndarray:
-        return mb.xyxy_from_xywh(self.mean)
 
     # ------------------------------------------------------- association
     def associate(self, frame: Frame) -> Association:

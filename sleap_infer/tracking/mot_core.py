@@ -394,6 +394,26 @@ class MotCore:
             setattr(self, name, np.array(arrays[name], np.float64).reshape(-1, *shape))
 
 
+class XywhFilter:
+    """The ``[cx, cy, w, h]`` Kalman filter of BoT-SORT, DeepSORT, StrongSORT and Deep
+    OC-SORT in place of SORT's ``[cx, cy, area, ratio]``: listed before the tracker's
+    :class:`MotCore` base, so one definition serves the four."""
+
+    mean: np.ndarray
+
+    def initiate(self, box: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return mb.xywh_initiate(box)
+
+    def predict(self, mean: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return mb.xywh_predict(mean, cov)
+
+    def update(self, mean: np.ndarray, cov: np.ndarray, box: np.ndarray):
+        return mb.xywh_update(mean, cov, box)
+
+    def predicted_boxes(self) -> np.ndarray:
+        return mb.xyxy_from_xywh(self.mean)
+
+
 def mot_params(options: TrackingOptions) -> MotParams:
     """``options`` with sleap-nn's preset for ``options.tracker`` where a knob was left unset;
     the ``--mot_param`` overrides other than the named knobs go to ``extra``."""
