@@ -16,6 +16,8 @@ sleap-nn's seeds, so the thresholds are sleap-nn's to the bit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 LINK_QUERY_LEN = 10
@@ -28,6 +30,37 @@ MIN_TRIALS = 100
 MAX_TRIALS = 2000
 MAX_TRIAL_STRIDE = 10
 GALLERY_SIZE = 30  # the g = 1 trials' gallery (MOTParams.gallery_size)
+
+
+def trial_positions(
+    offsets: np.ndarray,
+    lengths: np.ndarray,
+    steps: np.ndarray,
+    live: np.ndarray,
+    gap: int,
+    make_rng: Callable[[], np.random.Generator],
+) -> tuple[np.ndarray, np.ndarray]:
+    """sleap-nn's trial split points, shared by linking's and the MOT pre-pass's
+    calibrations: per live anchor chain (rows ``offsets[a]`` on, ``lengths[a]`` long,
+    sorted by step), every ``stride``-th row at least ``gap`` steps after its first, the
+    stride set so about :data:`MAX_TRIALS` remain (at most :data:`MAX_TRIAL_STRIDE`), then
+    a seeded subsample of :data:`MAX_TRIALS` if still more. Returns ``(anchors, rows)``;
+    ``make_rng`` is called only when subsampling (the callers' generators differ)."""
+    spans = []
+    for a in np.flatnonzero(live).tolist():
+        lo, n = int(offsets[a]), int(lengths[a])
+        first = int(np.searchsorted(steps[lo : lo + n], steps[lo] + gap, side="left"))
+        spans.append((a, lo, first, n))
+    total = sum(max(0, n - f) for _, _, f, n in spans)
+    stride = int(min(max(total // MAX_TRIALS, 1), MAX_TRIAL_STRIDE))
+    chunks_a = [np.full(len(range(f, n, stride)), a, np.int64) for a, _, f, n in spans]
+    chunks_p = [lo + np.arange(f, n, stride, dtype=np.int64) for _, lo, f, n in spans]
+    anchors = np.concatenate(chunks_a) if chunks_a else np.zeros(0, np.int64)
+    positions = np.concatenate(chunks_p) if chunks_p else np.zeros(0, np.int64)
+    if len(anchors) > MAX_TRIALS:
+        pick = np.sort(make_rng().choice(len(anchors), size=MAX_TRIALS, replace=False))
+        anchors, positions = anchors[pick], positions[pick]
+    return anchors, positions
 
 
 def s_link(queries: np.ndarray, gallery: np.ndarray, k: int = LINK_TOPK) -> float:
@@ -77,20 +110,7 @@ def _trials(av: _Anchors, gap: int, gallery: int, rng: np.random.Generator, stat
     has = av.lengths > 0
     first[has] = av.steps[av.offsets[has]]
     last[has] = av.steps[av.offsets[has] + av.lengths[has] - 1]
-    spans = []
-    for a in np.flatnonzero(has).tolist():
-        lo, n = int(av.offsets[a]), int(av.lengths[a])
-        steps_a = av.steps[lo : lo + n]
-        spans.append((a, lo, int(np.searchsorted(steps_a, steps_a[0] + gap, side="left")), n))
-    total = sum(max(0, n - f) for _, _, f, n in spans)
-    stride = int(min(max(total // MAX_TRIALS, 1), MAX_TRIAL_STRIDE))
-    anchors = [np.full(len(range(f, n, stride)), a, np.int64) for a, _, f, n in spans]
-    positions = [lo + np.arange(f, n, stride, dtype=np.int64) for _, lo, f, n in spans]
-    anchors = np.concatenate(anchors) if anchors else np.zeros(0, np.int64)
-    positions = np.concatenate(positions) if positions else np.zeros(0, np.int64)
-    if len(anchors) > MAX_TRIALS:
-        pick = np.sort(rng.choice(len(anchors), size=MAX_TRIALS, replace=False))
-        anchors, positions = anchors[pick], positions[pick]
+    anchors, positions = trial_positions(av.offsets, av.lengths, av.steps, has, gap, lambda: rng)
     key_scale = av.key_scale
     key = av.anchor.astype(np.int64) * key_scale + av.steps
     g_off = np.arange(gallery, dtype=np.int64)

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sleap_infer.tracking.linking_appearance import trial_positions
+
 QUERY_LEN = 10
 MIN_TRIALS = 100
-MAX_TRIALS = 2000
-MAX_TRIAL_STRIDE = 10
 MIN_ASSOC_RANK1 = 0.95
 MIN_ASSOC_MARGIN = 0.02
 
@@ -92,21 +92,11 @@ def calibrate_appearance(
     first_step[live] = steps[offsets[live]]
     last[live] = steps[offsets[live] + lengths[live] - 1]
     gap = 1
-    spans = []
-    for a in np.flatnonzero(live).tolist():
-        lo, n = int(offsets[a]), int(lengths[a])
-        first = int(np.searchsorted(steps[lo : lo + n], steps[lo] + gap, side="left"))
-        spans.append((a, lo, first, n))
-    total = sum(max(0, n - f) for _, _, f, n in spans)
-    stride = int(min(max(total // MAX_TRIALS, 1), MAX_TRIAL_STRIDE))
-    anchors = [np.full(len(range(f, n, stride)), a, np.int64) for a, _, f, n in spans]
-    positions = [lo + np.arange(f, n, stride, dtype=np.int64) for _, lo, f, n in spans]
-    anchors_a = np.concatenate(anchors) if anchors else np.zeros(0, np.int64)
-    positions_a = np.concatenate(positions) if positions else np.zeros(0, np.int64)
-    if len(anchors_a) > MAX_TRIALS:
-        rng = np.random.default_rng((int(seed) & 0xFFFFFFFF, 1))
-        pick = np.sort(rng.choice(len(anchors_a), size=MAX_TRIALS, replace=False))
-        anchors_a, positions_a = anchors_a[pick], positions_a[pick]
+
+    def subsampler() -> np.random.Generator:
+        return np.random.default_rng((int(seed) & 0xFFFFFFFF, 1))
+
+    anchors_a, positions_a = trial_positions(offsets, lengths, steps, live, gap, subsampler)
     g_off = np.arange(gallery_size, dtype=np.int64)
     true_ema, comp_ema, comp_gal = [], [], []
     for a, pos in zip(anchors_a.tolist(), positions_a.tolist(), strict=True):
