@@ -4,6 +4,7 @@ right after its n-th journaled batch (to test kill-and-resume for real)."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -46,6 +47,18 @@ KILLABLE = textwrap.dedent(
 )
 
 
+def as_from_a_terminal() -> None:
+    """``preexec_fn`` for an ``infer`` child that a test stops with Ctrl-C (SIGINT).
+
+    A shell starts a background job (``make test &``, ``nohup ... &``, a CI runner's
+    script) with SIGINT ignored; the suite and every child inherit that, and Python
+    installs no ``KeyboardInterrupt`` handler for a signal ignored at start-up. The
+    child would then never see the test's Ctrl-C and run to the end (exit 0): the
+    test must run the child as a terminal would.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def infer_stopping(signal_name: str, after: int, *args: str | Path):
     """``infer`` in a subprocess that gets ``signal_name`` right after ``after`` batches."""
     env = {**os.environ, "STOP_AFTER_BATCHES": str(after), "STOP_SIGNAL": signal_name}
@@ -55,4 +68,5 @@ def infer_stopping(signal_name: str, after: int, *args: str | Path):
         text=True,
         env=env,
         timeout=300,
+        preexec_fn=as_from_a_terminal,
     )

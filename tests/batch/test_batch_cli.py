@@ -32,7 +32,7 @@ from broken_videos import (
     write_video,
     zero_frame_mp4,
 )
-from cli_runs import error_lines, infer_stopping, run_cli
+from cli_runs import as_from_a_terminal, error_lines, infer_stopping, run_cli
 from conftest import SYNTHETIC_MODEL, assert_same_predictions, counter_frames
 from fakes import CrashingSpec
 from model_factory import config_dict, write_model_dir
@@ -343,6 +343,7 @@ def test_ctrl_c_with_workers_keeps_every_partial(
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, like a shell job
+        preexec_fn=as_from_a_terminal,
     )
     deadline = time.monotonic() + 240
     while len(list(out.glob("*.partial"))) < 2 and time.monotonic() < deadline:
