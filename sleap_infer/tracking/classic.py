@@ -51,7 +51,12 @@ from sleap_infer.tracking.kalman_shift import (
     KalmanShift,
 )
 from sleap_infer.tracking.matching import MATCHERS, drop_infeasible
-from sleap_infer.tracking.scoring import appearance_matrix, blend_appearance, pair_matrix, reduce
+from sleap_infer.tracking.scoring import (
+    appearance_matrix,
+    blend_appearance,
+    pair_matrix,
+    reduce_columns,
+)
 
 Gallery = list[list[tuple[Feature, int]]]  # per track column: (feature, support)
 
@@ -202,16 +207,7 @@ class ClassicTracker:
             return appearance_matrix(queries, usable, o.reduction, o.robust_quantile)  # type: ignore[arg-type]
         flat = [f for column in usable for f in column]
         pairs = pair_matrix(str(o.scoring), queries, flat, o.oks_stddev)
-        scores = np.zeros((len(entries), len(gallery)))
-        start = 0
-        for t, column in enumerate(usable):
-            block = pairs[:, start : start + len(column)]
-            start += len(column)
-            for q in range(len(entries)):
-                scores[q, t] = (
-                    reduce(block[q], o.reduction, o.robust_quantile) if column else np.nan
-                )
-        return scores
+        return reduce_columns(pairs, [len(c) for c in usable], o.reduction, o.robust_quantile)
 
     def _blend(self, entries: list[Entry], tracks: list[Track], scores: np.ndarray) -> np.ndarray:
         """sleap-nn's appearance blend over the same candidates geometry reduced over."""

@@ -22,7 +22,7 @@ fixed noise. Every function is pure: a tracker's arrays *are* its state.
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg.lapack import dpotrf, dpotrs
 
 from sleap_infer.ops.assignment import linear_sum_assignment
 from sleap_infer.tracking.base import MASKS, Detections
@@ -203,7 +203,7 @@ def _joseph_update(
     measured as ``z`` with noise variances ``r``; Joseph form, Cholesky solve, symmetrised."""
     s = cov[:4, :4] + np.diag(r)
     s = 0.5 * (s + s.T)
-    gain = cho_solve(cho_factor(s, lower=True), cov[:4, :]).T
+    gain = cholesky_solve(s, cov[:4, :]).T
     new_mean = mean + gain @ (z - mean[:4])
     i_kh = np.eye(len(mean))
     i_kh[:, :4] -= gain
@@ -337,6 +337,31 @@ def xywh_centre_distances(means: np.ndarray, covs: np.ndarray, boxes: np.ndarray
     return out
 
 
+def cholesky_solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``cho_solve(cho_factor(a, lower=True), b)`` for float64, called straight.
+
+    The same LAPACK routines scipy's wrappers call (``dpotrf`` lower, then
+    ``dpotrs``) on the same arrays, so the same bits (sleap-nn's MOT filters use
+    scipy's wrappers); without their per-call argument checks, which were half of
+    a Kalman update's time (the update runs once per matched track and frame).
+    Like scipy: ``ValueError`` on a NaN or Inf input, ``LinAlgError`` when ``a``
+    is not positive definite.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError("array must not contain infs or NaNs")
+    factor, info = dpotrf(a, lower=1, clean=0)
+    if info > 0:
+        raise np.linalg.LinAlgError(
+            f"{info}-th leading minor of the array is not positive definite"
+        )
+    x, info = dpotrs(factor, b, lower=1)
+    if info != 0:
+        raise ValueError(f"illegal value in {-info}th argument of internal potrs")
+    return x
+
+
 def _solve_spd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a x = b`` by Cholesky, with sleap-nn's growing jitter (then pseudo-inverse) when
     ``a`` is numerically not positive definite."""
@@ -347,7 +372,7 @@ def _solve_spd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             a + 0.0 if attempt == 0 else a + scale * 10.0 ** (-15 + 3 * attempt) * np.eye(len(a))
         )
         try:
-            return cho_solve(cho_factor(shifted, lower=True), b)
+            return cholesky_solve(shifted, b)
         except np.linalg.LinAlgError:
             continue
     return np.linalg.pinv(a) @ b

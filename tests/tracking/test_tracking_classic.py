@@ -16,7 +16,7 @@ from sleap_infer.tracking.classic import ClassicTracker
 from sleap_infer.tracking.features import mask_crop
 from sleap_infer.tracking.matching import drop_infeasible, greedy, hungarian
 from sleap_infer.tracking.resolve import resolve_options
-from sleap_infer.tracking.scoring import mask_iou, oks_matrix
+from sleap_infer.tracking.scoring import mask_iou, oks_matrix, reduce, reduce_columns
 
 N_NODES = 4
 SHAPE = np.array([[0.0, 0.0], [6.0, 1.0], [3.0, 7.0], [-4.0, 4.0]])
@@ -143,6 +143,26 @@ def test_a_track_score_reduces_its_candidates(
         t.step(dots(f, [x]))
     out = t.step(dots(3, [10.0]))  # distances 10, 9, 8 to the window's three candidates
     assert out.track_ids.tolist() == [0] and out.scores[0] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "max", "robust_quantile"])
+def test_tracks_reduced_together_give_the_bits_of_one_row_at_a_time(reduction: str) -> None:
+    """The batched reduction must not move a single bit: ties decide matches."""
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        lengths = rng.integers(0, 30, rng.integers(1, 9)).tolist()
+        pairs = rng.normal(size=(int(rng.integers(1, 12)), sum(lengths)))
+        pairs *= 10 ** rng.uniform(-3, 3)
+        pairs[rng.random(pairs.shape) < 0.2] = np.nan
+        rows = np.full((pairs.shape[0], len(lengths)), np.nan)
+        start = 0
+        for t, k in enumerate(lengths):
+            for q in range(pairs.shape[0]):
+                if k:
+                    rows[q, t] = reduce(pairs[q, start : start + k], reduction, 0.9)
+            start += k
+        batched = reduce_columns(pairs, lengths, reduction, 0.9)
+        np.testing.assert_array_equal(batched.view(np.int64), rows.view(np.int64))
 
 
 def test_min_match_points_ignores_thin_candidates() -> None:
