@@ -43,7 +43,7 @@ once with ``pip download sleap-nn==0.3.5 --no-deps`` and unpacked into
     .venv/bin/python benchmarks/mot_parity.py --trackers bytetrack sort --max-tracks 2 \
         --sleap-nn-src /work/sleap_nn_035_src
 
-The appearance trackers (``deepsort``, ``strongsort``, ``deepocsort``) run on the
+The appearance trackers (``botsort``, ``deepsort``, ``strongsort``, ``deepocsort``) run on the
 same scenes with a re-ID vector per detection, once per ``--thresholds`` value
 (default: ``auto``, sleap-nn's default, which online leaves appearance out of
 association; and ``0.5``, which puts it in).

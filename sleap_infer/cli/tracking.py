@@ -28,8 +28,8 @@ Tracker = Annotated[
         help=_choice_help(
             "classic: sleap-nn's candidate-window tracker (default). sort, botsort, ocsort, "
             "deepsort, strongsort, deepocsort: sleap-nn's MOT trackers (docs/tracking-mot.md;"
-            " the last three need re-ID vectors). bytetrack: Kalman "
-            "motion + two-stage association by score; never drops a detection. Implies "
+            " the last three need re-ID vectors; botsort reads them when present). bytetrack:"
+            " Kalman motion + two-stage association by score; never drops a detection. Implies "
             "--tracking.",
             t.TRACKERS,
         ),
@@ -275,8 +275,8 @@ AppearanceThreshold = Annotated[
     str | None,
     typer.Option(
         metavar="auto|COS",
-        help="deepsort, strongsort, deepocsort: minimum re-ID cosine of an appearance match,"
-        " or auto (default: sleap-nn calibrates it over the whole video; online nothing is"
+        help="botsort, deepsort, strongsort, deepocsort: minimum re-ID cosine of an appearance"
+        " match, or auto (default: sleap-nn calibrates it over the whole video; online nothing is"
         " calibrated, so auto leaves appearance out of association). Other trackers do not"
         " read it.",
         show_default=False,

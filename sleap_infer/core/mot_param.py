@@ -119,6 +119,7 @@ READ_BY: dict[str, tuple[str, ...]] = {
         "unconfirmed_min_similarity",
         "duplicate_similarity",
         "fuse_score",
+        "proximity_threshold",
     ),
 }
 

@@ -43,9 +43,11 @@ MATCH_IOU_THRESHOLD = 0.2  # minimum IoU of a first-stage match (ByteTrack: 1 - 
 TRACK_BUFFER = 30  # frames a lost track is kept for re-association
 # sleap-nn's trackers that associate by appearance: only they read --appearance-threshold.
 APPEARANCE_TRACKERS = ("botsort", "deepocsort", "deepsort", "strongsort")
-# ... of which ours read the vectors (and refuse to run without any, as sleap-nn's CLI does);
-# our botsort associates by geometry alone, so it takes no threshold.
-VECTOR_TRACKERS = ("deepsort", "strongsort", "deepocsort")
+# ... all of which read the vectors; these refuse to run without any, as sleap-nn's CLI
+# does. Ours runs botsort without vectors on geometry alone (sleap-nn's class does too;
+# its CLI refuses), so a pose model alone can still drive it.
+VECTOR_TRACKERS = ("botsort", "deepsort", "strongsort", "deepocsort")
+VECTORS_REQUIRED = ("deepsort", "strongsort", "deepocsort")
 MIN_HITS = 3  # sleap-nn's MOT trackers: matches before a track is confirmed
 MIN_MATCH_SIMILARITY = 0.3  # sleap-nn's MOT trackers: weakest geometric match
 # sleap-nn 0.3.5's "animal" preset per MOT tracker, for the knobs whose shared default
@@ -246,11 +248,6 @@ class TrackingOptions:
             raise UsageError(f"--euclidean-scale {self.euclidean_scale}: must be > 0 pixels")
         if self.appearance_threshold is not None:
             appearance_threshold_value(self.appearance_threshold)
-            if self.tracker in APPEARANCE_TRACKERS and self.tracker not in VECTOR_TRACKERS:
-                raise UsageError(  # our botsort runs without re-ID vectors
-                    f"--appearance-threshold: --tracker {self.tracker} runs without"
-                    " appearance here (its re-ID part is not ported yet)"
-                )
             if self.tracker not in VECTOR_TRACKERS:
                 raise UsageError(
                     f"--appearance-threshold only applies to the appearance trackers"

@@ -21,7 +21,7 @@ from sleap_infer.tracking.base import (
 )
 from sleap_infer.tracking.resolve import resolve_options
 
-# sleap-nn's SORT family (tracking/mot_core.py); the last three read re-ID vectors.
+# sleap-nn's SORT family (tracking/mot_core.py); botsort and the last three read re-ID vectors.
 MOT_TRACKERS = ("sort", "botsort", "ocsort", "deepsort", "strongsort", "deepocsort")
 
 __all__ = [

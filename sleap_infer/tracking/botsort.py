@@ -21,10 +21,17 @@ the IoU of boxes over only the nodes both show (whichever is larger):
    ``min_hits``-th match. A lost track stops changing size and is dropped after
    more than ``track_buffer`` missed frames.
 
-Appearance: sleap-nn blends re-ID cosine into stages 1 and 3 only under a gate
-it calibrates over the whole video (``appearance_threshold`` "auto") before
-tracking; tracking online, as sleap-nn's tracker does without that pre-pass,
-associates on geometry alone. Defaults are sleap-nn's: ``min_hits`` 2,
+Appearance (re-ID vectors, when the detections carry them): each track keeps an
+EMA of its vectors (momentum 0.8, quality-gated updates:
+:class:`~sleap_infer.tracking.mot_appearance.AppearanceTracks`), and stages 1 and
+3 lower a cell's cost to ``min(d_geo, (1 - cos) / 2) + 1e-3 * d_geo`` where the
+appearance is decisive: the detection lies inside the geometric gate
+(similarity >= ``proximity_threshold``, 0.5), its cosine to the track's EMA
+clears the gate, and it is the top cosine of its row and column by the margin.
+The gate is ``--appearance-threshold``, or under "auto" the one ``infer track``'s
+whole-video pre-pass calibrates (sleap-nn's ``prepare()``); online, without that
+pre-pass, "auto" leaves appearance out and the tracker is geometric, as sleap-nn's
+class is. Defaults are sleap-nn's: ``min_hits`` 2,
 ``track_high_threshold`` 0.6, ``track_low_threshold`` 0.1,
 ``new_track_threshold`` 0.7, ``min_match_similarity`` 0.2, ``track_buffer`` 30.
 """
@@ -34,12 +41,13 @@ from __future__ import annotations
 import numpy as np
 
 from sleap_infer.tracking import mot_boxes as mb
+from sleap_infer.tracking.deepocsort import decisive_cells
+from sleap_infer.tracking.mot_appearance import AppearanceTracks
 from sleap_infer.tracking.mot_core import (
     CONFIRMED,
     TENTATIVE,
     Association,
     Frame,
-    MotCore,
     MotParams,
     XywhFilter,
 )
@@ -47,10 +55,14 @@ from sleap_infer.tracking.mot_core import (
 LOW_STAGE_MIN_SIMILARITY = 0.5
 UNCONFIRMED_MIN_SIMILARITY = 0.3
 DUPLICATE_SIMILARITY = 0.85
+PROXIMITY_THRESHOLD = 0.5  # weakest geometric similarity at which appearance may count
+# Weight of the geometric cost added where appearance sets the cost, so that pairs that
+# look equally alike are ordered by geometry (sleap-nn's GEOMETRY_TIE_BREAK).
+GEOMETRY_TIE_BREAK = 1e-3
 
 
-class BotSortTracker(XywhFilter, MotCore):
-    """BoT-SORT without appearance; see the module docstring."""
+class BotSortTracker(XywhFilter, AppearanceTracks):
+    """BoT-SORT; see the module docstring."""
 
     name = "botsort"
     kalman_dim = mb.XYWH_DIM
@@ -74,6 +86,7 @@ class BotSortTracker(XywhFilter, MotCore):
         )
         self.duplicate_min = float(extra.get("duplicate_similarity", DUPLICATE_SIMILARITY))
         self.fuse_score = bool(extra.get("fuse_score", True))
+        self.proximity = float(extra.get("proximity_threshold", PROXIMITY_THRESHOLD))
         super().__init__(params, carrier, n_nodes)
 
     # ------------------------------------------------------------ memory
@@ -87,6 +100,7 @@ class BotSortTracker(XywhFilter, MotCore):
         self.match_frame[row] = frame.frame_idx
 
     def on_match(self, row: int, frame: Frame, j: int) -> None:
+        super().on_match(row, frame, j)  # the appearance memory's gated update
         self._remember(row, frame, j)
 
     def on_spawn(self, row: int, frame: Frame, j: int) -> None:
@@ -119,32 +133,50 @@ class BotSortTracker(XywhFilter, MotCore):
         if len(rows) == 0:
             return out
         sim = self.similarity_to(rows, frame)
-        fused = self.fuse_score
         pool = rows[self.status != TENTATIVE]
         left_pool, left_high = self._stage(
-            pool, np.flatnonzero(high), sim, frame, 1.0 - p.min_match_similarity, fused, out
+            pool, np.flatnonzero(high), sim, frame, 1.0 - p.min_match_similarity, True, out
         )
         tracked = left_pool[self.status[left_pool] == CONFIRMED]
         self._stage(tracked, np.flatnonzero(low), sim, frame, 1.0 - self.low_stage_min, False, out)
         tentative = rows[self.status == TENTATIVE]
         _, left_high = self._stage(
-            tentative, left_high, sim, frame, 1.0 - self.unconfirmed_min, fused, out
+            tentative, left_high, sim, frame, 1.0 - self.unconfirmed_min, True, out
         )
         self._remove_duplicates(frame, left_high, spawnable, out)
         return out
 
-    def _stage(self, rows, cols, sim, frame: Frame, max_cost: float, fused: bool, out):
-        """One Hungarian stage; appends its matches, returns the rows and columns left."""
+    def _stage(self, rows, cols, sim, frame: Frame, max_cost: float, high: bool, out):
+        """One Hungarian stage; appends its matches, returns the rows and columns left.
+        ``high``: a stage on high-score detections (1 and 3), whose cost is fused with the
+        score and with appearance; stage 2's is ``1 - similarity``."""
         if len(rows) == 0 or len(cols) == 0:
             return rows, cols
         sub = sim[np.ix_(rows, cols)]
-        cost = 1.0 - (sub * frame.scores[cols][None, :] if fused else sub)
+        cost = self._high_cost(rows, cols, sub, frame) if high else 1.0 - sub
         pairs = mb.assign_capped(cost, max_cost)
         out.matches += [(int(rows[r]), int(cols[c]), float(sub[r, c])) for r, c in pairs]
         taken_r, taken_c = {r for r, _ in pairs}, {c for _, c in pairs}
         left_r = np.array([r for i, r in enumerate(rows) if i not in taken_r], np.int64)
         left_c = np.array([c for i, c in enumerate(cols) if i not in taken_c], np.int64)
         return left_r, left_c
+
+    def _high_cost(
+        self, rows: np.ndarray, cols: np.ndarray, sub: np.ndarray, frame: Frame
+    ) -> np.ndarray:
+        """Stages 1 and 3: ``1 - similarity * score`` (``fuse_score``), lowered where the
+        appearance is decisive (sleap-nn's ``BoTSORTTracker._fused_cost``)."""
+        d_geo = 1.0 - (sub * frame.scores[cols][None, :] if self.fuse_score else sub)
+        gate = self.appearance_gate("ema")
+        if gate is None or frame.embeddings is None:
+            return d_geo
+        cos = self.ema_cos(rows, frame)[:, cols]
+        in_gate = np.isfinite(cos) & (cos >= gate) & (sub >= self.proximity)
+        if not in_gate.any():
+            return d_geo
+        decisive = decisive_cells(cos, in_gate, max(self.appearance_margin(), 0.0))
+        d_emb = np.where(decisive, 0.5 * (1.0 - np.nan_to_num(cos)), 1.0)
+        return np.where(decisive, np.minimum(d_geo, d_emb) + GEOMETRY_TIE_BREAK * d_geo, d_geo)
 
     def _remove_duplicates(self, frame: Frame, left_high, spawnable, out: Association) -> None:
         """A lost track and a matched or new detection on one spot: the shorter history goes."""

@@ -1,7 +1,7 @@
 """Per-track appearance memories for the MOT trackers that read re-ID vectors.
 
 :class:`AppearanceTracks` is mixed into a :class:`~sleap_infer.tracking.mot_core.MotCore`
-subclass (``deepsort``, ``strongsort``, ``deepocsort``). It keeps one
+subclass (``botsort``, ``deepsort``, ``strongsort``, ``deepocsort``). It keeps one
 :class:`~sleap_infer.tracking.appearance_memory.AppearanceMemory` per track row,
 seeded by the spawn detection's vector and updated on each match under the
 quality gate, and journals them with the rest of the state.
@@ -231,6 +231,10 @@ class AppearanceTracks(MotCore):
     def load_state(self, state: TrackerState) -> None:
         super().load_state(state)
         meta, arrays = state.meta, state.arrays
+        if "app_ema" not in arrays:  # a botsort journal from before it kept memories
+            self.embedding_dim, self.vectors_seen = None, False
+            self.memories = [self.new_memory() for _ in range(len(self.tid))]
+            return
         dim = meta["embedding_dim"]
         self.embedding_dim = None if dim is None else int(dim)
         self.vectors_seen = bool(meta["vectors_seen"])

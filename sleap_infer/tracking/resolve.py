@@ -31,7 +31,7 @@ from sleap_infer.core.errors import UsageError
 from sleap_infer.core.tracking import (
     MASK_WINDOW_SIZE,
     MOT_PRESETS,
-    VECTOR_TRACKERS,
+    VECTORS_REQUIRED,
     WINDOW_SIZE,
     TrackingOptions,
 )
@@ -139,7 +139,7 @@ def resolve_options(
     ByteTrack's for the others); a value given explicitly is kept, whatever it equals.
     """
     options = options.with_tracker_defaults()
-    if options.tracker in VECTOR_TRACKERS and not has_embeddings:
+    if options.tracker in VECTORS_REQUIRED and not has_embeddings:
         raise UsageError(
             f"--tracker {options.tracker} associates by appearance, but no detection"
             " carries a re-ID vector: add an embedding model to the run, track a .slp"

@@ -1,5 +1,6 @@
-"""The appearance MOT trackers (deepsort, strongsort, deepocsort): re-ID vectors decide
-identities when a threshold turns them on, memories are quality-gated, no vectors is refused."""
+"""The appearance MOT trackers (botsort, deepsort, strongsort, deepocsort): re-ID vectors
+decide identities when a threshold turns them on, memories are quality-gated, no vectors is
+refused (botsort: tracked on geometry)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from sleap_infer.tracking.appearance_memory import (
 from sleap_infer.tracking.mot_core import mot_params
 
 APPEARANCE = ("deepsort", "strongsort", "deepocsort")
+READERS = ("botsort", *APPEARANCE)  # every tracker that reads the vectors
 SHAPE = np.array([[0.0, 0.0], [14.0, 3.0], [26.0, -2.0], [8.0, 9.0]])
 LOOK_A, LOOK_B = np.eye(8)[0], np.eye(8)[1]
 
@@ -34,10 +36,13 @@ def _swap_scene(threshold: str | None, name: str) -> list[list[int]]:
     return ids
 
 
-@pytest.mark.parametrize("name", APPEARANCE)
+@pytest.mark.parametrize("name", READERS)
 def test_distinct_looks_keep_identities_when_geometry_swaps(name: str) -> None:
     """With a threshold the vectors win over the closer box; under 'auto' (nothing is
-    calibrated online, as sleap-nn's class without prepare()) geometry decides."""
+    calibrated online, as sleap-nn's class without prepare()) geometry decides. BoT-SORT
+    too: without its appearance cost, ``infer track`` (whose pre-pass turns "auto" on)
+    split the synthetic crossing scene into 13 tracks where sleap-nn kept 7
+    (tracking_parity "botsort: mot knobs", 1,199 detections)."""
     looked = _swap_scene("0.5", name)
     assert looked[6] == [0, 1] and all(ids == [0, 1] for ids in looked[8:])
     geometric = _swap_scene(None, name)
@@ -64,14 +69,17 @@ def test_no_vectors_is_a_one_line_usage_error(name: str) -> None:
     resolve_options(TrackingOptions(tracker=name), POSES, 4, has_embeddings=True)
 
 
+def test_botsort_without_vectors_tracks_on_geometry() -> None:
+    """sleap-nn's class warns and associates on geometry; ours runs too (no refusal)."""
+    resolve_options(TrackingOptions(tracker="botsort"), POSES, 4, has_embeddings=False)
+
+
 def test_appearance_threshold_is_taken_by_the_trackers_that_read_vectors() -> None:
-    for name in APPEARANCE:
+    for name in READERS:
         assert TrackingOptions(tracker=name, appearance_threshold="0.7").tracker == name
         TrackingOptions(tracker=name, appearance_threshold="auto")
     with pytest.raises(UsageError, match="'1.5'"):
         TrackingOptions(tracker="deepsort", appearance_threshold="1.5")
-    with pytest.raises(UsageError, match="botsort runs without appearance"):
-        TrackingOptions(tracker="botsort", appearance_threshold="0.7")
     with pytest.raises(UsageError, match="only applies to the appearance trackers"):
         TrackingOptions(tracker="ocsort", appearance_threshold="0.7")
 
@@ -153,3 +161,16 @@ def test_a_state_saved_before_any_vector_resumes(name: str) -> None:
     resumed.load_state(state)
     assert [resumed.step(d).track_ids.tolist() for d in frames[4:]] == expected[4:]
     assert resumed.state().arrays["app_ema"].tobytes() == whole.state().arrays["app_ema"].tobytes()
+
+
+def test_a_botsort_journal_without_memories_still_resumes() -> None:
+    """Journals written before botsort kept appearance memories have no ``app_*`` arrays:
+    the tracks resume with empty memories (seeded at their next match)."""
+    tracker = make_tracker(TrackingOptions(tracker="botsort"), POSES, 4)
+    for f in range(3):
+        tracker.step(Detections(f, SHAPE[None] + 50.0, np.array([0.9])))
+    state = tracker.state()
+    state.arrays = {k: v for k, v in state.arrays.items() if not k.startswith("app_")}
+    again = make_tracker(TrackingOptions(tracker="botsort"), POSES, 4)
+    again.load_state(state)
+    assert len(again.memories) == 1 and again.memories[0].is_empty  # type: ignore[attr-defined]

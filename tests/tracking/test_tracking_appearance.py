@@ -79,7 +79,6 @@ def test_vectors_on_the_detections_stay_a_cue_not_the_feature() -> None:
         ({"euclidean_scale": -1.0}, 4, True, "must be > 0"),
         ({"appearance_threshold": "auto"}, 4, True, "appearance trackers"),
         ({"appearance_threshold": "2"}, 4, True, "cosine in"),
-        ({"appearance_threshold": "0.5", "tracker": "botsort"}, 4, True, "without appearance"),
     ],
 )
 def test_a_blend_that_would_be_inert_or_meaningless_is_one_usage_line(
