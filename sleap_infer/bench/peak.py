@@ -27,6 +27,7 @@ CPU_SIZE = 2048
 """Square GEMM side on the CPU: 17 GFLOP, ~0.1 s on 2 cores, large enough for oneDNN to
 reach its steady rate (1024 reached 40% of it on the development machine)."""
 CUDA_SIZE = 8192
+LOW_PRECISIONS = ("int8", "bf16")  # their peaks must beat fp32's to count as peaks
 REPEATS = 5
 
 
@@ -109,7 +110,25 @@ class PeakCalibration:
             except (RuntimeError, TypeError, NotImplementedError) as exc:
                 self.peaks[key] = None
                 self.reasons[key] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            self._refuse_slow_low_precision(device, precision)
         return self.peaks[key]
+
+    def _refuse_slow_low_precision(self, device: torch.device, precision: str) -> None:
+        """A reduced-precision product slower than fp32's is no peak: torch has no fast
+        kernel for it on this CPU and runs a reference loop (``torch._int_mm`` ran at
+        2 GOP/s beside a 190 GFLOP/s fp32 product on an AMD EPYC VM), and every share
+        divided by it would read thousands of percent."""
+        key = f"{device.type}:{precision}"
+        rate = self.peaks.get(key)
+        if precision not in LOW_PRECISIONS or rate is None:
+            return
+        fp32 = self.peak(device, "fp32")
+        if fp32 is not None and rate < fp32:
+            self.peaks[key] = None
+            self.reasons[key] = (
+                f"torch's {precision} product runs at {rate:.0f} GOP/s here, below its fp32"
+                f" product ({fp32:.0f} GFLOP/s): no fast {precision} kernel to measure against"
+            )
 
     def remeasure(self) -> None:
         """Measure every peak again and keep the better figure: on a shared machine one

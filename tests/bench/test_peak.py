@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch import nn
 
+import sleap_infer.bench.peak as peak_module
 from sleap_infer.bench import BenchConfig, run_bench
 from sleap_infer.bench.measure import Measurement
 from sleap_infer.bench.peak import (
@@ -52,6 +53,19 @@ def test_calibration_says_why_a_precision_has_no_peak(monkeypatch: pytest.Monkey
     report = calibration.to_json()
     assert report["gflops"] == {"cpu:int8": None, "cpu:fp16": None}
     assert set(report["unavailable"]) == {"cpu:int8", "cpu:fp16"}
+
+
+def test_an_int8_product_slower_than_fp32_is_no_peak(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A torch without a fast int8 kernel must not turn int8 shares into 10,000%."""
+    rates = {"fp32": 190.0, "int8": 2.0}
+    monkeypatch.setattr(peak_module, "gemm_rate", lambda precision, device: rates[precision])
+    calibration = PeakCalibration()
+    cpu = torch.device("cpu")
+    assert calibration.peak(cpu, "int8") is None
+    assert "below its fp32 product (190 GFLOP/s)" in calibration.reasons["cpu:int8"]
+    assert calibration.peak(cpu, "fp32") == 190.0
+    rates["int8"] = 400.0  # a real int8 kernel (VNNI): kept
+    assert PeakCalibration().peak(cpu, "int8") == 400.0
 
 
 def test_rates_and_shares_follow_from_the_timings() -> None:
