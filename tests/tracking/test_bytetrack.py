@@ -3,10 +3,9 @@ exact resume."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
+from journal_roundtrip import through_json
 
 from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.tracking import kalman
@@ -168,16 +167,6 @@ def _scene(seed: int, n_frames: int, nodes: int = 3) -> list[Detections]:
     return frames
 
 
-def _through_json(state: TrackerState) -> TrackerState:
-    """What the journal does to a state: JSON meta, raw array bytes."""
-    meta = json.loads(json.dumps(state.meta))
-    arrays = {
-        k: np.frombuffer(v.tobytes(), dtype=v.dtype).reshape(v.shape)
-        for k, v in state.arrays.items()
-    }
-    return TrackerState(meta=meta, arrays=arrays)
-
-
 @pytest.mark.parametrize("nodes", [3, 1])
 @pytest.mark.parametrize("cut", [1, 17, 40])
 def test_resume_from_state_is_bit_identical(cut: int, nodes: int) -> None:
@@ -190,7 +179,7 @@ def test_resume_from_state_is_bit_identical(cut: int, nodes: int) -> None:
     state = first.state()
     assert state.arrays["mean"].dtype == np.float64 and state.arrays["cov"].dtype == np.float64
     resumed = tracker(max_tracks=4)
-    resumed.load_state(_through_json(state))
+    resumed.load_state(through_json(state))
     got += [resumed.step(d) for d in frames[cut:]]
     for e, g in zip(expected, got):
         assert np.array_equal(e.track_ids, g.track_ids)

@@ -6,10 +6,11 @@ import json
 
 import numpy as np
 import pytest
+from journal_roundtrip import through_json
 
 from sleap_infer.core.errors import UsageError
 from sleap_infer.core.tracking import TrackingOptions
-from sleap_infer.tracking import POSES, Detections, TrackerState, make_tracker
+from sleap_infer.tracking import POSES, Detections, make_tracker
 
 SHAPE = np.array([[0.0, 0.0], [14.0, 3.0], [26.0, -2.0], [8.0, 9.0]])
 
@@ -94,15 +95,6 @@ def test_a_fitted_track_is_scored_against_its_last_pose_moved_half_way() -> None
     np.testing.assert_allclose(moved - last, [[2.0, 0.0]] * 4, atol=0.1)
 
 
-def _through_json(state: TrackerState) -> TrackerState:
-    meta = json.loads(json.dumps(state.meta))
-    arrays = {
-        k: np.frombuffer(v.tobytes(), dtype=v.dtype).reshape(v.shape)
-        for k, v in state.arrays.items()
-    }
-    return TrackerState(meta=meta, arrays=arrays)
-
-
 @pytest.mark.parametrize("candidates", ["fixed_window", "local_queues"])
 @pytest.mark.parametrize("features", ["centroid", "keypoints"])
 @pytest.mark.parametrize("cut", [2, 9, 40])
@@ -122,7 +114,7 @@ def test_resume_from_state_is_bit_identical(candidates: str, features: str, cut:
     first = make_tracker(options, POSES, 4)
     got = [first.step(d) for d in frames[:cut]]
     resumed = make_tracker(options, POSES, 4)
-    resumed.load_state(_through_json(first.state()))
+    resumed.load_state(through_json(first.state()))
     got += [resumed.step(d) for d in frames[cut:]]
     for e, g in zip(expected, got):
         assert np.array_equal(e.track_ids, g.track_ids)

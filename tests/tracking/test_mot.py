@@ -3,14 +3,13 @@ presets and exact resume (appearance memories included)."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
+from journal_roundtrip import through_json
 
 from sleap_infer.core.errors import UsageError
 from sleap_infer.core.tracking import TrackingOptions
-from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, TrackerState, make_tracker
+from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, make_tracker
 from sleap_infer.tracking.mot_core import mot_params
 from sleap_infer.tracking.resolve import resolve_options
 
@@ -159,16 +158,6 @@ def _scene(seed: int, carrier: str, n_frames: int = 70, vectors: bool = False) -
     return frames
 
 
-def _through_json(state: TrackerState) -> TrackerState:
-    """What the journal does to a state: JSON meta, raw array bytes."""
-    meta = json.loads(json.dumps(state.meta))
-    arrays = {
-        k: np.frombuffer(v.tobytes(), dtype=v.dtype).reshape(v.shape)
-        for k, v in state.arrays.items()
-    }
-    return TrackerState(meta=meta, arrays=arrays)
-
-
 @pytest.mark.parametrize("carrier", [POSES, MASKS, "one node"])
 @pytest.mark.parametrize("name", [*MOT, *APPEARANCE])
 @pytest.mark.parametrize("cut", [1, 23, 50])
@@ -195,7 +184,7 @@ def test_resume_from_state_is_bit_identical(name: str, carrier: str, cut: int) -
     if looks:
         assert first.state().arrays["app_ema"].shape[1] == 8
     resumed = tracker(name, carrier, n_nodes, **options)
-    resumed.load_state(_through_json(first.state()))
+    resumed.load_state(through_json(first.state()))
     got += [resumed.step(d) for d in frames[cut:]]
     for e, g in zip(expected, got):
         assert np.array_equal(e.track_ids, g.track_ids)
@@ -233,7 +222,7 @@ def test_mot_param_overrides_resume_bit_identical(name: str, overrides: list[str
     first = tracker(name, mot_param=overrides)
     got = [first.step(d).track_ids for d in frames[:30]]
     resumed = tracker(name, mot_param=overrides)
-    resumed.load_state(_through_json(first.state()))
+    resumed.load_state(through_json(first.state()))
     got += [resumed.step(d).track_ids for d in frames[30:]]
     assert all(np.array_equal(e, g) for e, g in zip(expected, got))
     if name == "ocsort":
