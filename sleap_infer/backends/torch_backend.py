@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from sleap_infer.backends.base import resolve_device
+from sleap_infer.backends.host_memory import keep_freed_memory
 from sleap_infer.backends.threads import configure_torch_threads
 from sleap_infer.core.errors import BackendError, UsageError
 
@@ -55,6 +56,7 @@ class TorchBackend:
             raise BackendError(f"--bf16 needs a cpu or cuda device, not {self.device}")
         if self.device.type == "cpu":  # host threads matter on CPU only
             configure_torch_threads()  # sized to this process's real core budget
+            keep_freed_memory()  # activations reused, not faulted in again each call
         if self.device.type == "cuda" and not (fp16 or bf16):
             torch.backends.cudnn.allow_tf32 = False  # (cuBLAS matmuls are IEEE by default)
         self.fp16 = fp16
