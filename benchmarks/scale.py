@@ -92,10 +92,26 @@ class Child:
         return "\n".join(line for _, line in self.lines)
 
 
-def run_child(cmd: list[str], stop_at: str | None = None) -> Child:
+_ENV_WORD = re.compile(r"^[A-Z_][A-Z0-9_]*=")
+
+
+def split_env(extra: str) -> tuple[dict[str, str], str]:
+    """``"NAME=VALUE ... --args"`` (an ``--ours`` variant) -> (its environment, its arguments)."""
+    words = shlex.split(extra)
+    env = {}
+    while words and _ENV_WORD.match(words[0]):
+        name, _, value = words.pop(0).partition("=")
+        env[name] = value
+    return env, shlex.join(words)
+
+
+def run_child(
+    cmd: list[str], stop_at: str | None = None, env_extra: dict[str, str] | None = None
+) -> Child:
     """Run ``cmd`` to the end (or interrupt it, as Ctrl-C would, at the first output line
     holding ``stop_at``); its peak RSS and CPU come from ``os.wait4`` on it alone."""
     env = {**os.environ, "COLUMNS": "400", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
+    env.update(env_extra or {})
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
@@ -276,8 +292,10 @@ class Series:
         tmp.mkdir(parents=True, exist_ok=True)
         ref_out = tmp / "sleap_nn_torch.slp"
         runs: list[tuple[str, list[str], Path]] = []
+        envs: dict[str, dict[str, str]] = {}
         for label, extra in self.args.ours_variants:
             out = tmp / f"ours_{label}.slp"
+            envs[f"ours {label}"], extra = split_env(extra)
             runs.append(
                 (
                     f"ours {label}",
@@ -319,7 +337,7 @@ class Series:
         done: list[tuple[Row, Path]] = []
         for label, cmd, out in runs:
             load = os.getloadavg()[0]
-            child = run_child(cmd)
+            child = run_child(cmd, env_extra=envs.get(label))
             row = Row(series, case, label, frames, child.wall, child.cpu, child.rss_mb)
             row.extra["load"] = load
             if child.rc != 0:
@@ -413,6 +431,7 @@ def videos_series(s: Series, args: argparse.Namespace) -> None:
                 link.symlink_to(p)
         out = s.tmp / f"videos_{n}_out"
         label, extra = args.ours_variants[0]
+        env, extra = split_env(extra)
         cmd = [
             sys.executable,
             "-m",
@@ -431,7 +450,8 @@ def videos_series(s: Series, args: argparse.Namespace) -> None:
             *shlex.split(extra),
         ]
         partial = n > args.full_videos
-        child = run_child(cmd, stop_at='"event": "video_finished"' if partial else None)
+        stop_at = '"event": "video_finished"' if partial else None
+        child = run_child(cmd, stop_at=stop_at, env_extra=env)
         case = f"{n} videos"
         frames = n * SHORT["frames"]
         row = Row("videos", case, f"ours {label}", frames, child.wall, child.cpu, child.rss_mb)
@@ -583,7 +603,8 @@ def main() -> None:
         action="append",
         default=None,
         metavar="LABEL[:ARGS]",
-        help="a variant of infer predict, e.g. 'onnx:--backend onnx' (repeatable)",
+        help="a variant of infer predict, e.g. 'onnx:--backend onnx' (repeatable); leading"
+        " NAME=VALUE words are its environment, e.g. 'glibc malloc:GLIBC_TUNABLES=...'",
     )
     p.add_argument("--extra", default="", help="more infer predict options for every ours run")
     p.add_argument("--venv", type=Path, default=ROOT / ".bench-venv" / "sleap-nn")
