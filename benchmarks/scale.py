@@ -154,14 +154,23 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:10]
 
 
-def realistic_models(kind: str, cache: Path) -> list[Path]:
-    """The frame-size series' models (UNet filters 32, max stride 32), made once."""
+BACKBONES = {
+    "unet": ("realistic", crowd_models.REALISTIC),
+    "convnext": ("convnext_tiny", crowd_models.CONVNEXT_TINY),
+}
+"""The frame-size series' networks: name prefix of the cached model folders, their settings."""
+
+
+def realistic_models(kind: str, cache: Path, backbone: str = "unet") -> list[Path]:
+    """The frame-size series' models (UNet filters 32, max stride 32, or ConvNeXt-tiny), made
+    once."""
     template = yaml.safe_load(TEMPLATE.read_text())
+    prefix, settings = BACKBONES[backbone]
     out = []
     for sub in KINDS[kind]:
-        path = cache / "models" / f"realistic_{sub}"
+        path = cache / "models" / f"{prefix}_{sub}"
         if not (path / "best.ckpt").is_file():
-            crowd_models.write_model(path, template, sub, **crowd_models.REALISTIC, seed=0)
+            crowd_models.write_model(path, template, sub, **settings, seed=0)
         out.append(path)
     return out
 
@@ -372,14 +381,16 @@ def row_line(row: Row) -> str:
 
 
 def sizes_series(s: Series, args: argparse.Namespace) -> None:
-    for kind in args.kinds:
-        models = realistic_models(kind, args.cache)
-        for size in args.sizes:
-            frames = args.size_frames[size]
-            animals = min(10, crowd.max_animals(size))
-            video = scene_video(args.cache, animals, size, frames)
-            batch = args.batch_size if size <= 512 else 1
-            s.one_input("sizes", f"{kind} {size}px", kind, models, video, size, frames, batch, None)
+    for backbone in args.backbones:
+        for kind in args.kinds:
+            models = realistic_models(kind, args.cache, backbone)
+            for size in args.sizes:
+                frames = args.size_frames[size]
+                animals = min(10, crowd.max_animals(size))
+                video = scene_video(args.cache, animals, size, frames)
+                batch = args.batch_size if size <= 512 else 1
+                case = f"{kind} {size}px" + (" convnext-tiny" if backbone == "convnext" else "")
+                s.one_input("sizes", case, kind, models, video, size, frames, batch, None)
 
 
 def animals_series(s: Series, args: argparse.Namespace) -> None:
@@ -581,6 +592,9 @@ def main() -> None:
     p.add_argument("--series", default="sizes,animals,videos")
     p.add_argument("--sizes", default=None, help="frame sizes, px (default 384,1024,2048)")
     p.add_argument("--kinds", default="single,bottomup,topdown", help="for the sizes series")
+    p.add_argument(
+        "--backbones", default="unet", help="for the sizes series: unet (filters 32), convnext"
+    )
     p.add_argument("--animals", default=None, help="animals per frame (default 2,10,30,60)")
     p.add_argument("--videos", default=None, help="video counts (default 1,100,1000)")
     p.add_argument("--animal-frames", type=int, default=None, help="frames per animal row (20)")
@@ -634,6 +648,9 @@ def main() -> None:
         s: (10 if args.quick else 20) if s <= 512 else (3 if s <= 1024 else 2) for s in args.sizes
     }
     args.kinds = args.kinds.split(",")
+    args.backbones = args.backbones.split(",")
+    if unknown := set(args.backbones) - set(BACKBONES):
+        p.error(f"--backbones: unknown {sorted(unknown)}; choose from {sorted(BACKBONES)}")
     args.ours_variants = [v.partition(":")[::2] for v in (args.ours or ["torch"])]
     exe = sleap_nn_venv(args.venv)
     t0 = time.perf_counter()

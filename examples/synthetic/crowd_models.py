@@ -40,6 +40,7 @@ TRAIN_SIZE = 112  # training frames: up to (112 // CELL)^2 = 4 animals
 KINDS = ("bottomup", "centroid", "centered_instance", "single_instance")
 SMALL = {"filters": 8, "max_stride": 16}  # the trained crowd models
 REALISTIC = {"filters": 32, "max_stride": 32}  # the frame-size rows
+CONVNEXT_TINY = {"filters": 0, "max_stride": 32, "backbone": "convnext"}  # frame-size rows too
 # sleap-nn hands the checkpoint to Lightning, which parses this as a version (no "n/a").
 LIGHTNING_VERSION = "2.5.0"
 
@@ -67,9 +68,31 @@ def _head(kind: str) -> dict[str, Any]:
     return {"confmaps": confmaps}
 
 
-def config(template: dict[str, Any], kind: str, filters: int, max_stride: int) -> dict[str, Any]:
+def _convnext_tiny() -> dict[str, Any]:
+    """sleap-nn 0.3.5's ConvNeXt-tiny backbone block with its defaults (no pretrained
+    weights: torchvision would download them), output stride 2 like the UNets here."""
+    return {
+        "pre_trained_weights": None,
+        "model_type": "tiny",
+        "arch": None,
+        "stem_patch_kernel": 4,
+        "stem_patch_stride": 2,
+        "in_channels": 1,
+        "kernel_size": 3,
+        "filters_rate": 2,
+        "convs_per_block": 2,
+        "up_interpolate": True,
+        "output_stride": 2,
+        "max_stride": 32,
+    }
+
+
+def config(
+    template: dict[str, Any], kind: str, filters: int, max_stride: int, backbone: str = "unet"
+) -> dict[str, Any]:
     """``template`` (a sleap-nn training_config.yaml) re-aimed at the crowd scene: its
-    skeleton, one ``kind`` head, a UNet with ``filters`` and ``max_stride``, no frame cap."""
+    skeleton, one ``kind`` head, a UNet with ``filters`` and ``max_stride`` (or, with
+    ``backbone="convnext"``, sleap-nn's ConvNeXt-tiny), no frame cap."""
     raw = copy.deepcopy(template)
     pre = raw["data_config"]["preprocessing"]
     pre.update({"max_height": None, "max_width": None, "scale": 1.0, "ensure_rgb": False})
@@ -95,6 +118,10 @@ def config(template: dict[str, Any], kind: str, filters: int, max_stride: int) -
         "convnext": None,
         "swint": None,
     }
+    if backbone == "convnext":
+        model["backbone_config"].update(unet=None, convnext=_convnext_tiny())
+    elif backbone != "unet":
+        raise ValueError(f"backbone {backbone!r}: unet or convnext")
     model["head_configs"] = {k: None for k in model["head_configs"]}
     model["head_configs"][kind] = _head(kind)
     raw.setdefault("trainer_config", {})["run_name"] = f"crowd_{kind}"
@@ -190,10 +217,11 @@ def write_model(
     train_steps: int = 0,
     batch_size: int = 8,
     seed: int = 0,
+    backbone: str = "unet",
 ) -> Path:
     """A sleap-nn model folder at ``out``: trained for ``train_steps``, or (0) seeded random
     weights with the output heads zeroed (no confidence anywhere, so no peaks)."""
-    raw = config(template, kind, filters, max_stride)
+    raw = config(template, kind, filters, max_stride, backbone)
     torch.manual_seed(seed)
     net = build_network(parse_config(raw))
     if train_steps:

@@ -13,8 +13,10 @@ import crowd  # examples/synthetic/crowd.py
 import crowd_models  # examples/synthetic/crowd_models.py
 import numpy as np
 import pytest
+import yaml
 
 import sleap_infer
+from sleap_infer.model.loader import load_model
 
 from conftest import EXAMPLES
 from model_factory import config_dict
@@ -61,4 +63,23 @@ def test_random_model_has_zero_heads_and_finds_nothing(tmp_path: Path, kind: str
         models.append(other)
     frames, _ = _frames(4)
     pred = sleap_infer.load(*models, device="cpu").predict(frames)
+    assert not pred.valid.any() or np.isnan(pred.points[pred.valid]).all()
+
+
+def test_convnext_tiny_random_model_loads_as_sleap_nn_writes_it(tmp_path: Path) -> None:
+    """The frame-size rows' ConvNeXt-tiny: sleap-nn's backbone block, strict load, no peaks."""
+    path = crowd_models.write_model(
+        tmp_path / "cnx",
+        config_dict("single_instance"),
+        "single_instance",
+        **crowd_models.CONVNEXT_TINY,
+    )
+    raw = yaml.safe_load((path / "training_config.yaml").read_text())
+    backbone = raw["model_config"]["backbone_config"]
+    assert backbone["unet"] is None and backbone["convnext"]["model_type"] == "tiny"
+    model = load_model(path)  # strict=True: every checkpoint key is a ConvNeXt-tiny key
+    assert any(name.startswith("backbone.enc") for name, _ in model.network.named_parameters())
+    assert raw["model_config"]["total_params"] > 25_000_000  # ConvNeXt-tiny's encoder alone: 28 M
+    frames, _ = _frames(2)
+    pred = sleap_infer.load(path, device="cpu").predict(frames[:, :256, :256])
     assert not pred.valid.any() or np.isnan(pred.points[pred.valid]).all()
