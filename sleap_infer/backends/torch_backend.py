@@ -32,11 +32,19 @@ class TorchBackend:
     """
 
     does_baked_postproc = False
-    cpu_chunk_pixels = 65536
+    cpu_chunk_pixels = 1024 * 1024
     """On the CPU a batch runs in chunks of at most this many input pixels per network call
-    (at least one image): oneDNN's channels-last convolutions on large frames slow down once
-    a batch's activations leave the cache (384x384 frames: 38.6 ms/frame at batch 4, 25.4 at
-    batch 1, on the 2-core development machine); small crops keep whole batches."""
+    (at least one image), which bounds the activations' memory at large frames: at 2048 px
+    four frames at once would hold four times one frame's. Below it whole batches are as fast
+    or faster once freed memory is kept (:mod:`~sleap_infer.backends.host_memory`; median
+    ms/image, one call vs the former 65,536-pixel chunks, 2-vCPU development machine): 384 px
+    UNet-32 batch 4 111.5 vs 115.4, 120 crowd crops of 64 px 0.43 vs 0.54, 512 px crowd
+    centroid batch 4 22.3 vs 24.8; 1024 px batch 2 equal (793 vs 802)."""
+    cpu_chunk_pixels_unkept = 65536
+    """The chunk where glibc's malloc hands activations back to the kernel on every call (the
+    user tunes malloc, or another C library): large calls then slowed down as their
+    activations left the cache and were faulted in again (384 px frames: 38.6 ms/frame at
+    batch 4, 25.4 at batch 1)."""
 
     def __init__(
         self,
@@ -56,7 +64,8 @@ class TorchBackend:
             raise BackendError(f"--bf16 needs a cpu or cuda device, not {self.device}")
         if self.device.type == "cpu":  # host threads matter on CPU only
             configure_torch_threads()  # sized to this process's real core budget
-            keep_freed_memory()  # activations reused, not faulted in again each call
+            if not keep_freed_memory():  # activations reused, not faulted in again each call
+                self.cpu_chunk_pixels = self.cpu_chunk_pixels_unkept
         if self.device.type == "cuda" and not (fp16 or bf16):
             torch.backends.cudnn.allow_tf32 = False  # (cuBLAS matmuls are IEEE by default)
         self.fp16 = fp16
