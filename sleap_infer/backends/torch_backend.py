@@ -14,6 +14,16 @@ from sleap_infer.backends.threads import configure_torch_threads
 from sleap_infer.core.errors import BackendError, UsageError
 
 
+def first_floats_per_pixel(network: nn.Module) -> float:
+    """Floats of the first convolution's output per input pixel (UNet filters 32: 32; a
+    ConvNeXt stem of 96 channels at stride 2: 24), 1 where the network has none."""
+    for module in network.modules():
+        if isinstance(module, nn.Conv2d):
+            stride = module.stride[0] * module.stride[1]
+            return max(module.out_channels / stride, 1e-6)
+    return 1.0
+
+
 class TorchBackend:
     """Runs the network under ``torch.inference_mode`` on the chosen device.
 
@@ -32,19 +42,22 @@ class TorchBackend:
     """
 
     does_baked_postproc = False
-    cpu_chunk_pixels = 1024 * 1024
-    """On the CPU a batch runs in chunks of at most this many input pixels per network call
-    (at least one image), which bounds the activations' memory at large frames: at 2048 px
-    four frames at once would hold four times one frame's. Below it whole batches are as fast
-    or faster once freed memory is kept (:mod:`~sleap_infer.backends.host_memory`; median
-    ms/image, one call vs the former 65,536-pixel chunks, 2-vCPU development machine): 384 px
-    UNet-32 batch 4 111.5 vs 115.4, 120 crowd crops of 64 px 0.43 vs 0.54, 512 px crowd
-    centroid batch 4 22.3 vs 24.8; 1024 px batch 2 equal (793 vs 802)."""
-    cpu_chunk_pixels_unkept = 65536
-    """The chunk where glibc's malloc hands activations back to the kernel on every call (the
-    user tunes malloc, or another C library): large calls then slowed down as their
-    activations left the cache and were faulted in again (384 px frames: 38.6 ms/frame at
-    batch 4, 25.4 at batch 1)."""
+    cpu_chunk_floats = 2**23
+    """On the CPU a batch runs in chunks whose first activation (the first convolution's
+    output) holds at most this many floats (32 MiB), at least one image a call. That bounds
+    the activations' memory by the network and frame, not the batch size, and costs little
+    speed once freed memory is kept (:mod:`~sleap_infer.backends.host_memory`). Measured on
+    the 2-vCPU development machine, batch 4, one call for the batch vs this chunk (ms/image,
+    peak RSS): ConvNeXt-tiny 384 px 1,256-1,265 vs 1,261 (2 a call), 1,545-1,680 vs
+    1,079-1,180 MB; UNet-32 384 px 111.4 vs 113.8 (1 a call), 698 vs 345-350 MB; crowd
+    UNet-8 512 px is 4 a call anyway (24.1 ms vs 27.2 one at a time); 120 crowd crops of
+    64 px run in one call (0.43 ms a crop vs 0.54 in the former 16-crop chunks)."""
+    cpu_chunk_pixels = 65536
+    """Input pixels a call on the CPU, set in ``__init__``: from ``cpu_chunk_floats`` where
+    freed memory is kept, else this value. Where glibc's malloc hands activations back to
+    the kernel on every call (the user tunes malloc, or another C library), large calls
+    slowed down as their activations left the cache and were faulted in again (384 px
+    frames: 38.6 ms/frame at batch 4, 25.4 at batch 1)."""
 
     def __init__(
         self,
@@ -64,8 +77,10 @@ class TorchBackend:
             raise BackendError(f"--bf16 needs a cpu or cuda device, not {self.device}")
         if self.device.type == "cpu":  # host threads matter on CPU only
             configure_torch_threads()  # sized to this process's real core budget
-            if not keep_freed_memory():  # activations reused, not faulted in again each call
-                self.cpu_chunk_pixels = self.cpu_chunk_pixels_unkept
+            if keep_freed_memory():  # activations reused, not faulted in again each call
+                self.cpu_chunk_pixels = int(self.cpu_chunk_floats / first_floats_per_pixel(network))
+            else:
+                self.cpu_chunk_pixels = TorchBackend.cpu_chunk_pixels
         if self.device.type == "cuda" and not (fp16 or bf16):
             torch.backends.cudnn.allow_tf32 = False  # (cuBLAS matmuls are IEEE by default)
         self.fp16 = fp16
@@ -93,7 +108,9 @@ class TorchBackend:
         if self.device.type != "cpu" or x.ndim != 4:
             return int(x.shape[0])
         pixels = int(x.shape[-2]) * int(x.shape[-1])
-        return max(1, min(int(x.shape[0]), self.cpu_chunk_pixels // max(1, pixels)))
+        most = max(1, min(int(x.shape[0]), self.cpu_chunk_pixels // max(1, pixels)))
+        calls = -(-int(x.shape[0]) // most)
+        return -(-int(x.shape[0]) // calls)  # even chunks: 4 frames at most 3 a call -> 2 + 2
 
     def __call__(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         x = x.to(self.device, non_blocking=True).contiguous(memory_format=self.memory_format)

@@ -6,6 +6,8 @@ import pytest
 import torch
 
 from sleap_infer.backends import ModelBackend, TorchBackend, resolve_device
+from sleap_infer.backends.host_memory import keep_freed_memory
+from sleap_infer.backends.torch_backend import first_floats_per_pixel
 from sleap_infer.core.errors import BackendError, UsageError
 from sleap_infer.model.config import parse_config
 from sleap_infer.nets import build_network
@@ -110,6 +112,22 @@ def test_cpu_batches_of_large_frames_run_in_chunks_with_the_same_maps() -> None:
         assert torch.allclose(chunked[name], maps, atol=1e-5)
     small = torch.zeros((16, 1, 16, 16), dtype=torch.uint8)
     assert TorchBackend.chunk_size(backend, small) == 16
+    backend.cpu_chunk_pixels = 3 * 64 * 64  # at most 3 a call: 4 frames run as 2 + 2
+    assert backend.chunk_size(torch.zeros((4, 1, 64, 64))) == 2
+
+
+def test_cpu_chunks_hold_a_fixed_first_activation() -> None:
+    """The chunk is sized by the first convolution's output (floats per input pixel)."""
+    unet = build_network(parse_config(config_dict("single_instance", unet={"filters": 16})))
+    assert first_floats_per_pixel(unet) == 16
+    stem = torch.nn.Sequential(torch.nn.Conv2d(1, 96, 4, stride=2), torch.nn.ReLU())
+    assert first_floats_per_pixel(stem) == 24  # ConvNeXt's stem: 96 channels at stride 2
+    assert first_floats_per_pixel(torch.nn.Identity()) == 1
+    backend = TorchBackend(unet.eval(), "cpu")
+    if keep_freed_memory():
+        assert backend.cpu_chunk_pixels == TorchBackend.cpu_chunk_floats // 16
+    else:
+        assert backend.cpu_chunk_pixels == TorchBackend.cpu_chunk_pixels
 
 
 def test_onnx_cuda_sessions_ask_for_ieee_float32(monkeypatch: pytest.MonkeyPatch) -> None:
