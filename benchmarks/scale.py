@@ -10,8 +10,9 @@ use by vs_sleap_nn.py's helper; it is never a dependency of sleap_infer):
     .venv/bin/python benchmarks/scale.py --series animals --animals 2,30 --json out.json
 
 - ``sizes``: frames of 384, 1024 and 2048 px through a realistic network (UNet filters
-  32, max stride 32, random seeded weights, output heads zeroed so no noise peaks reach
-  the decoders) for single instance, bottom-up and top-down. Measures decode,
+  32, max stride 32, or with ``--backbones convnext`` sleap-nn's ConvNeXt-tiny; random
+  seeded weights, output heads zeroed so no noise peaks reach the decoders) for single
+  instance, bottom-up and top-down. Measures decode,
   preprocessing and the network as frames grow; instance counts are 0 by construction.
 - ``animals``: 2, 10, 30, 60 animals per 512 px frame of the synthetic arena
   (examples/synthetic/crowd.py) through small bottom-up and top-down models trained on it

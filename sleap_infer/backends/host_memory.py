@@ -25,8 +25,8 @@ The fix is glibc's own: a fixed mmap threshold at its ceiling, no mapped blocks 
 not reach. The cost is memory: what is freed after a peak stays in the process until
 exit, and at large frames the heap's fragmentation raises the peak by about a third.
 Anyone who sets glibc's malloc knobs (``MALLOC_*_`` variables or
-``GLIBC_TUNABLES=glibc.malloc...``) keeps their own settings: that is also how to opt out.
-Other C libraries (musl, macOS, Windows) are left alone.
+``GLIBC_TUNABLES=glibc.malloc...``) keeps their own settings, and ``SLEAP_INFER_SYSTEM_MALLOC=1``
+keeps glibc's defaults. Other C libraries (musl, macOS, Windows) are left alone.
 """
 
 from __future__ import annotations
@@ -53,8 +53,13 @@ USER_KNOBS = (
 _applied: bool | None = None
 
 
+OPT_OUT = "SLEAP_INFER_SYSTEM_MALLOC"
+
+
 def user_set_malloc(environ: Mapping[str, str] = os.environ) -> bool:
-    """Whether the environment already tunes glibc malloc (then we leave it alone)."""
+    """Whether the environment tunes glibc malloc or opts out (then we leave it alone)."""
+    if environ.get(OPT_OUT, "") not in ("", "0"):
+        return True
     if any(k in environ for k in USER_KNOBS):
         return True
     return "glibc.malloc." in environ.get("GLIBC_TUNABLES", "")

@@ -81,10 +81,13 @@ def test_a_cpu_torch_backend_applies_it() -> None:
 def test_the_users_own_malloc_settings_win() -> None:
     assert _child("tuned", MALLOC_TRIM_THRESHOLD_="131072")["applied"] is False
     assert _child("tuned", GLIBC_TUNABLES="glibc.malloc.mmap_threshold=65536")["applied"] is False
+    assert _child("tuned", SLEAP_INFER_SYSTEM_MALLOC="1")["applied"] is False
 
 
 def test_user_settings_are_recognised() -> None:
     assert not user_set_malloc({})
+    assert not user_set_malloc({"SLEAP_INFER_SYSTEM_MALLOC": "0"})
+    assert user_set_malloc({"SLEAP_INFER_SYSTEM_MALLOC": "1"})
     assert not user_set_malloc({"GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=512"})
     assert user_set_malloc({"MALLOC_MMAP_THRESHOLD_": "1"})
     assert user_set_malloc({"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1"})
