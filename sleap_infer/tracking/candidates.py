@@ -71,12 +71,21 @@ class FixedWindow:
 
     def candidates(self, track: Track) -> list[Entry]:
         """Per frame, oldest first, the first detection of ``track``."""
-        out = []
+        return self.candidates_of([track])[0]
+
+    def candidates_of(self, tracks: list[Track]) -> list[list[Entry]]:
+        """:meth:`candidates` of each of ``tracks``, in one pass over the window (a scan
+        per track was 15% of the classic tracker's time at 30 animals)."""
+        found: dict[Track, list[Entry]] = {t: [] for t in tracks}
         for slot in self.slots:
-            hit = next((e for e in slot.entries if e.track == track), None)
-            if hit is not None:
-                out.append(hit)
-        return out
+            seen: set[Track] = set()
+            for entry in slot.entries:
+                if entry.track not in seen:
+                    seen.add(entry.track)
+                    column = found.get(entry.track)
+                    if column is not None:
+                        column.append(entry)
+        return [found[t] for t in tracks]
 
     def entries(self) -> list[Entry]:
         return [e for slot in self.slots for e in slot.entries]
@@ -127,6 +136,9 @@ class LocalQueues:
 
     def candidates(self, track: Track) -> list[Entry]:
         return list(self.queues[track]) if track is not None else []
+
+    def candidates_of(self, tracks: list[Track]) -> list[list[Entry]]:
+        return [self.candidates(t) for t in tracks]
 
     def entries(self) -> list[Entry]:
         return [e for queue in self.queues for e in queue]

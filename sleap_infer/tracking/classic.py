@@ -166,7 +166,8 @@ class ClassicTracker:
         self.window.update(slot, [(r, c, -cost[r, c]) for r, c in pairs])
 
     def _gallery(self, tracks: list[Track]) -> Gallery:
-        return [[(e.feature, e.support) for e in self.window.candidates(t)] for t in tracks]
+        columns = self.window.candidates_of(tracks)
+        return [[(e.feature, e.support) for e in column] for column in columns]
 
     def _shifted(self, tracks: list[Track], image: np.ndarray) -> Gallery:
         """Candidates moved onto ``image`` by optical flow, grouped as sleap-nn groups them.
@@ -213,8 +214,8 @@ class ClassicTracker:
         """sleap-nn's appearance blend over the same candidates geometry reduced over."""
         o = self.options
         vectors = [
-            [e.vector for e in self.window.candidates(t) if e.support > o.min_match_points]
-            for t in tracks
+            [e.vector for e in column if e.support > o.min_match_points]
+            for column in self.window.candidates_of(tracks)
         ]
         appearance = appearance_matrix(
             [e.vector for e in entries], vectors, o.reduction, o.robust_quantile

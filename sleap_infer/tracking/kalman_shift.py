@@ -233,7 +233,7 @@ class KalmanShift:
             if self.frames_seen >= self.init_frame_count:
                 self._initialize()
             if not self.initialized:
-                return [_plain(window.candidates(t)) for t in tracks]
+                return [_plain(column) for column in window.candidates_of(tracks)]
         self._reset_stale(frame_idx)
         self._correct()
         if self.resolved:
