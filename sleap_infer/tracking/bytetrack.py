@@ -89,10 +89,11 @@ def pose_boxes(points: np.ndarray) -> np.ndarray:
     out = np.full((pts.shape[0], 4), np.nan)
     if pts.shape[0] == 0 or pts.shape[1] == 0:
         return out
-    visible = np.isfinite(pts).all(axis=-1)
-    lo = np.where(visible[..., None], pts, np.inf).min(axis=1)
-    hi = np.where(visible[..., None], pts, -np.inf).max(axis=1)
-    seen = visible.any(axis=1)
+    nodes = np.ascontiguousarray(pts.transpose(1, 0, 2))  # (N, I, 2): reduce whole planes
+    visible = np.isfinite(nodes).all(axis=-1)[..., None]
+    lo = np.where(visible, nodes, np.inf).min(axis=0)
+    hi = np.where(visible, nodes, -np.inf).max(axis=0)
+    seen = visible[..., 0].any(axis=0)
     out[seen] = np.concatenate([lo, hi], axis=1)[seen]
     return out
 
@@ -123,13 +124,17 @@ def padded(boxes: np.ndarray) -> np.ndarray:
 
     A keypoint box is tight around the nodes and a thin animal's is nearly a
     line, whose IoU collapses at a pixel of motion; padding and the floor give
-    every box some body.
+    every box some body. (Column by column: a reduction over each box's two
+    sides, as rows, cost more than the arithmetic; ``max`` and products of two
+    are exact either way.)
     """
-    lo, hi = boxes[:, :2], boxes[:, 2:]
-    pad = BOX_PADDING * (hi - lo).max(axis=1, keepdims=True)
-    lo, hi = lo - pad, hi + pad
-    grow = 0.5 * np.maximum(MIN_SIDE_FRACTION * (hi - lo).max(axis=1, keepdims=True) - (hi - lo), 0)
-    return np.concatenate([lo - grow, hi + grow], axis=1)
+    x0, y0, x1, y1 = boxes.T
+    pad = BOX_PADDING * np.maximum(x1 - x0, y1 - y0)
+    x0, y0, x1, y1 = x0 - pad, y0 - pad, x1 + pad, y1 + pad
+    w, h = x1 - x0, y1 - y0
+    floor = MIN_SIDE_FRACTION * np.maximum(w, h)
+    gx, gy = 0.5 * np.maximum(floor - w, 0), 0.5 * np.maximum(floor - h, 0)
+    return np.stack([x0 - gx, y0 - gy, x1 + gx, y1 + gy], axis=1)
 
 
 def degenerate(raw: np.ndarray) -> np.ndarray:
@@ -149,14 +154,15 @@ def body_boxes(raw: np.ndarray, body: float) -> np.ndarray:
 
 def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``(len(a), len(b))`` IoU of ``xyxy`` boxes; 0 wherever a box is NaN."""
-    lo = np.maximum(a[:, None, :2], b[None, :, :2])
-    hi = np.minimum(a[:, None, 2:], b[None, :, 2:])
+    (ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1) = a.T[:, :, None], b.T[:, None, :]
     with np.errstate(invalid="ignore", divide="ignore"):
-        inter = np.clip(hi - lo, 0.0, None).prod(axis=-1)
-        area_a = (a[:, 2:] - a[:, :2]).prod(axis=-1)
-        area_b = (b[:, 2:] - b[:, :2]).prod(axis=-1)
-        iou = inter / (area_a[:, None] + area_b[None, :] - inter)
-    return np.nan_to_num(iou, nan=0.0, posinf=0.0, neginf=0.0)
+        w = np.clip(np.minimum(ax1, bx1) - np.maximum(ax0, bx0), 0.0, None)
+        h = np.clip(np.minimum(ay1, by1) - np.maximum(ay0, by0), 0.0, None)
+        inter = w * h
+        area_a = (ax1 - ax0) * (ay1 - ay0)
+        area_b = (bx1 - bx0) * (by1 - by0)
+        iou = inter / (area_a + area_b - inter)
+    return finite_or_zero(iou)
 
 
 def match(
@@ -177,8 +183,8 @@ def match(
     r, c = linear_sum_assignment(np.where(allowed, 1.0 - gain, _NO_MATCH))
     ok = allowed[r, c]
     pairs = [(int(rows[i]), int(cols[j])) for i, j in zip(r[ok], c[ok])]
-    left_rows = np.setdiff1d(np.arange(rows.size), r[ok])
-    left_cols = np.setdiff1d(np.arange(cols.size), c[ok])
+    left_rows, left_cols = np.ones(rows.size, bool), np.ones(cols.size, bool)
+    left_rows[r[ok]], left_cols[c[ok]] = False, False
     return pairs, rows[left_rows], cols[left_cols]
 
 
@@ -190,25 +196,28 @@ def shared_node_iou(track_poses: np.ndarray, points: np.ndarray) -> np.ndarray:
     only the nodes both sides have compares like with like. 0 where fewer than
     two nodes are shared.
     """
-    shared = np.isfinite(track_poses).all(-1)[:, None] & np.isfinite(points).all(-1)[None]
-    out = np.zeros(shared.shape[:2])
-    pair = shared.sum(axis=-1) >= 2
+    out = np.zeros((len(track_poses), len(points)))
+    if out.size == 0:
+        return out
+    count, lo_t, hi_t, lo_d, hi_d = mb.shared_extents(track_poses, points)
+    pair = count >= 2
     if not pair.any():
         return out
-    both = shared[pair][..., None]  # (P, N, 1)
-    rows, cols = np.nonzero(pair)
-    sides = []
-    for pts in (track_poses[rows], points[cols]):
-        lo = np.where(both, pts, np.inf).min(axis=1)
-        hi = np.where(both, pts, -np.inf).max(axis=1)
-        sides.append(padded(np.concatenate([lo, hi], axis=1)))
-    a, b = sides
-    overlap = np.clip(np.minimum(a[:, 2:], b[:, 2:]) - np.maximum(a[:, :2], b[:, :2]), 0, None)
-    inter = overlap.prod(axis=1)
-    union = (a[:, 2:] - a[:, :2]).prod(axis=1) + (b[:, 2:] - b[:, :2]).prod(axis=1) - inter
+    a = padded(np.concatenate([lo_t[pair], hi_t[pair]], axis=1))
+    b = padded(np.concatenate([lo_d[pair], hi_d[pair]], axis=1))
+    ow = np.clip(np.minimum(a[:, 2], b[:, 2]) - np.maximum(a[:, 0], b[:, 0]), 0, None)
+    oh = np.clip(np.minimum(a[:, 3], b[:, 3]) - np.maximum(a[:, 1], b[:, 1]), 0, None)
+    inter = ow * oh
+    union = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]) + (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+    union -= inter
     with np.errstate(invalid="ignore", divide="ignore"):
         out[pair] = np.nan_to_num(inter / union, nan=0.0, posinf=0.0)
     return out
+
+
+def finite_or_zero(values: np.ndarray) -> np.ndarray:
+    """``np.nan_to_num(values, nan=0, posinf=0, neginf=0)`` in one pass."""
+    return np.where(np.isfinite(values), values, 0.0)
 
 
 class ByteTracker:

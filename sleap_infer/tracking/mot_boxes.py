@@ -153,12 +153,25 @@ _MOTION[0, 4] = _MOTION[1, 5] = _MOTION[2, 6] = 1.0
 
 
 def xysr_from_xyxy(box: np.ndarray) -> np.ndarray:
-    """``[cx, cy, w*h, w/h]`` of ``xyxy`` box(es), sides at least 1 px."""
+    """``[cx, cy, w*h, w/h]`` of ``xyxy`` box(es), sides at least 1 px.
+
+    One box (once per matched track and frame) in Python floats: the same IEEE
+    operations, at a fraction of the cost of stacking four 0-d arrays.
+    """
     b = np.asarray(box, np.float64)
+    if b.shape == (4,):
+        x0, y0, x1, y1 = b.tolist()
+        w, h = _at_least(x1 - x0, MIN_SIDE), _at_least(y1 - y0, MIN_SIDE)
+        return np.array([0.5 * (x0 + x1), 0.5 * (y0 + y1), w * h, w / h])
     w = np.maximum(b[..., 2] - b[..., 0], MIN_SIDE)
     h = np.maximum(b[..., 3] - b[..., 1], MIN_SIDE)
     cx, cy = 0.5 * (b[..., 0] + b[..., 2]), 0.5 * (b[..., 1] + b[..., 3])
     return np.stack([cx, cy, w * h, w / h], axis=-1)
+
+
+def _at_least(value: float, floor: float) -> float:
+    """``np.maximum(value, floor)`` for Python floats: NaN stays NaN."""
+    return floor if value < floor else value
 
 
 def xyxy_from_xysr(mean: np.ndarray) -> np.ndarray:
@@ -196,6 +209,9 @@ def xysr_update(
     return _joseph_update(mean, cov, xysr_from_xyxy(box), _R)
 
 
+_EYES = {n: np.eye(n) for n in (7, 8)}  # the two filters' state sizes (read-only copies)
+
+
 def _joseph_update(
     mean: np.ndarray, cov: np.ndarray, z: np.ndarray, r: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -205,7 +221,7 @@ def _joseph_update(
     s = 0.5 * (s + s.T)
     gain = cholesky_solve(s, cov[:4, :]).T
     new_mean = mean + gain @ (z - mean[:4])
-    i_kh = np.eye(len(mean))
+    i_kh = _EYES[len(mean)].copy() if len(mean) in _EYES else np.eye(len(mean))
     i_kh[:, :4] -= gain
     new_cov = i_kh @ cov @ i_kh.T + (gain * r) @ gain.T
     return new_mean, 0.5 * (new_cov + new_cov.T)
@@ -378,6 +394,27 @@ def _solve_spd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.linalg.pinv(a) @ b
 
 
+def shared_extents(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per pair of poses ``a`` (n, N, 2) and ``b`` (m, N, 2), the extents of the nodes
+    visible in both: ``(count, lo_a, hi_a, lo_b, hi_b)``, count ``(n, m)``, the rest
+    ``(n, m, 2)`` (``+inf``/``-inf`` where nothing is shared).
+
+    Node-major planes (``(N, n, m)`` per axis, reduced over the first), so numpy's
+    loops run over every pair at once: reducing each pair's few nodes as a short
+    row was most of ByteTrack's time at 30 animals. Minima and maxima are exact,
+    so the layout changes no bit.
+    """
+    fin_a, fin_b = np.isfinite(a).all(-1).T, np.isfinite(b).all(-1).T  # (N, n), (N, m)
+    shared = fin_a[:, :, None] & fin_b[:, None, :]  # (N, n, m)
+    out = [shared.sum(axis=0)]
+    for pts, expand in ((a, (slice(None), slice(None), None)), (b, (slice(None), None))):
+        planes = [np.ascontiguousarray(pts[..., i].T)[expand] for i in (0, 1)]
+        lo = [np.where(shared, p, np.inf).min(axis=0, initial=np.inf) for p in planes]
+        hi = [np.where(shared, p, -np.inf).max(axis=0, initial=-np.inf) for p in planes]
+        out += [np.stack(lo, -1), np.stack(hi, -1)]
+    return tuple(out)
+
+
 MIN_SHARED_NODES = 2  # a pair's shared-node boxes need this many nodes seen on both sides
 MIN_SHARED_EXTENT = 1.0  # px, on at least one axis (the floor gives the other a size)
 
@@ -403,16 +440,11 @@ def shared_node_iou(
     out = np.full((n, m), np.nan)
     if n == 0 or m == 0:
         return out
-    shared = np.isfinite(trk).all(-1)[:, None, :] & np.isfinite(det).all(-1)[None]
-    sel = shared[..., None]
-    lo_t = np.where(sel, trk[:, None], np.inf).min(axis=2)
-    hi_t = np.where(sel, trk[:, None], -np.inf).max(axis=2)
-    lo_d = np.where(sel, det[None], np.inf).min(axis=2)
-    hi_d = np.where(sel, det[None], -np.inf).max(axis=2)
+    count, lo_t, hi_t, lo_d, hi_d = shared_extents(trk, det)
     with np.errstate(invalid="ignore"):
         wide_t = ((hi_t - lo_t) >= MIN_SHARED_EXTENT).any(axis=-1)
         wide_d = ((hi_d - lo_d) >= MIN_SHARED_EXTENT).any(axis=-1)
-    ok = (shared.sum(axis=-1) >= MIN_SHARED_NODES) & wide_t & wide_d
+    ok = (count >= MIN_SHARED_NODES) & wide_t & wide_d
     if not ok.any():
         return out
     lo_t, hi_t = _padded_extent(lo_t[ok], hi_t[ok], padding, min_side)

@@ -30,6 +30,7 @@ integers and the recent pose diagonals (the running body size), so
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -301,7 +302,7 @@ class MotCore:
             if row in matched or j in used or not frame.valid[j]:
                 continue
             used.add(j)
-            sim = float(np.clip(sim, 0.0, 1.0)) if np.isfinite(sim) else 0.0
+            sim = min(max(float(sim), 0.0), 1.0) if math.isfinite(sim) else 0.0  # np.clip's bits
             matched[row] = (j, sim)
             self.correct(row, frame.boxes[j], float(frame.scores[j]))
             self.hits[row] += 1

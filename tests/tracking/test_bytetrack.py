@@ -10,7 +10,14 @@ from journal_roundtrip import through_json
 from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.tracking import kalman
 from sleap_infer.tracking.base import Detections, MaskBitmap, TrackerState
-from sleap_infer.tracking.bytetrack import ByteTracker, mask_boxes, pose_boxes
+from sleap_infer.tracking.bytetrack import (
+    ByteTracker,
+    iou_matrix,
+    mask_boxes,
+    padded,
+    pose_boxes,
+    shared_node_iou,
+)
 
 
 def tracker(carrier: str = "poses", **options: object) -> ByteTracker:
@@ -252,3 +259,70 @@ def test_a_format_1_state_loads_with_no_body_size_seen() -> None:
     old = tracker()
     old.load_state(TrackerState(meta=meta, arrays=arrays))
     assert old.n_tracks == t.n_tracks and old.state().arrays["diagonals"].size == 0
+
+
+# ------------------------------------------- geometry, against the row-wise formulas
+
+
+def _padded_rows(boxes: np.ndarray) -> np.ndarray:
+    lo, hi = boxes[:, :2], boxes[:, 2:]
+    pad = 0.1 * (hi - lo).max(axis=1, keepdims=True)
+    lo, hi = lo - pad, hi + pad
+    grow = 0.5 * np.maximum(0.25 * (hi - lo).max(axis=1, keepdims=True) - (hi - lo), 0)
+    return np.concatenate([lo - grow, hi + grow], axis=1)
+
+
+def _iou_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    lo = np.maximum(a[:, None, :2], b[None, :, :2])
+    hi = np.minimum(a[:, None, 2:], b[None, :, 2:])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        inter = np.clip(hi - lo, 0.0, None).prod(axis=-1)
+        area_a = (a[:, 2:] - a[:, :2]).prod(axis=-1)
+        area_b = (b[:, 2:] - b[:, :2]).prod(axis=-1)
+        iou = inter / (area_a[:, None] + area_b[None, :] - inter)
+    return np.nan_to_num(iou, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def _shared_iou_pairs(track_poses: np.ndarray, points: np.ndarray) -> np.ndarray:
+    out = np.zeros((len(track_poses), len(points)))
+    for i, t in enumerate(track_poses):
+        for j, p in enumerate(points):
+            both = np.isfinite(t).all(-1) & np.isfinite(p).all(-1)
+            if both.sum() < 2:
+                continue
+            a, b = (
+                _padded_rows(np.concatenate([q[both].min(0), q[both].max(0)])[None]) for q in (t, p)
+            )
+            a, b = a[0], b[0]
+            overlap = np.clip(np.minimum(a[2:], b[2:]) - np.maximum(a[:2], b[:2]), 0, None)
+            inter = overlap.prod()
+            union = (a[2:] - a[:2]).prod() + (b[2:] - b[:2]).prod() - inter
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[i, j] = np.nan_to_num(inter / union, nan=0.0, posinf=0.0)
+    return out
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.float64).view(np.int64)
+
+
+def test_box_geometry_has_the_bits_of_the_row_wise_formulas() -> None:
+    rng = np.random.default_rng(5)
+    for nodes in (1, 2, 5, 9):
+        centres = rng.uniform(0, 300, (12, 1, 2))
+        a = centres + rng.normal(0, 12, (12, nodes, 2))
+        b = centres[rng.permutation(12)[:9]] + rng.normal(0, 12, (9, nodes, 2))
+        for pts in (a, b):
+            pts[rng.random(pts.shape[:2]) < 0.3] = np.nan
+        raw = pose_boxes(a)
+        want_raw = np.full((len(a), 4), np.nan)
+        for i, pose in enumerate(a):
+            seen = np.isfinite(pose).all(-1)
+            if seen.any():
+                want_raw[i] = np.concatenate([pose[seen].min(0), pose[seen].max(0)])
+        np.testing.assert_array_equal(_bits(raw), _bits(want_raw))
+        np.testing.assert_array_equal(_bits(padded(raw)), _bits(_padded_rows(raw)))
+        boxes_b = padded(pose_boxes(b))
+        got = iou_matrix(padded(raw), boxes_b)
+        np.testing.assert_array_equal(_bits(got), _bits(_iou_rows(padded(raw), boxes_b)))
+        np.testing.assert_array_equal(_bits(shared_node_iou(a, b)), _bits(_shared_iou_pairs(a, b)))
