@@ -394,6 +394,20 @@ def _solve_spd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.linalg.pinv(a) @ b
 
 
+FEW_PAIRS = 16  # up to this many pairs, a pair's nodes as a row take fewer numpy calls
+
+
+def _shared_extents_by_pair(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:func:`shared_extents` with each pair's nodes as a row (the same numbers)."""
+    shared = np.isfinite(a).all(-1)[:, None, :] & np.isfinite(b).all(-1)[None]  # (n, m, N)
+    sel = shared[..., None]
+    out = [shared.sum(axis=-1)]
+    for pts in (a[:, None], b[None]):
+        out.append(np.where(sel, pts, np.inf).min(axis=2, initial=np.inf))
+        out.append(np.where(sel, pts, -np.inf).max(axis=2, initial=-np.inf))
+    return tuple(out)
+
+
 def shared_extents(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per pair of poses ``a`` (n, N, 2) and ``b`` (m, N, 2), the extents of the nodes
     visible in both: ``(count, lo_a, hi_a, lo_b, hi_b)``, count ``(n, m)``, the rest
@@ -401,17 +415,21 @@ def shared_extents(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
 
     Node-major planes (``(N, n, m)`` per axis, reduced over the first), so numpy's
     loops run over every pair at once: reducing each pair's few nodes as a short
-    row was most of ByteTrack's time at 30 animals. Minima and maxima are exact,
-    so the layout changes no bit.
+    row was most of ByteTrack's time at 30 animals (for a handful of pairs the
+    rows are still cheaper). Minima and maxima are exact, so no layout changes a
+    bit.
     """
+    if len(a) * len(b) <= FEW_PAIRS:
+        return _shared_extents_by_pair(a, b)
     fin_a, fin_b = np.isfinite(a).all(-1).T, np.isfinite(b).all(-1).T  # (N, n), (N, m)
     shared = fin_a[:, :, None] & fin_b[:, None, :]  # (N, n, m)
     out = [shared.sum(axis=0)]
-    for pts, expand in ((a, (slice(None), slice(None), None)), (b, (slice(None), None))):
-        planes = [np.ascontiguousarray(pts[..., i].T)[expand] for i in (0, 1)]
-        lo = [np.where(shared, p, np.inf).min(axis=0, initial=np.inf) for p in planes]
-        hi = [np.where(shared, p, -np.inf).max(axis=0, initial=-np.inf) for p in planes]
-        out += [np.stack(lo, -1), np.stack(hi, -1)]
+    everything = slice(None)
+    for pts, expand in ((a, (everything,) * 3 + (None,)), (b, (everything,) * 2 + (None,))):
+        planes = np.ascontiguousarray(pts.transpose(2, 1, 0))[expand]  # (2, N, n|1, 1|m)
+        lo = np.where(shared, planes, np.inf).min(axis=1, initial=np.inf)
+        hi = np.where(shared, planes, -np.inf).max(axis=1, initial=-np.inf)
+        out += [np.moveaxis(lo, 0, -1), np.moveaxis(hi, 0, -1)]
     return tuple(out)
 
 

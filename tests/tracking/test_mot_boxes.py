@@ -44,3 +44,12 @@ def test_one_box_takes_the_same_bits_as_a_batch() -> None:
     batch = mb.xysr_from_xyxy(boxes)
     single = np.array([mb.xysr_from_xyxy(box) for box in boxes])
     np.testing.assert_array_equal(single.view(np.int64), batch.view(np.int64))
+
+
+def test_shared_extents_are_the_same_by_pair_and_by_plane() -> None:
+    rng = np.random.default_rng(2)
+    a, b = poses(rng, 5, 6), poses(rng, 4, 6)
+    by_plane = mb.shared_extents(a, b)
+    by_pair = mb._shared_extents_by_pair(a, b)
+    for x, y in zip(by_plane, by_pair):
+        np.testing.assert_array_equal(x, y)
