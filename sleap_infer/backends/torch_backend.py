@@ -79,8 +79,6 @@ class TorchBackend:
             configure_torch_threads()  # sized to this process's real core budget
             if keep_freed_memory():  # activations reused, not faulted in again each call
                 self.cpu_chunk_pixels = int(self.cpu_chunk_floats / first_floats_per_pixel(network))
-            else:
-                self.cpu_chunk_pixels = TorchBackend.cpu_chunk_pixels
         if self.device.type == "cuda" and not (fp16 or bf16):
             torch.backends.cudnn.allow_tf32 = False  # (cuBLAS matmuls are IEEE by default)
         self.fp16 = fp16

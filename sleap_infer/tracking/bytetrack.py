@@ -125,8 +125,8 @@ def padded(boxes: np.ndarray) -> np.ndarray:
     A keypoint box is tight around the nodes and a thin animal's is nearly a
     line, whose IoU collapses at a pixel of motion; padding and the floor give
     every box some body. (Column by column: a reduction over each box's two
-    sides, as rows, cost more than the arithmetic; ``max`` and products of two
-    are exact either way.)
+    sides, as rows, cost more than the arithmetic; ``np.maximum`` of the two
+    columns gives the row maximum's bits, NaN included.)
     """
     x0, y0, x1, y1 = boxes.T
     pad = BOX_PADDING * np.maximum(x1 - x0, y1 - y0)

@@ -209,7 +209,7 @@ def xysr_update(
     return _joseph_update(mean, cov, xysr_from_xyxy(box), _R)
 
 
-_EYES = {n: np.eye(n) for n in (7, 8)}  # the two filters' state sizes (read-only copies)
+_EYES = {n: np.eye(n) for n in (7, 8)}  # the two filters' state sizes; copied before use
 
 
 def _joseph_update(
