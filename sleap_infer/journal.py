@@ -26,7 +26,11 @@ batch (meta key ``tracker``, arrays named ``tracker/<name>``), in the same
 record as the tracks it produced: a kill can never separate the two, so
 ``--resume`` restarts the tracker exactly where the last whole batch left it.
 Only the last record's state is kept when reading (it is bounded by the
-tracker's window, not the video's length).
+tracker's window, not the video's length). A MOT tracker's labels for the
+tentative frames of a track it confirmed in that batch ride in the same record
+(arrays ``late/<name>``, :mod:`sleap_infer.core.late_tracks`): reading keeps
+all of them (a few rows per track) and :meth:`Journal.batches` lays them over
+the frames they name.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ import numpy as np
 
 from sleap_infer.core.boxes import BoxSet
 from sleap_infer.core.errors import OutputError, ResumeError, SleapInferError
+from sleap_infer.core.late_tracks import LateTracks, lay_over
 from sleap_infer.core.masks import MaskSet
 from sleap_infer.core.polygons import packaged
 from sleap_infer.core.predictions import BatchPredictions
@@ -70,6 +75,7 @@ MASK_PREFIX = "mask_"  # MaskSet arrays in a batch record: mask_frame, mask_rle,
 BOX_PREFIX = "box_"  # BoxSet arrays in a batch record: box_frame, box_xyxy, ...
 EMBEDDINGS = "embeddings"  # (B, I, D) float32 re-ID vectors in a batch record, NaN = none
 TRACKER_PREFIX = "tracker/"  # a tracked run's tracker state in a batch record
+LATE_PREFIX = "late/"  # ... and its labels for earlier frames (core.late_tracks)
 TrackerSnapshot = tuple[dict[str, Any], dict[str, np.ndarray]]  # (JSON meta, arrays)
 
 
@@ -149,6 +155,7 @@ class Journal:
     torn_bytes: int = 0  # bytes after the last intact record (a crash mid-write)
     failed: str | None = None  # why the last run stopped, when it failed rather than being cut off
     tracker: TrackerSnapshot | None = None  # the tracker's state after the last batch (tracked)
+    late: LateTracks | None = None  # every batch's labels for earlier frames (tracked, MOT)
 
     @property
     def n_tracks(self) -> int:
@@ -183,13 +190,15 @@ class Journal:
         return mask
 
     def batches(self) -> Iterator[BatchPredictions]:
-        """Re-read the predictions, one batch at a time (bounded memory)."""
+        """Re-read the predictions, one batch at a time (bounded memory), with the late
+        labels of later batches laid over them."""
+        late = self.late.by_frame() if self.late is not None else {}
         with self.path.open("rb") as fh:
             for end, meta, arrays in _records(fh):
                 if end > self.valid_bytes:
                     return
                 if meta.get("type") == "batch":
-                    yield BatchPredictions(
+                    preds = BatchPredictions(
                         points=arrays["points"],
                         point_scores=arrays["point_scores"],
                         instance_scores=arrays["instance_scores"],
@@ -201,6 +210,8 @@ class Journal:
                         boxes=_boxes(arrays),
                         embeddings=arrays.get(EMBEDDINGS),
                     )
+                    lay_over(preds, late)
+                    yield preds
 
 
 def embeddings_of(preds: BatchPredictions) -> np.ndarray | None:
@@ -326,6 +337,7 @@ def read_journal(path: Path) -> Journal:
         totals = Totals()
         failed: str | None = None
         tracker: TrackerSnapshot | None = None
+        late: list[LateTracks] = []
         valid = len(MAGIC)
         for end, meta, arrays in _records(fh):
             kind = meta.get("type")
@@ -343,6 +355,9 @@ def read_journal(path: Path) -> Journal:
                 totals.add(arrays)
                 if "tracker" in meta:
                     tracker = _tracker_snapshot(meta, arrays)
+                rows = LateTracks.from_arrays(arrays, LATE_PREFIX)
+                if rows is not None:
+                    late.append(rows)
             if kind in ("batch", "bad_frames"):
                 bad.extend(_frame_errors_from_json(meta.get("bad_frames", [])))
             valid = end
@@ -362,6 +377,7 @@ def read_journal(path: Path) -> Journal:
         torn_bytes=size - valid,
         failed=failed,
         tracker=tracker,
+        late=LateTracks.concat(late) if late else None,
     )
 
 
@@ -533,6 +549,8 @@ class JournalWriter:
         if tracker is not None:
             meta["tracker"] = tracker[0]
             arrays.update({TRACKER_PREFIX + k: v for k, v in tracker[1].items()})
+        if preds.late_tracks is not None and len(preds.late_tracks):
+            arrays.update({LATE_PREFIX + k: v for k, v in preds.late_tracks.arrays().items()})
         self._append(meta, arrays)
         self.batches_written += 1
 

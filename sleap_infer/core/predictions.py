@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sleap_infer.core.boxes import BoxSet
+from sleap_infer.core.late_tracks import LateTracks
 from sleap_infer.core.masks import MaskSet
 
 
@@ -34,6 +35,8 @@ class BatchPredictions:
     masks: MaskSet | None = None  # segmentation models: the predicted masks
     boxes: BoxSet | None = None  # box detectors: the predicted boxes
     embeddings: np.ndarray | None = None  # (B, I, D) float32 re-ID vectors, NaN where none
+    # Tracked runs: labels this batch's tracking gave to detections of earlier batches.
+    late_tracks: LateTracks | None = None
 
     @property
     def n_masks(self) -> int:

@@ -20,6 +20,7 @@ import numpy as np
 import sleap_io as sio
 
 from sleap_infer.core.errors import UsageError
+from sleap_infer.core.late_tracks import lay_over
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.core.provenance import now_iso
 from sleap_infer.pipeline.loaded import Loaded
@@ -142,7 +143,16 @@ def predict_in_memory(
     batches: list[BatchPredictions] = []
     online = start_tracker(pipeline, None, opened.channels(pipeline), opened.reader)
 
+    where: dict[int, int] = {}  # frame index -> its batch in ``batches``
+
     def keep(preds: BatchPredictions, _snapshot: object) -> None:
+        if preds.late_tracks is not None:  # a MOT track confirmed: its tentative frames
+            late = preds.late_tracks.by_frame()
+            for b in sorted({where[f] for f in late if f in where}):
+                lay_over(batches[b], late)
+            preds.late_tracks = None
+        if preds.frame_indices is not None:
+            where.update(dict.fromkeys(preds.frame_indices.tolist(), len(batches)))
         batches.append(preds)
 
     total = opened.total

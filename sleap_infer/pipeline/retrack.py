@@ -18,7 +18,7 @@ file, untracked. Track names are ``track_<n>``, continuing across videos.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +224,9 @@ def _n_nodes(labels: sio.Labels) -> int:
     return len(labels.skeletons[0].nodes) if len(labels.skeletons) == 1 else 0
 
 
+Tracked = tuple[sio.LabeledFrame, list[Any], Detections | None, np.ndarray]
+
+
 def retrack_labels(labels: sio.Labels, options: TrackingOptions) -> RetrackStats:
     """Track ``labels`` again, in place; returns what was done and the resolved options."""
     t0 = time.perf_counter()
@@ -239,39 +242,9 @@ def retrack_labels(labels: sio.Labels, options: TrackingOptions) -> RetrackStats
         tracker = with_cleanup(tracker, options, carrier, n_nodes, vectors)
         _prepare(tracker, frames, carrier, vectors, stats)
         offset = len(tracks)
-        linking = LinkInput() if options.links else None
-        tracked: list[Any] = []
-        for lf in frames:
-            targets = _targets(lf, carrier)
-            _clear(lf, targets)
-            if carrier == MASKS and not targets:
-                continue
-            det = _detections(lf, targets, carrier, vectors, tracker.needs_images)
-            answer = tracker.step(det)
-            while len(tracks) < offset + tracker.n_tracks:
-                tracks.append(sio.Track(name=track_name(len(tracks))))
-            for target, tid, score in zip(targets, answer.track_ids, answer.scores):
-                if tid >= 0:
-                    target.track, target.tracking_score = tracks[offset + tid], float(score)
-            if linking is not None:
-                _add_to_linking(linking, lf, targets, det, answer.track_ids)
-                tracked.extend(targets)
-            stats.frames += 1
-            stats.instances += len(targets)
-        if linking is not None:
-            new, _ = link_tracks(
-                linking,
-                options.max_tracks,
-                track_buffer(options),
-                None,
-                high_threshold(stats.options),
-                normalized(options),
-            )
-            for target, tid in zip(tracked, new.tolist(), strict=True):
-                if tid < 0 and target.track is not None:
-                    target.track, target.tracking_score = None, None
-                elif tid >= 0:
-                    target.track = tracks[offset + tid]
+        done = _track_video(tracker, frames, carrier, vectors, tracks, stats, options.links)
+        if options.links:
+            _link(done, options, stats, tracks, offset)
         if carrier == MASKS:
             for lf in frames:
                 _inherit(lf)
@@ -281,6 +254,76 @@ def retrack_labels(labels: sio.Labels, options: TrackingOptions) -> RetrackStats
     stats.tracks = len(tracks)
     stats.seconds = time.perf_counter() - t0
     return stats
+
+
+def _track_video(
+    tracker: Any,
+    frames: list[sio.LabeledFrame],
+    carrier: str,
+    vectors: bool,
+    tracks: list[sio.Track],
+    stats: RetrackStats,
+    links: bool,
+) -> list[Tracked]:
+    """Step ``tracker`` through one video's frames, setting every target's track (late
+    labels included); each frame's targets and ids, plus its detections when ``links``."""
+    offset = len(tracks)
+    done: list[Tracked] = []
+    at: dict[int, int] = {}  # frame index -> its entry in ``done``
+    for lf in frames:
+        targets = _targets(lf, carrier)
+        _clear(lf, targets)
+        if carrier == MASKS and not targets:
+            continue
+        det = _detections(lf, targets, carrier, vectors, tracker.needs_images)
+        answer = tracker.step(det)
+        while len(tracks) < offset + tracker.n_tracks:
+            tracks.append(sio.Track(name=track_name(len(tracks))))
+        ids = np.array(answer.track_ids, np.int64)
+        for target, tid, score in zip(targets, ids, answer.scores):
+            if tid >= 0:
+                target.track, target.tracking_score = tracks[offset + tid], float(score)
+        at[int(lf.frame_idx)] = len(done)
+        done.append((lf, targets, replace(det, image=None) if links else None, ids))
+        for frame_idx, j, tid, score in answer.late:  # a confirmed track's earlier frames
+            if frame_idx not in at:
+                continue
+            _, earlier, _, earlier_ids = done[at[frame_idx]]
+            if 0 <= j < len(earlier) and earlier_ids[j] < 0:
+                earlier_ids[j] = tid
+                earlier[j].track, earlier[j].tracking_score = tracks[offset + tid], score
+        stats.frames += 1
+        stats.instances += len(targets)
+    return done
+
+
+def _link(
+    done: list[Tracked],
+    options: TrackingOptions,
+    stats: RetrackStats,
+    tracks: list[sio.Track],
+    offset: int,
+) -> None:
+    """sleap-nn's identity linking over one video's tracked frames (ids with late labels)."""
+    linking = LinkInput()
+    tracked: list[Any] = []
+    for lf, targets, det, ids in done:
+        assert det is not None
+        _add_to_linking(linking, lf, targets, det, ids)
+        tracked.extend(targets)
+    new, _ = link_tracks(
+        linking,
+        options.max_tracks,
+        track_buffer(options),
+        None,
+        high_threshold(stats.options),
+        normalized(options),
+    )
+    for target, tid in zip(tracked, new.tolist(), strict=True):
+        if tid < 0 and target.track is not None:
+            target.track, target.tracking_score = None, None
+        elif tid >= 0:
+            target.track = tracks[offset + tid]
 
 
 def retrack_file(src: Path, dst: Path, options: TrackingOptions) -> RetrackStats:

@@ -49,12 +49,21 @@ class Detections:
         return int(self.scores.shape[0])
 
 
+LateLabel = tuple[int, int, int, float]  # (frame index, detection index, track id, score)
+
+
 @dataclass
 class Assignment:
-    """The tracker's answer for one frame, aligned with the frame's detections."""
+    """The tracker's answer for one frame, aligned with the frame's detections.
+
+    ``late``: labels for detections of frames answered before, untracked then (a
+    MOT track confirmed now labels its tentative frames, as sleap-nn does; see
+    :mod:`sleap_infer.core.late_tracks`).
+    """
 
     track_ids: np.ndarray  # (I,) int64, -1 = no track (never dropped: kept untracked)
     scores: np.ndarray  # (I,) float32 tracking score, NaN where untracked
+    late: list[LateLabel] = field(default_factory=list)
 
 
 @dataclass

@@ -31,8 +31,9 @@ by the IoU of the predicted and detected boxes or, for poses, by
 3. **Stage 3**: unconfirmed tracks vs the high-score detections left, as stage 1
    but at least :data:`UNCONFIRMED_MIN_IOU`. A match confirms the track and only
    then gives it the next id, so ids stay dense and a one-frame false positive
-   never takes one; the track's first detection stays untracked (online: it
-   was already written). An unconfirmed track that misses is dropped.
+   never takes one; the track's first detection gets the id too, as a late
+   label (score 1.0, sleap-nn's spawn score), since its frame was already
+   answered. An unconfirmed track that misses is dropped.
 4. High-score detections left at or above ``new_track_threshold`` start
    unconfirmed tracks. A lost track can take a detection until it has been
    unseen for more than ``track_buffer`` frames.
@@ -46,8 +47,8 @@ tracking score is the match's overlap (IoU).
 Facts shared with sleap-nn 0.3.5's ``bytetrack`` "animal" preset: a ``xywh``
 filter, boxes padded by a tenth of their longer side, scores relative to the
 video's 95th percentile, the shared-node IoU, score-fused stages 1 and 3, the
-published thresholds. It differs in being strictly online (no retroactive
-labels of a track's first detection; the percentile and the body size are of
+published thresholds, the retroactive label of a track's first detection. It
+differs in being strictly online (the percentile and the body size are of
 the frames seen so far), in matching one-node poses by the IoU of their pseudo
 boxes where sleap-nn's ``auto`` similarity takes centroid proximity, in
 filling an occluded pose's hidden nodes from its track before the Kalman
@@ -64,7 +65,14 @@ import sleap_infer.tracking.kalman as kalman
 from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.ops.assignment import linear_sum_assignment
 from sleap_infer.tracking import mot_boxes as mb
-from sleap_infer.tracking.base import MASKS, Assignment, Detections, MaskBitmap, TrackerState
+from sleap_infer.tracking.base import (
+    MASKS,
+    Assignment,
+    Detections,
+    LateLabel,
+    MaskBitmap,
+    TrackerState,
+)
 from sleap_infer.tracking.mot_body import RunningBodySize
 from sleap_infer.tracking.mot_prepare import MotCalibration, normalized
 
@@ -76,7 +84,8 @@ SCORE_BINS = 1000  # of the score histogram the 95th percentile comes from
 _NO_MATCH = 1e6  # Hungarian cost of a pair that may not match
 
 TRACKED, LOST, UNCONFIRMED = 0, 1, 2  # track status codes (saved in the state)
-STATE_FORMAT = 2  # 2: the running body size; a format-1 state loads with none seen yet
+STATE_FORMAT = 3  # 2: the running body size (format 1: none seen yet); 3: births
+BORN_ARRAYS = ("born_frame", "born_det")  # format 3: an unconfirmed track's first detection
 BODY_ARRAYS = ("diagonals", "spacings", "step_lengths")  # saved by RunningBodySize
 PREV_ARRAYS = ("prev_centroids", "prev_extents")  # ... while it keeps a previous frame
 
@@ -243,6 +252,8 @@ class ByteTracker:
             "cov": np.zeros((0, 8, 8)),
             "pose": np.zeros((0, 0, 2)),  # keypoints at the last match (poses only)
             "anchor": np.zeros((0, 2)),  # Kalman centre at the last match
+            "born_frame": np.zeros(0, dtype=np.int64),  # frame of the first detection
+            "born_det": np.zeros(0, dtype=np.int64),  # ... its index there (-1: unknown)
         }
 
     @property
@@ -329,10 +340,14 @@ class ByteTracker:
         matched, confirming, left_high = self._associate(sim, score, high, low)
         ids, status = self._tracks["ids"], self._tracks["status"]
         keep = np.ones(len(ids), dtype=bool)
+        late: list[LateLabel] = []
+        born_frame, born_det = self._tracks["born_frame"], self._tracks["born_det"]
         for row, det in confirming:
             ids[row] = self._next_id
             self._next_id += 1
             matched.append((row, det))
+            if born_det[row] >= 0:
+                late.append((int(born_frame[row]), int(born_det[row]), int(ids[row]), 1.0))
         seen = np.zeros(len(ids), dtype=bool)
         seen[[row for row, _ in matched]] = True
         keep &= seen | (status != UNCONFIRMED)  # an unconfirmed track that missed
@@ -343,8 +358,8 @@ class ByteTracker:
             match_scores[det] = sim[row, det]
         self._drop(keep)
         spawn = np.sort(left_high[score[left_high] >= self.options.new_track_threshold])
-        self._spawn(boxes[spawn], points[spawn])
-        return Assignment(track_ids=track_ids, scores=match_scores)
+        self._spawn(boxes[spawn], points[spawn], spawn)
+        return Assignment(track_ids=track_ids, scores=match_scores, late=late)
 
     def _advance(self, frame: int) -> None:
         """Forget tracks unseen for too long, then move the rest to ``frame``."""
@@ -397,8 +412,8 @@ class ByteTracker:
         if not keep.all():
             self._tracks = {name: values[keep] for name, values in self._tracks.items()}
 
-    def _spawn(self, boxes: np.ndarray, points: np.ndarray) -> None:
-        """Unconfirmed tracks from detections (no id until their next match)."""
+    def _spawn(self, boxes: np.ndarray, points: np.ndarray, dets: np.ndarray) -> None:
+        """Unconfirmed tracks from detections ``dets`` (no id until their next match)."""
         n = len(boxes)
         if n == 0:
             return
@@ -415,6 +430,8 @@ class ByteTracker:
             "cov": cov,
             "pose": points if t["pose"].shape[1:] == points.shape[1:] else unknown,
             "anchor": mean[:, :2].copy(),
+            "born_frame": np.full(n, self._frame, dtype=np.int64),
+            "born_det": np.asarray(dets, dtype=np.int64),
         }
         self._tracks = {name: np.concatenate([t[name], new[name]]) for name in t}
 
@@ -433,11 +450,12 @@ class ByteTracker:
 
     def load_state(self, state: TrackerState) -> None:
         meta, arrays = state.meta, state.arrays
-        if meta.get("tracker") != "bytetrack" or meta.get("format") not in (1, STATE_FORMAT):
+        if meta.get("tracker") != "bytetrack" or meta.get("format") not in (1, 2, STATE_FORMAT):
             raise ValueError(f"not a bytetrack state (format {STATE_FORMAT}): {meta}")
         has_body = meta["format"] >= 2
+        has_born = meta["format"] >= 3
         has_prev = has_body and bool(meta.get("has_prev_geometry"))
-        want = {*self._tracks, "score_histogram"}
+        want = {*self._tracks, "score_histogram"} - (set() if has_born else set(BORN_ARRAYS))
         want |= {*BODY_ARRAYS, *(PREV_ARRAYS if has_prev else ())} if has_body else set()
         if set(arrays) != want:
             raise ValueError(f"bytetrack state arrays {sorted(arrays)}: want {sorted(want)}")
@@ -447,6 +465,9 @@ class ByteTracker:
         self._body = RunningBodySize()
         if has_body:
             self._body.load(arrays, has_prev)
+        if not has_born:  # an older state's unconfirmed tracks: first detection unknown
+            n = len(arrays["ids"])
+            arrays = {**arrays, **{name: np.full(n, -1, np.int64) for name in BORN_ARRAYS}}
         self._tracks = {
             name: np.array(arrays[name], dtype=template.dtype)
             for name, template in self._tracks.items()

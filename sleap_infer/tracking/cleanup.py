@@ -18,7 +18,10 @@ a culled detection takes no further part. Differences, on purpose: a culled
 or cleaned detection stays in the output, untracked (sleap-nn drops it); the
 pre-cull keeps the ``count`` best, as the post-clean does (sleap-nn's
 ``cull_frame_instances`` keeps the *lowest*-scoring ones, a slip in its score
-step); "same pose" removal is by detection, not by equal coordinates.
+step); "same pose" removal is by detection, not by equal coordinates; a MOT
+track's tentative frames stay untracked (sleap-nn labels them once the track
+confirms, before it cleans: here those frames were culled, cleaned and joined
+already, so a late label would undo those decisions).
 """
 
 from __future__ import annotations

@@ -18,14 +18,16 @@ Per frame (sleap-nn's ``BaseMOTTracker.track``; without ``prepare`` unless
 6. Tracks unmatched for more than ``track_buffer`` steps are removed.
 
 The answer labels this frame's detections of confirmed tracks with their
-public id and the match's similarity. sleap-nn also labels a track's earlier,
-tentative detections once it confirms; an online tracker has already written
-those frames, so they stay untracked here (the one deliberate difference,
-counted by ``benchmarks/mot_parity.py``).
+public id and the match's similarity. Like sleap-nn, a track that confirms
+also labels its tentative detections (spawn: score 1.0; matches: their
+similarity): the tracker remembers them as "members" until then, and answers
+those of earlier frames as late labels (:mod:`sleap_infer.core.late_tracks`),
+which the outputs lay over frames already written.
 
-Everything remembered between frames is a few per-track arrays, a handful of
-integers and the recent pose diagonals (the running body size), so
-:meth:`MotCore.state` / :meth:`MotCore.load_state` round-trip it exactly.
+Everything remembered between frames is a few per-track arrays, the tentative
+tracks' members, a handful of integers and the recent pose diagonals (the
+running body size), so :meth:`MotCore.state` / :meth:`MotCore.load_state`
+round-trip it exactly.
 """
 
 from __future__ import annotations
@@ -39,12 +41,13 @@ import numpy as np
 from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.tracking import mot_body as body
 from sleap_infer.tracking import mot_boxes as mb
-from sleap_infer.tracking.base import MASKS, Assignment, Detections, TrackerState
+from sleap_infer.tracking.base import MASKS, Assignment, Detections, LateLabel, TrackerState
 from sleap_infer.tracking.mot_prepare import MotCalibration, detection_scores, normalized
 
 TENTATIVE, CONFIRMED, LOST = 0, 1, 2
-STATE_FORMAT = 1
+STATE_FORMAT = 2  # 2: the tentative tracks' members; a format-1 state loads with none
 _INT_FIELDS = ("tid", "public_id", "status", "hits", "hit_streak", "age", "tsu", "seen_step")
+_MEMBER_INTS = ("member_tid", "member_frame", "member_det")  # + member_score (float64)
 
 # A per-track array a subclass adds: (name, shape of one track's entry, fill of a new track).
 ExtraField = tuple[str, tuple[int, ...], float]
@@ -118,6 +121,7 @@ class MotCore:
             setattr(self, name, np.zeros((0, *shape)))
         self.next_tid = 0
         self.next_public = 0
+        self._no_members()
         self.clock = -1  # step of the latest frame (-1: none yet)
         self.last_frame: int | None = None
         self.delta_counts: dict[int, int] = {}
@@ -267,6 +271,21 @@ class MotCore:
             setattr(self, name, np.concatenate([getattr(self, name), np.full((1, *shape), fill)]))
         self.next_tid += 1
 
+    def _no_members(self) -> None:
+        for name in _MEMBER_INTS:
+            setattr(self, name, np.zeros(0, np.int64))
+        self.member_score = np.zeros(0)
+
+    def _add_member(self, tid: int, frame_idx: int, j: int, score: float) -> None:
+        """Remember a tentative track's detection: labelled if the track confirms."""
+        for name, value in zip(_MEMBER_INTS, (tid, frame_idx, j)):
+            setattr(self, name, np.append(getattr(self, name), np.int64(value)))
+        self.member_score = np.append(self.member_score, score)
+
+    def _keep_members(self, keep: np.ndarray) -> None:
+        for name in (*_MEMBER_INTS, "member_score"):
+            setattr(self, name, getattr(self, name)[keep])
+
     # ----------------------------------------------------------------- step
     def step(self, det: Detections) -> Assignment:
         frame = self._frame(det)
@@ -283,16 +302,24 @@ class MotCore:
                 continue
             if frame.scores[j] >= self.params.new_track_threshold:
                 self._spawn(frame, j)
+                self._add_member(self.next_tid - 1, frame.frame_idx, j, 1.0)
                 self.on_spawn(len(self.tid) - 1, frame, j)
-        self._confirm_ready()
+        members = self._confirm_ready()
         ids = np.full(len(frame), -1, np.int64)
         scores = np.full(len(frame), np.nan, np.float32)
         for row, (j, sim) in matched.items():
             if keep[row] and self.status[row] == CONFIRMED:
                 ids[j], scores[j] = self.public_id[row], sim
+        late: list[LateLabel] = []
+        for frame_idx, j, public, score in members:
+            if frame_idx != frame.frame_idx:
+                late.append((frame_idx, j, public, score))
+            elif ids[j] < 0:  # confirmed at its spawn (min_hits 0)
+                ids[j], scores[j] = public, score
         keep = np.concatenate([keep, np.ones(len(self.tid) - n_old, bool)])
         self._keep(keep & (self.tsu <= self.params.track_buffer))
-        return Assignment(ids, scores)
+        self._keep_members(np.isin(self.member_tid, self.tid[self.status == TENTATIVE]))
+        return Assignment(ids, scores, late)
 
     def _apply_matches(self, found: Association, frame: Frame) -> dict[int, tuple[int, float]]:
         """Update the matched tracks; ``{row: (detection, similarity)}``."""
@@ -311,6 +338,8 @@ class MotCore:
             self.seen_step[row] = self.clock
             if self.status[row] == LOST:
                 self.status[row] = CONFIRMED
+            elif self.status[row] == TENTATIVE:
+                self._add_member(int(self.tid[row]), frame.frame_idx, j, sim)
             self.on_match(row, frame, j)
         return matched
 
@@ -329,8 +358,10 @@ class MotCore:
                 keep[row] = False
         return keep
 
-    def _confirm_ready(self) -> None:
-        """Confirm the tentative tracks matched now that reached ``min_hits``; next public id."""
+    def _confirm_ready(self) -> list[LateLabel]:
+        """Confirm the tentative tracks matched now that reached ``min_hits``; next public id.
+        Returns their members as ``(frame, detection, public id, score)``, oldest first."""
+        labels: list[LateLabel] = []
         for row in range(len(self.tid)):
             if self.status[row] == TENTATIVE and self.tsu[row] == 0:
                 count = self.hit_streak[row] if self.confirm_on_streak else self.hits[row]
@@ -338,6 +369,18 @@ class MotCore:
                     self.status[row] = CONFIRMED
                     self.public_id[row] = self.next_public
                     self.next_public += 1
+                    mine = np.flatnonzero(self.member_tid == self.tid[row])
+                    for k in mine.tolist():
+                        labels.append(
+                            (
+                                int(self.member_frame[k]),
+                                int(self.member_det[k]),
+                                int(self.public_id[row]),
+                                float(self.member_score[k]),
+                            )
+                        )
+                    self._keep_members(self.member_tid != self.tid[row])
+        return labels
 
     # ------------------------------------------------- subclass extensions
     def correct(self, row: int, box: np.ndarray, score: float) -> None:
@@ -372,13 +415,13 @@ class MotCore:
         evidence = self.body.arrays()
         arrays = {k: evidence.pop(k) for k in ("prev_centroids", "prev_extents") if k in evidence}
         arrays |= {"mean": self.mean.copy(), "cov": self.cov.copy(), **evidence}
-        names = (*_INT_FIELDS, *(f[0] for f in self.extra_fields))
+        names = (*_INT_FIELDS, *(f[0] for f in self.extra_fields), *_MEMBER_INTS, "member_score")
         arrays |= {name: getattr(self, name).copy() for name in names}
         return TrackerState(meta=meta, arrays=arrays)
 
     def load_state(self, state: TrackerState) -> None:
         meta, arrays = state.meta, state.arrays
-        if meta.get("format") != STATE_FORMAT or meta.get("tracker") != self.name:
+        if meta.get("format") not in (1, STATE_FORMAT) or meta.get("tracker") != self.name:
             raise ValueError(f"saved tracker state is not a {self.name} state of this version")
         self.next_tid, self.next_public = int(meta["next_tid"]), int(meta["next_public"])
         self.clock = int(meta["clock"])
@@ -393,6 +436,11 @@ class MotCore:
             setattr(self, name, np.array(arrays[name], np.int64).reshape(-1))
         for name, shape, _ in self.extra_fields:
             setattr(self, name, np.array(arrays[name], np.float64).reshape(-1, *shape))
+        self._no_members()  # format 1 kept none: its tentative frames stay untracked
+        if meta["format"] >= 2:
+            for name in _MEMBER_INTS:
+                setattr(self, name, np.array(arrays[name], np.int64).reshape(-1))
+            self.member_score = np.array(arrays["member_score"], np.float64).reshape(-1)
 
 
 class XywhFilter:

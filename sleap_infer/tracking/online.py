@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from sleap_infer.core.late_tracks import LateTracks, lay_over
 from sleap_infer.core.masks import MaskSet
 from sleap_infer.core.polygons import packaged
 from sleap_infer.core.predictions import BatchPredictions
@@ -37,6 +38,7 @@ from sleap_infer.journal import TrackerSnapshot
 from sleap_infer.tracking import (
     MASKS,
     Detections,
+    LateLabel,
     MaskBitmap,
     Tracker,
     TrackerState,
@@ -94,10 +96,12 @@ class OnlineTracker:
     def track(self, preds: BatchPredictions) -> TrackerSnapshot:
         """Assign tracks to every frame of ``preds`` (in place); the state to journal."""
         t0 = time.perf_counter()
+        late: list[LateLabel] = []
         if self.carrier == MASKS:
-            self._track_masks(preds)
+            self._track_masks(preds, late)
         else:
-            self._track_poses(preds)
+            self._track_poses(preds, late)
+        self._late(preds, late)
         self.frames += preds.batch_size
         state = self.tracker.state()
         arrays = {k: v for k, v in state.arrays.items() if k != FLOW_IMAGES}
@@ -108,11 +112,24 @@ class OnlineTracker:
         self.seconds += time.perf_counter() - t0
         return snapshot
 
+    @staticmethod
+    def _late(preds: BatchPredictions, late: list[LateLabel]) -> None:
+        """Late labels for this batch's own frames go in now; the rest ride with the batch
+        (``preds.late_tracks``) to the frames already journaled or kept."""
+        if not late:
+            return
+        rows = LateTracks.of(late)
+        lay_over(preds, rows.by_frame())
+        assert preds.frame_indices is not None
+        earlier = ~np.isin(rows.frame_indices, np.asarray(preds.frame_indices))
+        if earlier.any():
+            preds.late_tracks = LateTracks(*(a[earlier] for a in rows.arrays().values()))
+
     def _image(self, preds: BatchPredictions, b: int) -> np.ndarray | None:
         images = preds.extras.get(IMAGES)
         return None if images is None else images[b]
 
-    def _track_poses(self, preds: BatchPredictions) -> None:
+    def _track_poses(self, preds: BatchPredictions, late: list[LateLabel]) -> None:
         ids = np.full(preds.valid.shape, -1, np.int32)
         scores = np.full(preds.valid.shape, np.nan, np.float32)
         assert preds.frame_indices is not None
@@ -132,10 +149,11 @@ class OnlineTracker:
             )
             ids[b, slots] = found.track_ids
             scores[b, slots] = found.scores
+            late.extend(found.late)
         preds.class_ids = ids
         preds.class_scores = scores
 
-    def _track_masks(self, preds: BatchPredictions) -> None:
+    def _track_masks(self, preds: BatchPredictions, late: list[LateLabel]) -> None:
         masks = packaged(preds.masks)
         track = np.full(len(masks), -1, np.int32)
         tracking_score = np.full(len(masks), np.nan, np.float32)
@@ -153,6 +171,7 @@ class OnlineTracker:
             )
             track[ks] = found.track_ids
             tracking_score[ks] = found.scores
+            late.extend(found.late)
         masks.track = track
         masks.tracking_score = tracking_score
         preds.masks = masks

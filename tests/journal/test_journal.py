@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from sleap_infer.core.errors import OutputError, ResumeError
+from sleap_infer.core.late_tracks import LateTracks, lay_over
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.journal import (
     MAGIC,
@@ -185,3 +186,52 @@ def test_disk_full_is_one_error_and_keeps_what_was_written(tmp_path: Path) -> No
     blocker.write_text("")
     with pytest.raises(OutputError, match="cannot write partial predictions"):
         JournalWriter(blocker / "j.partial", header={})
+
+
+def _tracked(first: int) -> BatchPredictions:
+    preds = _batch(first, classes=True)
+    assert preds.class_ids is not None
+    preds.class_ids[:] = -1  # untracked, as a MOT track's tentative frames are
+    return preds
+
+
+def test_late_labels_of_a_later_batch_reach_the_frames_they_name(tmp_path: Path) -> None:
+    """A track confirmed in batch 2 labels detections of batch 1 (frame 1: its one valid
+    pose; frame 2: its second slot, the second valid pose): they come back in place."""
+    path = tmp_path / "j.partial"
+    first, second = _tracked(0), _tracked(4)
+    second.late_tracks = LateTracks.of([(1, 0, 7, 0.5), (2, 1, 7, 0.25), (3, 5, 7, 0.1)])
+    _write(path, [first, second], tail=False)
+    journal = read_journal(path)
+    assert journal.late is not None and len(journal.late) == 3
+    back = list(journal.batches())
+    ids, scores = back[0].class_ids, back[0].class_scores
+    assert ids is not None and scores is not None
+    assert ids.tolist() == [[-1, -1], [7, -1], [-1, 7], [-1, -1]]
+    assert scores[1, 0] == 0.5 and scores[2, 1] == 0.25
+    assert (back[1].class_ids == -1).all()  # no late label names frames 4-7
+
+
+def test_a_torn_record_takes_its_late_labels_with_it(tmp_path: Path) -> None:
+    """Late labels live in the record of the batch that made them: a kill before that
+    record is whole leaves the earlier frames untracked, and the resumed run (its tracker
+    restored to before that batch) makes them again."""
+    path = tmp_path / "j.partial"
+    first, second = _tracked(0), _tracked(4)
+    second.late_tracks = LateTracks.of([(1, 0, 7, 0.5)])
+    _write(path, [first, second], tail=False)
+    data = path.read_bytes()
+    path.write_bytes(data[:-3])
+    torn = read_journal(path)
+    assert torn.late is None and torn.predicted.tolist() == [0, 1, 2, 3]
+    (back,) = torn.batches()
+    assert back.class_ids is not None and (back.class_ids == -1).all()
+
+
+def test_a_detection_already_tracked_keeps_its_track() -> None:
+    preds = _tracked(0)
+    assert preds.class_ids is not None
+    preds.class_ids[1, 0] = 3
+    assert lay_over(preds, LateTracks.of([(1, 0, 7, 0.5), (0, 0, 7, 0.5)]).by_frame())
+    assert preds.class_ids[:2].tolist() == [[7, -1], [3, -1]]
+    assert not lay_over(preds, LateTracks.of([(9, 0, 7, 0.5)]).by_frame())

@@ -14,6 +14,7 @@ import sleap_io as sio
 
 from sleap_infer.core.tracking import VECTOR_TRACKERS, TrackingOptions
 from sleap_infer.journal import journal_path, read_journal
+from sleap_infer.pipeline.retrack import retrack_file
 
 from cli_runs import error_lines, infer_stopping, run_cli
 from conftest import fixture_model, pipeline
@@ -265,3 +266,33 @@ def test_killed_appearance_run_resumes_to_identical_tracks(
         assert (options["scoring"], options["appearance_weight"]) == ("euclidean_dist", 0.5)
     else:
         assert (options["tracker"], options["appearance_threshold"]) == (extra[1], "0.5")
+
+
+@pytest.mark.parametrize("name", ["sort", "bytetrack"])
+def test_a_mot_tracks_tentative_frames_get_its_id_in_memory_files_and_retracking(
+    shared: Path, tmp_path: Path, name: str
+) -> None:
+    """A MOT track confirms frames after it starts; like sleap-nn, its tentative frames then
+    take its id, including those of batches already journaled (batch 1 here): the file, the
+    in-memory result and ``infer track`` on the same detections agree, and the first frame
+    is tracked."""
+    video = shared / "videos" / "centered_pair_small.mp4"
+    model = fixture_model(shared, "bottomup")
+    pipe = pipeline([model], device="cpu", tracking=TrackingOptions(tracker=name), batch_size=1)
+    out = tmp_path / "tracked.slp"
+    pipe.predict_to_file(video, output=out, frames="0-11")
+    in_file = {f[0]: f[1] for f in tracked_poses(out)}
+    assert all(n is not None for n in in_file[0]) and len(in_file[0]) == 2
+    memory = pipe.predict(video, frames="0-11")
+    names = list(memory.track_names)
+    for row, frame in enumerate(memory.frame_indices.tolist()):
+        slots = np.flatnonzero(memory.valid[row])
+        got = [names[t] if t >= 0 else None for t in memory.tracks[row, slots]]
+        assert got == in_file[frame], frame
+
+    untracked = tmp_path / "untracked.slp"
+    pipeline([model], device="cpu").predict_to_file(video, output=untracked, frames="0-11")
+    retracked = tmp_path / "retracked.slp"
+    retrack_file(untracked, retracked, TrackingOptions(tracker=name))
+    again = {f[0]: f[1] for f in tracked_poses(retracked)}
+    assert all(n is not None for n in again[0])

@@ -247,6 +247,17 @@ def test_kalman_learns_constant_velocity() -> None:
     assert (np.linalg.eigvalsh(cov) > 0).all()
 
 
+def test_a_track_labels_its_first_detection_once_confirmed() -> None:
+    """The first detection of a track is answered before the track exists; when the next
+    frame confirms it, that detection gets the id as a late label (score 1.0)."""
+    t = tracker()
+    pose = np.array([[[10.0, 10.0], [30.0, 12.0], [20.0, 25.0]]])
+    first = t.step(Detections(0, pose, np.array([0.9])))
+    second = t.step(Detections(1, pose + 1.0, np.array([0.9])))
+    assert first.track_ids.tolist() == [-1] and first.late == []
+    assert second.track_ids.tolist() == [0] and second.late == [(0, 0, 0, 1.0)]
+
+
 def test_a_format_1_state_loads_with_no_body_size_seen() -> None:
     """A journal written before the running body size was saved still resumes."""
     t = tracker()
@@ -255,10 +266,27 @@ def test_a_format_1_state_loads_with_no_body_size_seen() -> None:
     state = t.state()
     meta = {k: v for k, v in state.meta.items() if k != "has_prev_geometry"} | {"format": 1}
     body_names = {"diagonals", "spacings", "step_lengths", "prev_centroids", "prev_extents"}
-    arrays = {k: v for k, v in state.arrays.items() if k not in body_names}
+    newer = body_names | {"born_frame", "born_det"}
+    arrays = {k: v for k, v in state.arrays.items() if k not in newer}
     old = tracker()
     old.load_state(TrackerState(meta=meta, arrays=arrays))
     assert old.n_tracks == t.n_tracks and old.state().arrays["diagonals"].size == 0
+
+
+def test_a_format_2_state_loads_with_first_detections_unknown() -> None:
+    """A journal written before births were saved resumes; its unconfirmed tracks, when
+    they confirm, give no late label (their first detection is not known)."""
+    t = tracker()
+    scene = _scene(seed=3, n_frames=12)
+    for d in scene[:10]:
+        t.step(d)
+    state = t.state()
+    arrays = {k: v for k, v in state.arrays.items() if k not in ("born_frame", "born_det")}
+    old = tracker()
+    old.load_state(TrackerState(meta=state.meta | {"format": 2}, arrays=arrays))
+    assert (old.state().arrays["born_det"] == -1).all()
+    for d in scene[10:]:
+        assert old.step(d).late == []
 
 
 # ------------------------------------------- geometry, against the row-wise formulas

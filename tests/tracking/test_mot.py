@@ -189,12 +189,61 @@ def test_resume_from_state_is_bit_identical(name: str, carrier: str, cut: int) -
     for e, g in zip(expected, got):
         assert np.array_equal(e.track_ids, g.track_ids)
         assert e.scores.tobytes() == g.scores.tobytes()
+        assert e.late == g.late  # a track confirmed after the cut labels frames before it
+    assert any(e.late for e in expected)
     end, again = whole.state(), resumed.state()
     assert end.meta == again.meta and end.arrays.keys() == again.arrays.keys()
     for key, values in end.arrays.items():
         assert values.dtype == again.arrays[key].dtype
         assert values.tobytes() == again.arrays[key].tobytes(), key
     assert whole.n_tracks == resumed.n_tracks >= 1
+
+
+# The frame a track seen every frame confirms at: SORT and OC-SORT after a streak of
+# min_hits 3 matches; BoT-SORT counts its spawn as a hit (min_hits 2).
+@pytest.mark.parametrize(("name", "confirm"), [("sort", 3), ("botsort", 1), ("ocsort", 3)])
+def test_a_confirmed_track_labels_its_tentative_frames(name: str, confirm: int) -> None:
+    """sleap-nn labels a track's tentative detections once it confirms (spawn: 1.0, then
+    each match's similarity); here those come back as late labels, oldest first."""
+    t = tracker(name)
+    answers = [t.step(frame(f, [body(50 + 2 * f, 60)], [0.9])) for f in range(confirm + 2)]
+    assert all(a.track_ids[0] == -1 and not a.late for a in answers[:confirm])
+    confirmed = answers[confirm]
+    assert confirmed.track_ids.tolist() == [0]
+    assert [(f, j, tid) for f, j, tid, _ in confirmed.late] == [(f, 0, 0) for f in range(confirm)]
+    scores = [score for *_, score in confirmed.late]
+    assert scores[0] == 1.0 and all(0.5 < s <= 1.0 for s in scores[1:])
+    assert answers[-1].late == [] and answers[-1].track_ids.tolist() == [0]
+
+
+def test_a_track_that_never_confirms_labels_nothing() -> None:
+    """A detection seen once (a stray) spawns a track that dies: no late label, ever."""
+    t = tracker("botsort")
+    answers = [t.step(frame(0, [body(50, 60), body(200, 200)], [0.9, 0.9]))]
+    answers += [t.step(frame(f, [body(50 + 2 * f, 60)], [0.9])) for f in range(1, 6)]
+    late = [label for a in answers for label in a.late]
+    assert late and all(j == 0 for _, j, _, _ in late)
+    assert t.state().arrays["member_tid"].size == 0
+
+
+def test_a_format_1_state_resumes_with_no_members() -> None:
+    """A journal from before tentative members were saved resumes; those tracks' frames
+    before the resume simply stay untracked."""
+    t = tracker("sort")
+    for f in range(2):
+        t.step(frame(f, [body(50 + 2 * f, 60)], [0.9]))
+    state = t.state()
+    members = ("member_tid", "member_frame", "member_det", "member_score")
+    old = tracker("sort")
+    old.load_state(
+        type(state)(
+            meta=state.meta | {"format": 1},
+            arrays={k: v for k, v in state.arrays.items() if k not in members},
+        )
+    )
+    answers = [old.step(frame(f, [body(50 + 2 * f, 60)], [0.9])) for f in range(2, 5)]
+    assert [a.track_ids.tolist() for a in answers] == [[-1], [0], [0]]
+    assert [f for a in answers for f, *_ in a.late] == [2]
 
 
 def test_a_state_of_another_tracker_is_refused() -> None:
