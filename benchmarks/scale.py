@@ -594,7 +594,11 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="a reduced grid (see --help defaults)")
     p.add_argument("--series", default="sizes,animals,videos")
     p.add_argument("--sizes", default=None, help="frame sizes, px (default 384,1024,2048)")
-    p.add_argument("--kinds", default="single,bottomup,topdown", help="for the sizes series; bottomup / topdown pick the animals series' rows")
+    p.add_argument(
+        "--kinds",
+        default="single,bottomup,topdown",
+        help="for the sizes series; bottomup / topdown also pick the animals series' rows",
+    )
     p.add_argument(
         "--backbones", default="unet", help="for the sizes series: unet (filters 32), convnext"
     )
