@@ -62,11 +62,11 @@ class LateTracks:
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], prefix: str = "") -> LateTracks | None:
+        """The rows a journal record holds, copied: a view would keep the whole record's
+        buffer (the batch's predictions) alive while the journal is read."""
         if prefix + cls.ARRAYS[0] not in arrays:
             return None
-        return cls(
-            *(np.asarray(arrays[prefix + n], dtype=t) for n, t in zip(cls.ARRAYS, cls.DTYPES))
-        )
+        return cls(*(np.array(arrays[prefix + n], t) for n, t in zip(cls.ARRAYS, cls.DTYPES)))
 
     def by_frame(self) -> dict[int, list[tuple[int, int, float]]]:
         """``{frame: [(detection, track, score), ...]}`` in row order."""

@@ -15,6 +15,9 @@ def test_rows_round_trip_through_arrays_and_group_by_frame() -> None:
     assert back is not None and len(back) == 3
     assert back.by_frame() == {5: [(1, 2, 0.5), (0, 4, 0.25)], 3: [(0, 2, 1.0)]}
     assert LateTracks.from_arrays({}, "x/") is None
+    buffer = np.arange(8, dtype=np.int64)  # a record's buffer: the rows must not view it
+    viewed = LateTracks.from_arrays({n: buffer[:2] for n in LateTracks.ARRAYS})
+    assert viewed is not None and not np.shares_memory(viewed.frame_indices, buffer)
     assert len(LateTracks.concat([rows, rows])) == 6 and len(LateTracks.concat([])) == 0
 
 
