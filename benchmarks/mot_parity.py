@@ -32,8 +32,8 @@ counts the detections sleap-nn tracks only thanks to its tentative-frame labels,
 and **other** every other difference, which the retro labels cascade into (the
 linker sees other tracklets). **linked on theirs** isolates the linking: our
 linking fed sleap-nn's own ids before ``finalize()`` (retro labels included),
-detections whose final id differs from sleap-nn's. Masks are left out (our
-linking takes poses only).
+detections whose final id differs from sleap-nn's. Masks are linked as boxes
+(:meth:`LinkInput.add_masks`).
 
 sleap-nn is not installed into our environment: its wheel (pure-Python tracking
 code; numpy, scipy, sleap-io, attrs, loguru, which our venv has) is downloaded
@@ -73,6 +73,7 @@ from sleap_infer.core.tracking import VECTOR_TRACKERS, TrackingOptions  # noqa: 
 from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, make_tracker  # noqa: E402
 from sleap_infer.tracking.linking import link_tracks  # noqa: E402
 from sleap_infer.tracking.linking_input import LinkInput  # noqa: E402
+from sleap_infer.tracking.mot_boxes import raw_boxes  # noqa: E402
 from sleap_infer.tracking.mot_prepare import calibrate_mot, prepare_args  # noqa: E402
 from sleap_infer.tracking.resolve import resolve_options  # noqa: E402
 
@@ -241,14 +242,23 @@ def _memory(memory) -> tuple | None:
 
 
 def linked(
-    name: str, frames: list[Detections], ids: list[np.ndarray], n_nodes: int, threshold, n: int
+    name: str,
+    frames: list[Detections],
+    ids: list[np.ndarray],
+    carrier: str,
+    n_nodes: int,
+    threshold,
+    n: int,
 ) -> list[np.ndarray]:
     """Our end-of-video pass over our online ids: the closed set of ``n``."""
     options = TrackingOptions(tracker=name, appearance_threshold=threshold, max_tracks=n)
-    resolved = resolve_options(options, POSES, n_nodes, threshold is not None)
+    resolved = resolve_options(options, carrier, n_nodes, threshold is not None)
     inp = LinkInput()
     for det, got in zip(frames, ids):
         vectors = None if det.embeddings is None else det.embeddings.astype(np.float32)
+        if carrier == MASKS:
+            inp.add_masks(det.frame_idx, raw_boxes(det, MASKS)[0], det.scores, got, vectors)
+            continue
         ones = np.ones(det.points.shape[:2])  # sleap-io's point scores when none are given
         inp.add_frame(det.frame_idx, det.points, ones, det.scores, got, vectors)
     new, _ = link_tracks(inp, n, resolved.track_buffer, None, resolved.track_high_threshold)
@@ -341,7 +351,7 @@ def main() -> None:
     ]
     for name, threshold in runs:
         mot_param = TrackingOptions(tracker=name, mot_param=args.mot_param).mot_param
-        kinds = ((POSES, 4), (POSES, 1)) + (() if n else ((MASKS, 0),))
+        kinds = ((POSES, 4), (POSES, 1), (MASKS, 0))
         for carrier, n_nodes in kinds:
             rng = np.random.default_rng(args.seed)
             vec_rng = np.random.default_rng(args.seed + 1) if threshold else None
@@ -358,13 +368,13 @@ def main() -> None:
                 )
                 end = got_late
                 if n is not None:
-                    end = linked(name, frames, got_late, n_nodes, threshold, n)
+                    end = linked(name, frames, got_late, carrier, n_nodes, threshold, n)
                 if n is not None:
                     most = max(most, len({int(i) for e in end for i in e if i >= 0}))
                     pre = theirs(name, frames, carrier, n_nodes, threshold, mot_param, prepare=pp)[
                         1
                     ]
-                    mine = linked(name, frames, pre, n_nodes, threshold, n)
+                    mine = linked(name, frames, pre, carrier, n_nodes, threshold, n)
                     on_theirs += sum(int((a != b).sum()) for a, b in zip(final, mine))
                 rows = zip(online, final, got, got_late, end, their_states, our_states)
                 for o, fin, g, gl, e, a, b in rows:

@@ -143,7 +143,13 @@ CASES = (
             "greedy",
         ),
     ),
-    Case("re-ID vectors (auto embeddings/cosine)", "embedding", {}, ("--features", "embeddings")),
+    Case(
+        "re-ID vectors, --features embeddings (cosine)",
+        "embedding",
+        {"features": "embeddings"},
+        ("--features", "embeddings"),
+    ),
+    Case("re-ID vectors, features unset (masks by mask IoU, as sleap-nn)", "embedding", {}),
 )
 
 
@@ -225,6 +231,26 @@ def tracker_cases() -> tuple[Case, ...]:
     return tuple(out)
 
 
+# Masks: each tracker alone and with --link_tracklets, on the crossing scene and on the
+# occlusions scene (20-60-frame disappearances: linking has gaps to join), and the
+# trackers that read re-ID vectors on the occlusions scene's masks carrying them.
+MASK_TRACKERS = ("classic", "sort", "ocsort", "bytetrack")
+MASK_REID_TRACKERS = ("classic", "botsort", "deepsort", "deepocsort")
+LINK = {"link_tracklets": True}
+
+
+def mask_cases() -> tuple[Case, ...]:
+    out = []
+    runs = [(t, src) for src in ("masks_crossing", "masks_occlusions") for t in MASK_TRACKERS]
+    runs += [(t, "masks_occlusions_reid") for t in MASK_REID_TRACKERS]
+    for tracker, source in runs:
+        for group, ours, theirs in (("", {}, ()), (", link", LINK, ("--link_tracklets",))):
+            flags = ("--tracker", tracker, *theirs)
+            name = f"{source}: {tracker}{group}"
+            out.append(Case(name, source, {"tracker": tracker, **ours}, flags))
+    return tuple(out)
+
+
 def not_ours(case: Case) -> str:
     """Why our side cannot run ``case`` yet ("" when it can)."""
     tracker = case.ours.get("tracker", "classic")
@@ -272,6 +298,46 @@ def _synthetic_reid(work: Path) -> Path:
     return scenes.write_reid(detections, vectors, work / "synthetic_reid" / "reid.slp")
 
 
+def _as_masks(detections: Path, out: Path, vectors: list[np.ndarray] | None = None) -> Path:
+    """``detections`` as masks: discs of radius 6 px around each pose's visible nodes, on
+    a half-resolution grid (``scale`` 0.5, as a stride-2 model writes them), scored as
+    the pose (re-ID vectors moved onto them); the poses are dropped, so the masks are
+    what gets tracked."""
+    labels = sio.load_slp(str(detections))
+    size = MASK_ARENA // 2
+    yy, xx = np.mgrid[0:size, 0:size]
+    for lf in labels:
+        masks = []
+        for i, inst in enumerate(lf.instances):
+            grid = np.zeros((size, size), bool)
+            for x, y in inst.numpy():
+                if np.isfinite(x) and np.isfinite(y):
+                    grid |= (xx - x / 2) ** 2 + (yy - y / 2) ** 2 <= 3.0**2
+            if not grid.any():
+                continue
+            mask = sio.PredictedSegmentationMask.from_numpy(grid, 2, score=float(inst.score))
+            if vectors is not None:
+                mask.identity_embedding = sio.Embedding(vectors[lf.frame_idx][i])
+            masks.append(mask)
+        lf.masks = masks
+        lf.instances = []
+    out.parent.mkdir(parents=True, exist_ok=True)
+    sio.save_slp(labels, str(out), save_embedding_vectors=vectors is not None)
+    return out
+
+
+def _scene_masks(scene_name: str, reid: bool, work: Path) -> Path:
+    scenes = _scenes()
+    scene = scenes.simulate(scene_name, 600, None, 0)
+    folder = work / f"masks_{scene_name}{'_reid' if reid else ''}"
+    detections = scenes.syn.write(scene, folder, video=False)["detections"]
+    vectors = scenes.reid_vectors(scene, 0) if reid else None
+    return _as_masks(detections, folder / "masks.slp", vectors)
+
+
+MASK_ARENA = 256  # examples/tracking_synthetic.py's arena, px
+
+
 INPUTS: dict[str, Callable[[Path], Path]] = {
     "topdown": lambda w: _sleap_nn_predictions(
         "topdown", ["minimal_instance_centroid", "minimal_instance_centered_instance"], w
@@ -281,6 +347,9 @@ INPUTS: dict[str, Callable[[Path], Path]] = {
     "synthetic_reid": _synthetic_reid,
     "masks": lambda w: FIXTURES / "reference" / "bottomup_segmentation.slp",
     "embedding": lambda w: FIXTURES / "reference" / "embedding.slp",
+    "masks_crossing": lambda w: _scene_masks("crossing", False, w),
+    "masks_occlusions": lambda w: _scene_masks("occlusions", False, w),
+    "masks_occlusions_reid": lambda w: _scene_masks("occlusions", True, w),
 }
 
 
@@ -415,7 +484,7 @@ def main() -> None:
     sources: dict[str, Path] = {}
     lines: dict[str, str] = {}
     pending: list[tuple[Case, Path, Path, float]] = []
-    cases = [*CASES, *tracker_cases()]
+    cases = [*CASES, *tracker_cases(), *mask_cases()]
     for case in cases:
         if args.cases and not any(c in case.name for c in args.cases):
             continue
@@ -450,7 +519,7 @@ def main() -> None:
         if outcome["rc"] != 0:
             lines[case.name] = na_row(case.name, f"sleap-nn: {outcome['error'][:160]}")
             continue
-        masks = case.source in ("masks", "embedding")
+        masks = case.source in ("masks", "embedding") or case.source.startswith("masks_")
         lines[case.name] = row(case.name, {**compare(ours, theirs, masks), "ours_s": seconds})
     table = "\n".join([HEADER, *lines.values()])
     print(f"\n{table}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,9 @@ from sleap_infer.core.errors import UsageError
 from sleap_infer.core.late_tracks import lay_over
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.core.provenance import now_iso
+from sleap_infer.pipeline.linked import link_batches, relabelled
 from sleap_infer.pipeline.loaded import Loaded
+from sleap_infer.pipeline.models import tracking_carrier
 from sleap_infer.pipeline.result import Prediction, stack
 from sleap_infer.pipeline.video_job import (
     open_source,
@@ -42,7 +45,8 @@ from sleap_infer.sources.arrays import (
 )
 from sleap_infer.sources.frames import select_frames
 from sleap_infer.sources.video import FrameError, VideoInfo
-from sleap_infer.tracking.online import track_names
+from sleap_infer.tracking.base import MASKS
+from sleap_infer.tracking.online import track_names, tracking_provenance
 from sleap_infer.writers.labels import make_skeleton, make_video
 
 IN_MEMORY = "<in-memory frames>"
@@ -172,7 +176,16 @@ def predict_in_memory(
         warnings.warn(f"{opened.name}: {err.describe()}", stacklevel=3)
     config = pipeline.layer.config
     n_tracks = online.tracker.n_tracks if online is not None else 0
+    names = track_names(n_tracks) if pipeline.tracking else tuple(config.class_names)
+    linking: dict[str, Any] = {}
+    if pipeline.tracking is not None and pipeline.tracking.links:  # as a file's run does
+        masks = tracking_carrier(pipeline.models) == MASKS
+        linked = link_batches(lambda: batches, pipeline.tracking, masks)
+        batches = list(relabelled(batches, linked.relabel, masks))
+        names, linking = linked.names, {"linking": asdict(linked.result)}
     record = provenance(pipeline, opened.name, opened.indices)
+    if pipeline.tracking is not None:
+        record["tracking"] = {**tracking_provenance(pipeline.tracking, online), **linking}
     record.update(
         {
             "inference_start_timestamp": started,
@@ -186,7 +199,7 @@ def predict_in_memory(
     )
     return Prediction(
         **stack(batches, len(config.node_names)),
-        track_names=track_names(n_tracks) if pipeline.tracking else tuple(config.class_names),
+        track_names=names,
         node_names=tuple(config.node_names),
         products=pipeline.products,
         video=opened.sio_video(),

@@ -4,8 +4,9 @@ Trackers run online and journal their tracks batch by batch; sleap-nn's
 identity linking needs the whole video, so it runs once the journal is
 complete, just before the outputs are written from it. It reads the journal
 once, keeping only compact arrays (:mod:`sleap_infer.tracking.linking_input`,
-34 bytes a pose, plus 4 bytes a dimension where poses carry re-ID vectors),
-and answers one track id per pose; the outputs then read
+34 bytes a pose, plus 4 bytes a dimension where poses carry re-ID vectors; a
+segmentation model's masks: their boxes, as the output holds the masks),
+and answers one track id per pose (or mask); the outputs then read
 the journal again with those ids in place of the tracker's. Nothing is saved
 in between: the relabelling is a pure function of the journal, which is only
 removed once every output is in place, so a run killed while linking (or
@@ -14,15 +15,17 @@ before its outputs are written) links again on ``--resume`` to the same ids.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sleap_infer.core.polygons import packaged
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.journal import Journal
+from sleap_infer.tracking.base import track_name
 
 if TYPE_CHECKING:  # the linker (and scipy) load when a run links, not with every predict
     from sleap_infer.tracking.linking import LinkResult
@@ -33,25 +36,54 @@ if TYPE_CHECKING:  # the linker (and scipy) load when a run links, not with ever
 class LinkedJournal(Journal):
     """A finished journal whose batches come back with the linked track ids."""
 
-    relabel: np.ndarray | None = None  # (D,) int32: each valid pose's new id, journal order
+    relabel: np.ndarray | None = None  # (D,) int32: each detection's new id, journal order
+    masks: bool = False  # ``relabel`` is for the masks (as the output holds them)
+    names: tuple[str, ...] = ()  # the kept identities' track names; ``relabel`` indexes them
+
+    @property
+    def n_tracks(self) -> int:
+        return len(self.names)
 
     def batches(self) -> Iterator[BatchPredictions]:
-        at = 0
-        for preds in super().batches():
-            valid = np.asarray(preds.valid, bool)
-            n = int(valid.sum())
-            if self.relabel is None or preds.class_ids is None or n == 0:
+        if self.relabel is None:
+            yield from super().batches()
+            return
+        yield from relabelled(super().batches(), self.relabel, self.masks)
+
+
+def relabelled(
+    batches: Iterable[BatchPredictions], relabel: np.ndarray, masks: bool
+) -> Iterator[BatchPredictions]:
+    """``batches`` with each tracked pose (or mask) given its id from ``relabel``, which
+    lists them in the order :func:`link_input` read them; untracked ones stay so."""
+    at = 0
+    for preds in batches:
+        if masks:
+            kept = packaged(preds.masks)
+            new = relabel[at : at + len(kept)]
+            at += len(kept)
+            if kept.track is None or len(kept) == 0:
                 yield preds
                 continue
-            ids = np.array(preds.class_ids, copy=True)
-            new = self.relabel[at : at + n]
-            at += n
-            ids[valid] = new
-            scores = None
-            if preds.class_scores is not None:
-                scores = np.array(preds.class_scores, copy=True)
-                scores[valid] = np.where(new >= 0, scores[valid], np.nan)
-            yield _replace(preds, class_ids=ids.astype(preds.class_ids.dtype), class_scores=scores)
+            track = np.where(kept.track >= 0, new, kept.track).astype(np.int32)
+            score = np.array(kept.tracking_score, copy=True)
+            score[(kept.track >= 0) & (new < 0)] = np.nan
+            yield _replace(preds, masks=replace(kept, track=track, tracking_score=score))
+            continue
+        valid = np.asarray(preds.valid, bool)
+        n = int(valid.sum())
+        new = relabel[at : at + n]
+        at += n
+        if preds.class_ids is None or n == 0:
+            yield preds
+            continue
+        ids = np.array(preds.class_ids, copy=True)
+        ids[valid] = new
+        scores = None
+        if preds.class_scores is not None:
+            scores = np.array(preds.class_scores, copy=True)
+            scores[valid] = np.where(new >= 0, scores[valid], np.nan)
+        yield _replace(preds, class_ids=ids.astype(preds.class_ids.dtype), class_scores=scores)
 
 
 def _replace(preds: BatchPredictions, **changes: Any) -> BatchPredictions:
@@ -60,12 +92,16 @@ def _replace(preds: BatchPredictions, **changes: Any) -> BatchPredictions:
     return BatchPredictions(**values)
 
 
-def link_input(journal: Journal) -> LinkInput:
-    """The journal's tracked poses as compact arrays, every predicted frame in order."""
+def link_input(batches: Iterable[BatchPredictions], masks: bool = False) -> LinkInput:
+    """The batches' tracked poses (or ``masks``) as compact arrays, every predicted
+    frame in order."""
     from sleap_infer.tracking.linking_input import LinkInput
 
     inp = LinkInput()
-    for preds in journal.batches():
+    if masks:
+        _add_masks(inp, batches)
+        return inp
+    for preds in batches:
         valid = np.asarray(preds.valid, bool)
         frames = preds.frame_indices if preds.frame_indices is not None else []
         for b, frame in enumerate(np.asarray(frames).tolist()):
@@ -85,6 +121,28 @@ def link_input(journal: Journal) -> LinkInput:
                 vectors,
             )
     return inp
+
+
+def _add_masks(inp: LinkInput, batches: Iterable[BatchPredictions]) -> None:
+    """Each predicted frame's masks as the output holds them (empty ones dropped)."""
+    from sleap_infer.tracking.base import MASKS, Detections
+    from sleap_infer.tracking.mot_boxes import raw_boxes
+    from sleap_infer.tracking.online import mask_bitmap
+
+    for preds in batches:
+        masks = packaged(preds.masks)
+        frames = preds.frame_indices if preds.frame_indices is not None else []
+        for b, frame in enumerate(np.asarray(frames).tolist()):
+            ks = masks.in_frame(b)
+            det = Detections(
+                frame_idx=int(frame),
+                points=np.zeros((len(ks), 0, 2)),
+                scores=np.asarray(masks.score[ks], np.float64),
+                masks=[mask_bitmap(masks, k) for k in ks],
+            )
+            ids = masks.track[ks] if masks.track is not None else np.full(len(ks), -1)
+            vectors = None  # a mask carries no re-ID vector in the journal
+            inp.add_masks(int(frame), raw_boxes(det, MASKS)[0], det.scores, ids, vectors)
 
 
 def track_buffer(options: TrackingOptions) -> int:
@@ -112,15 +170,52 @@ def high_threshold(options: TrackingOptions) -> float:
     return float(options.with_tracker_defaults().track_high_threshold)  # type: ignore[arg-type]
 
 
-def link_journal(journal: Journal, options: TrackingOptions) -> tuple[Journal, LinkResult]:
-    """``journal`` with linked track ids (the journal itself when linking is off)."""
-    from sleap_infer.tracking.linking import LinkResult, link_tracks
+@dataclass
+class Linked:
+    """What identity linking decided for one video."""
+
+    relabel: np.ndarray  # (D,) int32: each detection's position in ``names``, -1 untracked
+    names: tuple[str, ...]  # the kept identities, under their tracker names
+    result: LinkResult
+
+
+def link_batches(
+    batches: Callable[[], Iterable[BatchPredictions]], options: TrackingOptions, masks: bool
+) -> Linked:
+    """Link one video's tracked batches (``batches()`` reads them once, in order).
+
+    sleap-nn lists only the identities linking kept, under their tracker names; the
+    outputs index their track list by id, so the new ids are positions in that list.
+    """
+    from sleap_infer.tracking.linking import link_tracks
+
+    new, result = link_tracks(
+        link_input(batches(), masks), options.max_tracks, track_buffer(options), None,
+        high_threshold(options), normalize_scores=normalized(options),
+    )  # fmt: skip
+    kept = np.unique(new[new >= 0])
+    position = np.where(new >= 0, np.searchsorted(kept, np.maximum(new, 0)), -1)
+    names = tuple(track_name(int(k)) for k in kept)
+    return Linked(position.astype(np.int32), names, result)
+
+
+def link_journal(
+    journal: Journal, options: TrackingOptions, masks: bool = False
+) -> tuple[Journal, LinkResult]:
+    """``journal`` with linked track ids (the journal itself when linking is off);
+    ``masks``: the run tracks a segmentation model's masks."""
+    from sleap_infer.tracking.linking import LinkResult
 
     if not options.links:
         return journal, LinkResult()
-    new, result = link_tracks(
-        link_input(journal), options.max_tracks, track_buffer(options), None,
-        high_threshold(options), normalize_scores=normalized(options),
-    )  # fmt: skip
+    linked = link_batches(journal.batches, options, masks)
     values = {f.name: getattr(journal, f.name) for f in fields(journal)}
-    return LinkedJournal(**values, relabel=new), result
+    out = LinkedJournal(**values, relabel=linked.relabel, masks=masks, names=linked.names)
+    return out, linked.result
+
+
+def output_track_names(journal: Journal) -> tuple[str, ...]:
+    """The output's track list: the tracker's ids, or the identities linking kept."""
+    if isinstance(journal, LinkedJournal):
+        return journal.names
+    return tuple(track_name(i) for i in range(journal.n_tracks))

@@ -159,10 +159,6 @@ def resolve_tracking(
     check_trackable(models)
     carrier = tracking_carrier(models)
     vectors = Product.EMBEDDINGS in products(models)
-    if options.links:
-        from sleap_infer.tracking.linking import check_linkable  # scipy: only when linking
-
-        check_linkable(carrier)
     return resolve_options(options, carrier, n_nodes, vectors)
 
 

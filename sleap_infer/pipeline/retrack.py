@@ -4,10 +4,14 @@ The detections are already in the ``.slp`` (ours or sleap-nn's); only the
 identities are made again, with the same trackers the predictor runs online,
 one fresh tracker per video, frames in frame order. What is tracked follows
 sleap-nn: the masks when the file holds masks and no predicted pose, else the
-poses (a frame's user instances when it has any, else its predicted ones);
-re-ID vectors (``identity_embedding``), where present, make the automatic
-choice appearance tracking, on the carrier holding more of them. Each pose
-linked to exactly one tracked mask inherits that mask's track.
+poses (a frame's user instances when it has any, else its predicted ones).
+Re-ID vectors (``identity_embedding``) in the file are read by the trackers
+that associate by appearance, by ``--features embeddings`` and by the
+appearance blend (on the carrier holding more of them), and by identity
+linking; as in sleap-nn's retrack mode, their presence alone does not switch
+the classic tracker to appearance (``infer predict`` with a re-ID model does,
+as sleap-nn's predictor does). Each pose linked to exactly one tracked mask
+inherits that mask's track.
 
 Unlike sleap-nn, every track a tracker made before is cleared first (all
 predicted detections, and the detections tracked now), so the output never
@@ -38,8 +42,9 @@ from sleap_infer.pipeline.linked import high_threshold, normalized, track_buffer
 from sleap_infer.sources.slp import FILE
 from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, make_tracker, track_name
 from sleap_infer.tracking.cleanup import with_cleanup
-from sleap_infer.tracking.linking import check_linkable, link_tracks
+from sleap_infer.tracking.linking import link_tracks
 from sleap_infer.tracking.linking_input import LinkInput
+from sleap_infer.tracking.mot_boxes import raw_boxes
 from sleap_infer.tracking.mot_prepare import MotCalibration, calibrate_mot, prepare_args
 from sleap_infer.tracking.resolve import resolve_options
 
@@ -71,9 +76,7 @@ def _carrier(labels: sio.Labels, options: TrackingOptions) -> tuple[str, bool]:
     frames = labels.labeled_frames
     blend = options.appearance_weight > 0
     by_vectors = options.tracker == "classic" and not blend
-    if options.tracker in VECTOR_TRACKERS or (
-        options.features in (None, "embeddings") and by_vectors
-    ):
+    if options.tracker in VECTOR_TRACKERS or (options.features == "embeddings" and by_vectors):
         poses = sum(_usable(i) for lf in frames for i in lf.instances)
         masks = sum(_usable(m) for lf in frames for m in lf.masks)
         if poses or masks:
@@ -94,6 +97,15 @@ def _carrier(labels: sio.Labels, options: TrackingOptions) -> tuple[str, bool]:
             f" follows the {carrier}; the blend would read none"
         )
     return carrier, tracked
+
+
+def by_vectors(options: TrackingOptions) -> TrackingOptions:
+    """The options a re-ID model's own run tracks with: sleap-nn's predictor sets
+    ``--features embeddings`` for the classic tracker when the user set neither it nor
+    an appearance blend (its retrack mode, ``infer track``, does not)."""
+    if options.tracker == "classic" and options.features is None and not options.appearance_weight:
+        return replace(options, features="embeddings")
+    return options
 
 
 def _targets(lf: sio.LabeledFrame, carrier: str) -> list[Any]:
@@ -182,14 +194,20 @@ def _by_video(labels: sio.Labels) -> list[list[sio.LabeledFrame]]:
 def _add_to_linking(
     linking: LinkInput, lf: sio.LabeledFrame, targets: list[Any], det: Detections, ids: Any
 ) -> None:
-    """One frame's poses as identity linking reads them (sleap-nn: user poses score 1)."""
+    """One frame's poses (or masks) as identity linking reads them (sleap-nn: user poses
+    and masks without a score score 1)."""
+    vectors = _vectors(targets) if any(_usable(t) for t in targets) else None
+    if det.masks is not None:
+        own = [getattr(t, "score", None) for t in targets]
+        scores = np.array([np.nan if s is None else float(s) for s in own], np.float64)
+        linking.add_masks(int(lf.frame_idx), raw_boxes(det, MASKS)[0], scores, ids, vectors)
+        return
     predicted = bool(targets) and isinstance(targets[0], sio.PredictedInstance)
     point_scores = None
     if predicted:
         point_scores = np.stack([np.asarray(t.numpy(scores=True))[:, 2] for t in targets])
     own = [getattr(t, "score", None) for t in targets]
     scores = np.array([1.0 if s is None else float(s) for s in own])
-    vectors = _vectors(targets) if any(_usable(t) for t in targets) else None
     linking.add_frame(int(lf.frame_idx), det.points, point_scores, scores, ids, vectors)
 
 
@@ -202,22 +220,23 @@ def _prepare(
 ) -> MotCalibration | None:
     """sleap-nn's ``prepare()``: a MOT tracker first measures the whole video (the file is
     all there; ``infer predict -t`` tracks online and does not). None: not a MOT tracker."""
-    inner = tracker
-    while not hasattr(inner, "prepare") and hasattr(inner, "inner"):
-        inner = inner.inner
-    if not hasattr(inner, "prepare"):
+    inner = _mot(tracker)
+    if inner is None:
         return None
-    dets = []
-    for lf in frames:
-        targets = _targets(lf, carrier)
-        if carrier == MASKS and not targets:
-            continue
-        dets.append(_detections(lf, targets, carrier, vectors, False))
+    dets = [_detections(lf, _targets(lf, carrier), carrier, vectors, False) for lf in frames]
     cal = calibrate_mot(dets, carrier, *prepare_args(inner))
     inner.prepare(cal)
     if cal is not None:
         stats.calibrations.append(cal.record())
     return cal
+
+
+def _mot(tracker: Any) -> Any:
+    """The MOT tracker inside ``tracker`` (wrappers unwrapped), or None: classic."""
+    inner = tracker
+    while not hasattr(inner, "prepare") and hasattr(inner, "inner"):
+        inner = inner.inner
+    return inner if hasattr(inner, "prepare") else None
 
 
 def _n_nodes(labels: sio.Labels) -> int:
@@ -234,8 +253,6 @@ def retrack_labels(labels: sio.Labels, options: TrackingOptions) -> RetrackStats
     n_nodes = _n_nodes(labels)
     stats = RetrackStats(carrier=carrier)
     stats.options = resolve_options(options, carrier, n_nodes, vectors)
-    if options.links:
-        check_linkable(carrier)
     tracks: list[sio.Track] = []
     for frames in _by_video(labels):
         tracker = make_tracker(options, carrier, n_nodes, vectors)
@@ -248,6 +265,9 @@ def retrack_labels(labels: sio.Labels, options: TrackingOptions) -> RetrackStats
         if carrier == MASKS:
             for lf in frames:
                 _inherit(lf)
+    if options.links:  # sleap-nn lists only the identities linking kept
+        held = {id(d.track) for lf in labels.labeled_frames for d in (*lf.instances, *lf.masks)}
+        tracks = [t for t in tracks if id(t) in held]
     labels.tracks = list(tracks)
     labels.update()
     labels.reindex()
@@ -270,10 +290,16 @@ def _track_video(
     offset = len(tracks)
     done: list[Tracked] = []
     at: dict[int, int] = {}  # frame index -> its entry in ``done``
+    # sleap-nn steps a MOT tracker on every frame (its tracks age), the classic one only
+    # on frames with masks; its identity linking reads every frame either way
+    skip_empty = carrier == MASKS and _mot(tracker) is None
     for lf in frames:
         targets = _targets(lf, carrier)
         _clear(lf, targets)
-        if carrier == MASKS and not targets:
+        if skip_empty and not targets:
+            if links:
+                empty = _detections(lf, targets, carrier, vectors, False)
+                done.append((lf, targets, empty, np.zeros(0, np.int64)))
             continue
         det = _detections(lf, targets, carrier, vectors, tracker.needs_images)
         answer = tracker.step(det)
@@ -324,6 +350,8 @@ def _link(
             target.track, target.tracking_score = None, None
         elif tid >= 0:
             target.track = tracks[offset + tid]
+    # the next video's names continue after this one's highest kept id (sleap-nn's offset)
+    del tracks[offset + int(new.max(initial=-1)) + 1 :]
 
 
 def retrack_file(src: Path, dst: Path, options: TrackingOptions) -> RetrackStats:

@@ -42,7 +42,7 @@ from sleap_infer.journal import (
     mark_failed,
     read_journal,
 )
-from sleap_infer.pipeline.linked import link_journal
+from sleap_infer.pipeline.linked import link_journal, output_track_names
 from sleap_infer.pipeline.loaded import Loaded
 from sleap_infer.pipeline.request import REQUEST_KEY, checkpoint_hashes, request_record
 from sleap_infer.runner import RunStats
@@ -58,7 +58,8 @@ from sleap_infer.sources.video import (
     VideoReader,
     runs,
 )
-from sleap_infer.tracking.online import OnlineTracker, track_names, tracking_provenance
+from sleap_infer.tracking.base import MASKS
+from sleap_infer.tracking.online import OnlineTracker, tracking_provenance
 from sleap_infer.writers.isolate import describe
 from sleap_infer.writers.labels import make_skeleton, make_video
 from sleap_infer.writers.outputs import (
@@ -321,7 +322,8 @@ class VideoJob:
             if pipeline.tracking is not None:
                 extra["tracking"] = tracking_provenance(pipeline.tracking, online)
                 # the video's end: identity linking reads the whole journal (linked.py)
-                finished, linking = link_journal(finished, pipeline.tracking)
+                masks = _carrier(pipeline) == MASKS
+                finished, linking = link_journal(finished, pipeline.tracking, masks)
                 if pipeline.tracking.links:
                     extra["tracking"]["linking"] = asdict(linking)
             extra[REQUEST_KEY] = request
@@ -517,7 +519,7 @@ class VideoJob:
                     fmt,
                     video,
                     make_skeleton(config),
-                    track_names(journal.n_tracks) if pipeline.tracking else config.class_names,
+                    output_track_names(journal) if pipeline.tracking else config.class_names,
                     record,
                     mask_output=pipeline.options.mask_output,
                     polygon_epsilon=pipeline.options.polygon_epsilon,
@@ -630,7 +632,7 @@ def embed_labels(
     """The lone-embedding route: vectors for the detections a ``.slp`` holds (re-tracked by
     them with tracking on, as sleap-nn's ``embedding --tracking``)."""
     from sleap_infer.pipeline.labels_embedding import LabelsEmbedder, require_labels_input
-    from sleap_infer.pipeline.retrack import retrack_labels
+    from sleap_infer.pipeline.retrack import by_vectors, retrack_labels
 
     require_labels_input(path)
     out_path = Path(output) if output is not None else default_output_path(path, fmt)
@@ -639,6 +641,7 @@ def embed_labels(
     retrack = None
     tracks = [0]
     if asked is not None:
+        asked = by_vectors(asked)
 
         def retrack(labels: sio.Labels) -> dict[str, Any]:
             stats = retrack_labels(labels, asked)

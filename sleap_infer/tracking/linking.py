@@ -21,8 +21,9 @@ every track as an identity and
    constrained first; a tracklet that fits none is untracked.
 
 Merged identities keep the earlier identity's track id. Ported rule for rule
-from ``sleap_nn/tracking/mot/linking.py`` (poses; masks are refused by
-:func:`check_linkable`). It works from :class:`LinkInput` (compact arrays, see
+from ``sleap_nn/tracking/mot/linking.py``, for poses and for masks (a mask is a
+box that is never a single-node pose: see
+:mod:`~sleap_infer.tracking.linking_input`). It works from :class:`LinkInput` (compact arrays, see
 :mod:`sleap_infer.tracking.linking_input`) and answers one new track id per
 detection: a pure function of the tracked detections, so a run killed while
 linking simply links again on ``--resume``.
@@ -34,8 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sleap_infer.core.errors import UsageError
-from sleap_infer.tracking.base import MASKS
+from sleap_infer.tracking.frame_blocks import frame_blocks, in_frame_order, upper_pairs
 from sleap_infer.tracking.linking_appearance import link_rules, unit_rows
 from sleap_infer.tracking.linking_calibration import calibrate_geometry, frame_steps
 from sleap_infer.tracking.linking_closed import ClosedSet
@@ -51,15 +51,6 @@ AMBIGUITY_IOU = 0.1  # two identities overlapping this much are in an ambiguity 
 MIN_VISIBLE_FRACTION = 0.5  # a gated vector's detection shows at least half its nodes
 
 
-def check_linkable(carrier: str) -> None:
-    """One line for what the port does not cover (sleap-nn would link these)."""
-    if carrier == MASKS:
-        raise UsageError(
-            "identity linking (--link-tracklets, or --max-tracks with a MOT tracker): linking"
-            " tracked masks is not ported yet (poses only)"
-        )
-
-
 @dataclass
 class LinkResult:
     """What linking did to one video (sleap-nn's ``LinkingResult`` counts)."""
@@ -73,14 +64,14 @@ class LinkResult:
     untracked: int = 0
 
 
-def _gate_boxes(box: np.ndarray, n_visible: np.ndarray, floor: float | None) -> np.ndarray:
-    """Raw boxes with sleap-nn's degenerate rule: one visible node, or under 1 px on an
-    axis, becomes a square of side ``floor`` (the body size) or, with ``floor`` None, the
+def _gate_boxes(box: np.ndarray, single: np.ndarray, floor: float | None) -> np.ndarray:
+    """Raw boxes with sleap-nn's degenerate rule: a single-node pose, or under 1 px on
+    an axis, becomes a square of side ``floor`` (the body size) or, with ``floor`` None, the
     extent floored at 1 px per axis, around the same centre."""
     out = np.asarray(box, np.float64).copy()
     wh = out[:, 2:] - out[:, :2]
     valid = np.isfinite(out).all(axis=1)
-    bad = valid & ((n_visible == 1) | (wh < 1.0).any(axis=1))
+    bad = valid & (single | (wh < 1.0).any(axis=1))
     if bad.any():
         c = 0.5 * (out[bad, :2] + out[bad, 2:])
         half = (
@@ -92,28 +83,31 @@ def _gate_boxes(box: np.ndarray, n_visible: np.ndarray, floor: float | None) -> 
     return out
 
 
-def _padded(raw: np.ndarray, boxes: np.ndarray, n_visible: np.ndarray) -> np.ndarray:
+def _padded(raw: np.ndarray, boxes: np.ndarray, single: np.ndarray) -> np.ndarray:
     """sleap-nn's padded boxes: ``box_padding`` of the longer side on each side; a
-    degenerate pose's is its (body-size) square, unpadded."""
+    degenerate detection's is its (body-size) square, unpadded."""
     raw = np.asarray(raw, np.float64)
     wh = raw[:, 2:] - raw[:, :2]
     out = raw + (BOX_PADDING * wh.max(axis=1))[:, None] * np.array([-1.0, -1.0, 1.0, 1.0])
     valid = np.isfinite(raw).all(axis=1)
-    bad = valid & ((n_visible == 1) | (wh < 1.0).any(axis=1))
+    bad = valid & (single | (wh < 1.0).any(axis=1))
     out[bad] = boxes[bad]
     return out
 
 
 def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """IoU of ``xyxy`` boxes; a box with a non-finite coordinate scores 0."""
-    a = np.where(np.isfinite(a).all(axis=1)[:, None], a, 0.0)
-    b = np.where(np.isfinite(b).all(axis=1)[:, None], b, 0.0)
-    area_a = np.clip(a[:, 2] - a[:, 0], 0, None) * np.clip(a[:, 3] - a[:, 1], 0, None)
-    area_b = np.clip(b[:, 2] - b[:, 0], 0, None) * np.clip(b[:, 3] - b[:, 1], 0, None)
-    iw = np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0])
-    ih = np.minimum(a[:, None, 3], b[None, :, 3]) - np.maximum(a[:, None, 1], b[None, :, 1])
+    """IoU of ``xyxy`` boxes ``(..., n, 4)`` and ``(..., m, 4)``: ``(..., n, m)``; a box
+    with a non-finite coordinate scores 0."""
+    a = np.where(np.isfinite(a).all(axis=-1)[..., None], a, 0.0)
+    b = np.where(np.isfinite(b).all(axis=-1)[..., None], b, 0.0)
+    area_a = np.clip(a[..., 2] - a[..., 0], 0, None) * np.clip(a[..., 3] - a[..., 1], 0, None)
+    area_b = np.clip(b[..., 2] - b[..., 0], 0, None) * np.clip(b[..., 3] - b[..., 1], 0, None)
+    iw = np.minimum(a[..., :, None, 2], b[..., None, :, 2])
+    iw = iw - np.maximum(a[..., :, None, 0], b[..., None, :, 0])
+    ih = np.minimum(a[..., :, None, 3], b[..., None, :, 3])
+    ih = ih - np.maximum(a[..., :, None, 1], b[..., None, :, 1])
     inter = np.clip(iw, 0, None) * np.clip(ih, 0, None)
-    union = area_a[:, None] + area_b[None, :] - inter
+    union = area_a[..., :, None] + area_b[..., None, :] - inter
     out = np.zeros(inter.shape)
     np.divide(inter, union, out=out, where=union > 0)
     return np.clip(out, 0.0, 1.0)
@@ -123,32 +117,25 @@ def _gating(pos, track, padded, score, n_visible, has, valid, n_nodes, high):
     """Per tracked detection: whether its vector may enter a gallery (confident, half
     its nodes visible, isolated: padded-box IoU < 0.1 with every other detection of the
     frame); and the same-frame pairs of tracked detections of different tracks whose
-    padded boxes overlap (ambiguity), as indices among the tracked detections."""
-    tracked_all = track >= 0
-    gated = np.zeros(int(tracked_all.sum()), bool)
-    overlaps: list[tuple[int, int]] = []
-    cuts = np.flatnonzero(np.diff(pos)) + 1
-    starts = np.concatenate([[0], cuts]).astype(np.int64).tolist()
-    stops = np.concatenate([cuts, [len(pos)]]).astype(np.int64).tolist()
-    first = 0
-    for s, e in zip(starts, stops, strict=True):
-        t = np.flatnonzero(tracked_all[s:e])
-        if len(t) == 0:
-            continue
-        iou = iou_matrix(padded[s:e], padded[s:e])
-        np.fill_diagonal(iou, 0.0)
-        isolated = (iou < ISOLATION_IOU).all(axis=1)
-        visible = n_visible[s:e] / n_nodes >= MIN_VISIBLE_FRACTION
-        ok = valid[s:e] & (score[s:e] >= high) & visible & isolated & has[s:e]
-        gated[first : first + len(t)] = ok[t]
-        if len(t) >= 2:
-            sub = iou[np.ix_(t, t)]
-            ids = track[s:e][t]
-            for a, b in zip(*np.nonzero(np.triu(sub >= AMBIGUITY_IOU, k=1)), strict=True):
-                if ids[a] != ids[b]:
-                    overlaps.append((first + int(a), first + int(b)))
-        first += len(t)
-    return gated, np.asarray(overlaps, np.int64).reshape(-1, 2)
+    padded boxes overlap (ambiguity), as indices among the tracked detections, in frame
+    order (frames of equal size at once: :mod:`~sleap_infer.tracking.frame_blocks`)."""
+    tracked = track >= 0
+    counts = np.bincount(pos, minlength=int(pos.max(initial=-1)) + 1).astype(np.int64)
+    offsets = np.cumsum(counts) - counts
+    isolated = np.ones(len(pos), bool)
+    parts = []
+    for rows in frame_blocks(offsets, counts, min_count=2):
+        iou = iou_matrix(padded[rows], padded[rows])
+        eye = np.eye(rows.shape[1], dtype=bool)
+        isolated[rows] = (np.where(eye, 0.0, iou) < ISOLATION_IOU).all(axis=-1)
+        t, ids = tracked[rows], track[rows]
+        overlap = (iou >= AMBIGUITY_IOU) & t[:, :, None] & t[:, None, :]
+        parts.append(upper_pairs(overlap & (ids[:, :, None] != ids[:, None, :]), rows))
+    visible = n_visible / n_nodes >= MIN_VISIBLE_FRACTION
+    ok = valid & (score >= high) & visible & isolated & has
+    among_tracked = np.cumsum(tracked) - 1  # a tracked detection's index among them
+    overlaps = among_tracked[in_frame_order(parts)]
+    return ok[tracked], overlaps.reshape(-1, 2).astype(np.int64)
 
 
 def link_tracks(
@@ -170,14 +157,15 @@ def link_tracks(
     result = LinkResult()
     if not (track >= 0).any():
         return track.copy(), result
+    single, sized = inp.single_and_sized(n_visible)
     valid = np.isfinite(box).all(axis=1)
-    floored = _gate_boxes(box, n_visible, None)
+    floored = _gate_boxes(box, single, None)
     geo = calibrate_geometry(
         frame_idx,
         pos[valid].astype(np.int64),
         0.5 * (floored[valid, :2] + floored[valid, 2:]),
         floored[valid],
-        n_visible[valid] >= 2,
+        sized[valid],
         body_size,
     )
     if normalize_scores:
@@ -196,13 +184,13 @@ def link_tracks(
             int(steps[-1]),
         )  # fmt: skip
     wh = floored[:, 2:] - floored[:, :2]
-    degenerate = valid & ((n_visible == 1) | (wh <= 1.0 + 1e-9).any(axis=1))
-    boxes = _gate_boxes(box, n_visible, geo.body_size) if degenerate.any() else floored
-    padded = _padded(box, boxes, n_visible)
+    degenerate = valid & (single | (wh <= 1.0 + 1e-9).any(axis=1))
+    boxes = _gate_boxes(box, single, geo.body_size) if degenerate.any() else floored
+    padded = _padded(box, boxes, single)
     gated, overlaps = _gating(
         pos, track, padded, score, n_visible, has, valid, max(inp.n_nodes, 1), high_threshold
     )
-    linker = Linker(frame_idx, pos, track, boxes, score, n_visible, geo, track_buffer)
+    linker = Linker(frame_idx, pos, track, boxes, score, sized, geo, track_buffer)
     linker.add_appearance(gated, vectors, overlaps, rules)
     result.identities_before = len(linker.names)
     appearance = rules is not None and bool(np.isfinite(linker.thresh_n).any())

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sleap_infer.tracking.frame_blocks import frame_blocks, next_frame_blocks
 from sleap_infer.tracking.mot_body import DEFAULT_BODY_SIZE, resolve_body_size
 
 MIN_ANCHOR_LEN = 10  # detections in a chain before its motion counts
@@ -62,37 +63,44 @@ def frame_steps(frame_idx: np.ndarray, time_base: str, frame_step: int) -> np.nd
 
 
 def _iomin(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Pairwise intersection over the smaller box area (0 where an area is 0)."""
-    lo = np.maximum(a[:, None, :2], b[None, :, :2])
-    hi = np.minimum(a[:, None, 2:], b[None, :, 2:])
+    """Pairwise intersection over the smaller box area (0 where an area is 0); boxes
+    ``(..., n, 4)`` and ``(..., m, 4)`` give ``(..., n, m)``."""
+    lo = np.maximum(a[..., :, None, :2], b[..., None, :, :2])
+    hi = np.minimum(a[..., :, None, 2:], b[..., None, :, 2:])
     inter = np.clip(hi - lo, 0.0, None).prod(axis=-1)
-    area_a = np.clip(a[:, 2:] - a[:, :2], 0.0, None).prod(axis=-1)
-    area_b = np.clip(b[:, 2:] - b[:, :2], 0.0, None).prod(axis=-1)
-    small = np.minimum(area_a[:, None], area_b[None, :])
+    area_a = np.clip(a[..., 2:] - a[..., :2], 0.0, None).prod(axis=-1)
+    area_b = np.clip(b[..., 2:] - b[..., :2], 0.0, None).prod(axis=-1)
+    small = np.minimum(area_a[..., :, None], area_b[..., None, :])
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(small > 0, inter / small, 0.0)
 
 
 def _second_smallest(dist: np.ndarray, axis: int) -> np.ndarray:
     if dist.shape[axis] < 2:
-        return np.full(dist.shape[1 - axis], np.inf)
+        return np.full(np.delete(dist.shape, axis), np.inf)
     return np.take(np.partition(dist, 1, axis=axis), 1, axis=axis)
+
+
+def _distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Centroid distances ``(..., n, m)`` of ``(..., n, 2)`` and ``(..., m, 2)``."""
+    return np.linalg.norm(a[..., :, None, :] - b[..., None, :, :], axis=-1)
 
 
 def _same_frame(
     offsets: np.ndarray, counts: np.ndarray, centroids: np.ndarray, boxes: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per detection: nearest same-frame non-duplicate centroid distance, duplicate flag."""
+    """Per detection: nearest same-frame non-duplicate centroid distance, duplicate flag
+    (frames of equal size at once: :mod:`~sleap_infer.tracking.frame_blocks`)."""
     nn = np.full(len(centroids), np.inf)
     dup = np.zeros(len(centroids), bool)
-    for f in np.flatnonzero(counts >= 2):
-        s = slice(offsets[f], offsets[f] + counts[f])
-        eye = np.eye(counts[f], dtype=bool)
-        pair = (_iomin(boxes[s], boxes[s]) > DUPLICATE_IOMIN) & ~eye
-        dup[s] = pair.any(axis=1)
-        c = centroids[s]
-        dist = np.linalg.norm(c[:, None] - c[None], axis=-1)
-        nn[s] = np.where(np.isfinite(dist) & ~eye & ~pair, dist, np.inf).min(axis=1)
+    for rows in frame_blocks(offsets, counts, min_count=2):
+        eye = np.eye(rows.shape[1], dtype=bool)
+        box = boxes[rows]
+        pair = (_iomin(box, box) > DUPLICATE_IOMIN) & ~eye
+        dup[rows] = pair.any(axis=-1)
+        c = centroids[rows]
+        dist = _distances(c, c)
+        nn[rows] = np.where(np.isfinite(dist) & ~eye & ~pair, dist, np.inf).min(axis=-1)
     return nn, dup
 
 
@@ -107,24 +115,21 @@ def _links(
     mutual nearest neighbours, closer than ``max_dist``, runner-ups at least twice
     (and strictly) farther both ways, neither a duplicate."""
     nxt = np.full(len(centroids), -1, np.int64)
-    for f in range(len(counts) - 1):
-        ka, kb = int(counts[f]), int(counts[f + 1])
-        if ka == 0 or kb == 0:
-            continue
-        a = np.arange(offsets[f], offsets[f] + ka)
-        b = np.arange(offsets[f + 1], offsets[f + 1] + kb)
-        dist = np.linalg.norm(centroids[a][:, None] - centroids[b][None], axis=-1)
+    for a, b in next_frame_blocks(offsets, counts):
+        dist = _distances(centroids[a], centroids[b])
         dist = np.where(np.isfinite(dist), dist, np.inf)
-        best_col = dist.argmin(axis=1)
-        best_row = dist.argmin(axis=0)
-        d1 = dist[np.arange(ka), best_col]
-        row_second = _second_smallest(dist, axis=1)
-        col_second = _second_smallest(dist, axis=0)[best_col]
-        ok = np.isfinite(d1) & (best_row[best_col] == np.arange(ka)) & (d1 < max_dist)
+        best_col = dist.argmin(axis=2)  # (F, ka)
+        best_row = dist.argmin(axis=1)  # (F, kb)
+        d1 = np.take_along_axis(dist, best_col[..., None], axis=2)[..., 0]
+        row_second = _second_smallest(dist, axis=2)
+        col_second = np.take_along_axis(_second_smallest(dist, axis=1), best_col, axis=1)
+        mutual = np.take_along_axis(best_row, best_col, axis=1) == np.arange(a.shape[1])
+        ok = np.isfinite(d1) & mutual & (d1 < max_dist)
         ok &= (row_second >= ANCHOR_RATIO * d1) & (row_second > d1)
         ok &= (col_second >= ANCHOR_RATIO * d1) & (col_second > d1)
-        ok &= ~dup[a] & ~dup[b[best_col]]
-        nxt[a[ok]] = b[best_col[ok]]
+        successor = np.take_along_axis(b, best_col, axis=1)
+        ok &= ~dup[a] & ~dup[successor]
+        nxt[a[ok]] = successor[ok]
     return nxt
 
 

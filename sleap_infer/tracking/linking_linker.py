@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sleap_infer.tracking.frame_blocks import frame_blocks, in_frame_order, upper_pairs
 from sleap_infer.tracking.linking_appearance import s_link
 from sleap_infer.tracking.linking_calibration import Geometry, frame_steps
 
@@ -44,7 +45,7 @@ class Linker:
         track: np.ndarray,
         boxes: np.ndarray,
         score: np.ndarray,
-        n_visible: np.ndarray,
+        sized: np.ndarray,
         geo: Geometry,
         track_buffer: int,
     ) -> None:
@@ -72,7 +73,7 @@ class Linker:
         index[order] = np.arange(len(ids))
         self.label = index[np.searchsorted(ids, track[keep])]
         self.owner = self.label.copy()
-        self.dup_pairs = self._duplicates(raw, n_visible[keep])
+        self.dup_pairs = self._duplicates(raw, sized[keep])
         n = len(keep)
         keys = self.dup_pairs.min(axis=1) * max(n, 1) + self.dup_pairs.max(axis=1)
         self._dup_keys = np.sort(keys)
@@ -118,34 +119,33 @@ class Linker:
         return float(self.thresh_n[n]), float(self.margin_n[n])
 
     # ------------------------------------------------------------- geometry
-    def _duplicates(self, raw: np.ndarray, n_visible: np.ndarray) -> np.ndarray:
-        """Same-frame pairs of tracked detections that are one animal detected twice."""
-        out: list[tuple[int, int]] = []
+    def _duplicates(self, raw: np.ndarray, sized: np.ndarray) -> np.ndarray:
+        """Same-frame pairs of tracked detections that are one animal detected twice
+        (``sized``: the detection has an extent whose overlap counts, see
+        :meth:`LinkInput.single_and_sized`), in frame order."""
         dist_max = DUPLICATE_CENTROID_BODY * self.body
-        cuts = np.flatnonzero(np.diff(self.pos)) + 1
-        starts = np.concatenate([[0], cuts]).astype(np.int64)
-        stops = np.concatenate([cuts, [len(self.pos)]]).astype(np.int64)
-        for s, e in zip(starts.tolist(), stops.tolist(), strict=True):
-            if e - s < 2:
-                continue
-            box = raw[s:e]
-            lo = np.maximum(box[:, None, :2], box[None, :, :2])
-            hi = np.minimum(box[:, None, 2:], box[None, :, 2:])
+        counts = np.bincount(self.pos - self.pos.min(initial=0)) if len(self.pos) else []
+        counts = np.asarray(counts, np.int64)
+        offsets = np.cumsum(counts) - counts
+        parts = []
+        for rows in frame_blocks(offsets, counts, min_count=2):
+            box = raw[rows]
+            lo = np.maximum(box[:, :, None, :2], box[:, None, :, :2])
+            hi = np.minimum(box[:, :, None, 2:], box[:, None, :, 2:])
             inter = np.clip(hi - lo, 0.0, None).prod(axis=-1)
-            area = np.clip(box[:, 2:] - box[:, :2], 0.0, None).prod(axis=-1)
-            small = np.minimum(area[:, None], area[None, :])
-            sized = n_visible[s:e] >= 2
-            cen = self.centroids[s:e]
+            area = np.clip(box[..., 2:] - box[..., :2], 0.0, None).prod(axis=-1)
+            small = np.minimum(area[:, :, None], area[:, None, :])
+            both = sized[rows]
+            cen = self.centroids[rows]
             with np.errstate(invalid="ignore", divide="ignore"):
                 iomin = np.where(small > 0, inter / small, 0.0)
-                iomin = np.where(sized[:, None] & sized[None, :], iomin, 0.0)
-                dist = np.linalg.norm(cen[:, None] - cen[None], axis=-1)
+                iomin = np.where(both[:, :, None] & both[:, None, :], iomin, 0.0)
+                dist = np.linalg.norm(cen[:, :, None] - cen[:, None], axis=-1)
                 dup = (np.nan_to_num(iomin) >= DUPLICATE_IOMIN) | (dist < dist_max)
-            ok = self.valid_c[s:e]
-            dup &= ok[:, None] & ok[None, :]
-            for a, b in zip(*np.nonzero(np.triu(dup, k=1)), strict=True):
-                out.append((s + int(a), s + int(b)))
-        return np.asarray(out, np.int64).reshape(-1, 2)
+            ok = self.valid_c[rows]
+            dup &= ok[:, :, None] & ok[:, None, :]
+            parts.append(upper_pairs(dup, rows))
+        return in_frame_order(parts)
 
     def is_dup(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if len(self._dup_keys) == 0 or len(a) == 0:

@@ -165,7 +165,7 @@ class OnlineTracker:
                     frame_idx=int(frame_idx),
                     points=np.zeros((len(ks), 0, 2)),
                     scores=np.asarray(masks.score[ks], np.float64),
-                    masks=[_bitmap(masks, k) for k in ks],
+                    masks=[mask_bitmap(masks, k) for k in ks],
                     image=self._image(preds, b),
                 )
             )
@@ -177,7 +177,8 @@ class OnlineTracker:
         preds.masks = masks
 
 
-def _bitmap(masks: MaskSet, k: int) -> MaskBitmap:
+def mask_bitmap(masks: MaskSet, k: int) -> MaskBitmap:
+    """Mask ``k`` of ``masks`` as the trackers read it."""
     sx, sy = (float(v) for v in masks.scale[k])
     ox, oy = (float(v) for v in masks.offset[k])
     return MaskBitmap(bitmap=masks.mask(k), scale=(sx, sy), offset=(ox, oy))

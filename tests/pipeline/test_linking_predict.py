@@ -86,7 +86,7 @@ def test_the_linked_journal_gives_back_each_pose_with_its_new_id(
     assert isinstance(first, LinkedJournal) and isinstance(second, LinkedJournal)
     np.testing.assert_array_equal(first.relabel, second.relabel)
     assert result.identities == 1
-    before = link_input(journal).arrays()[2]
+    before = link_input(journal.batches()).arrays()[2]
     after = np.concatenate(
         [b.class_ids[b.valid] for b in first.batches() if b.class_ids is not None]
     )

@@ -80,12 +80,17 @@ def test_user_instances_are_tracked_where_a_frame_has_them() -> None:
     assert all(i.track is None for i in lf.predicted_instances)  # passed through, cleared
 
 
-def test_vectors_make_the_automatic_choice_appearance() -> None:
+def test_vectors_in_the_file_track_by_appearance_only_when_asked() -> None:
+    """sleap-nn's retrack mode never picks appearance on its own (its predictor does, for
+    a re-ID model in the run): unset features track by geometry, ``--features embeddings``
+    by the vectors."""
     labels = _labels([_video()], 6)
     for lf in labels.labeled_frames:
         for k, inst in enumerate(lf.instances):
             inst.identity_embedding = sio.Embedding(np.eye(4, dtype=np.float32)[k])
     stats = retrack_labels(labels, TrackingOptions())
+    assert (stats.options.features, stats.options.scoring) == ("keypoints", "oks")
+    stats = retrack_labels(labels, TrackingOptions(features="embeddings"))
     assert (stats.options.features, stats.options.scoring) == ("embeddings", "cosine_sim")
     assert stats.options.candidates == "local_queues" and stats.tracks == 2
 
@@ -151,7 +156,10 @@ def test_retracking_a_reference_file_gives_sleap_nn_tracks(
     shared: Path, tmp_path: Path, untracked: str, tracked: str
 ) -> None:
     ours = tmp_path / "ours.slp"
-    stats = retrack_file(shared / "reference" / f"{untracked}.slp", ours, TrackingOptions())
+    # sleap-nn's predictor tracks a re-ID model's output by appearance; its retrack mode
+    # (and ours) only when asked: ``--features embeddings``
+    options = TrackingOptions(features="embeddings" if untracked == "embedding" else None)
+    stats = retrack_file(shared / "reference" / f"{untracked}.slp", ours, options)
     mine = sio.load_slp(str(ours))
     reference = sio.load_slp(str(shared / "reference" / f"{tracked}.slp"))
     theirs = _mask_tracks(reference)

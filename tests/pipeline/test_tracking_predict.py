@@ -134,6 +134,46 @@ def test_online_mask_tracking_matches_sleap_nn(shared: Path, tmp_path: Path) -> 
     assert result.counts.tracks == len(sio.load_slp(str(reference)).tracks)
 
 
+def test_masks_are_linked_at_the_video_s_end_from_the_journal(shared: Path, tmp_path: Path) -> None:
+    """``--tracker sort --max-tracks 3`` on a segmentation model: the journal's masks are
+    linked into 3 identities, exactly as linking the same tracks read from the unlinked
+    output file does."""
+    from sleap_infer.pipeline.linked import high_threshold, track_buffer
+    from sleap_infer.tracking.linking import link_tracks
+    from sleap_infer.tracking.linking_input import LinkInput
+
+    video = shared / "videos" / "synthetic_multi.pkg.slp"
+    model = shared / "models" / "synthetic_bottomup_segmentation"
+    online = pipeline([model], device="cpu", tracking=TrackingOptions(tracker="sort"))
+    online.predict_to_file(video, output=tmp_path / "online.slp")
+    options = TrackingOptions(tracker="sort", max_tracks=3)
+    linked = pipeline([model], device="cpu", tracking=options)
+    linked.predict_to_file(video, output=tmp_path / "linked.slp")
+
+    inp, keys = LinkInput(), []
+    for lf in sio.load_slp(str(tmp_path / "online.slp")):
+        x, y, w, h = (np.array([m.bbox[i] for m in lf.masks]) for i in range(4))
+        boxes = np.stack([x, y, x + w, y + h], axis=1) if lf.masks else np.zeros((0, 4))
+        ids = [int(m.track.name[6:]) if m.track is not None else -1 for m in lf.masks]
+        inp.add_masks(lf.frame_idx, boxes, np.array([m.score for m in lf.masks]), np.array(ids))
+        keys += [(lf.frame_idx, np.asarray(m.rle_counts, np.uint32).tobytes()) for m in lf.masks]
+    new, result = link_tracks(
+        inp, 3, track_buffer(options), None, high_threshold(options), normalize_scores=True
+    )
+    expected = {k: (f"track_{t}" if t >= 0 else None) for k, t in zip(keys, new.tolist())}
+    got = mask_tracks(tmp_path / "linked.slp")
+    assert got == expected
+    assert (
+        len(set(got.values()) - {None})
+        == 3
+        < len(set(mask_tracks(tmp_path / "online.slp").values()) - {None})
+    )
+    listed = [t.name for t in sio.load_slp(str(tmp_path / "linked.slp")).tracks]
+    assert listed == sorted(set(got.values()) - {None})  # only the kept identities, as sleap-nn
+    provenance = sio.load_slp(str(tmp_path / "linked.slp")).provenance["tracking"]["linking"]
+    assert provenance["identities"] == 3 and provenance["forced"] == result.forced
+
+
 def test_tracks_reach_csv_and_analysis_h5(shared: Path, tmp_path: Path) -> None:
     pipe = pipeline(
         [fixture_model(shared, "bottomup")],
@@ -296,3 +336,25 @@ def test_a_mot_tracks_tentative_frames_get_its_id_in_memory_files_and_retracking
     retrack_file(untracked, retracked, TrackingOptions(tracker=name))
     again = {f[0]: f[1] for f in tracked_poses(retracked)}
     assert all(n is not None for n in again[0])
+
+
+def test_linking_in_memory_gives_the_file_s_tracks(shared: Path, tmp_path: Path) -> None:
+    """``predict`` in memory links at the end as a file's run does: the same ids per
+    pose, and only the identities linking kept in ``track_names``."""
+    video = shared / "videos" / "centered_pair_small.mp4"
+    model = fixture_model(shared, "bottomup")
+    options = TrackingOptions(tracker="sort", max_tracks=1, track_buffer=3)
+    pipe = pipeline([model], device="cpu", tracking=options, batch_size=4)
+    out = tmp_path / "linked.slp"
+    pipe.predict_to_file(video, output=out, frames="0-39")
+    in_file = {f[0]: f[1] for f in tracked_poses(out)}
+    memory = pipe.predict(video, frames="0-39")
+    names = list(memory.track_names)
+    assert names == [t.name for t in sio.load_slp(str(out)).tracks]
+    for row, frame in enumerate(memory.frame_indices.tolist()):
+        slots = np.flatnonzero(memory.valid[row])
+        got = [names[t] if t >= 0 else None for t in memory.tracks[row, slots]]
+        assert got == in_file[frame], frame
+    assert memory.provenance["tracking"]["linking"]["identities"] == len(names) == 1
+    unlinked = pipeline([model], device="cpu", tracking=TrackingOptions(tracker="sort"))
+    assert len(unlinked.predict(video, frames="0-39").track_names) > 1

@@ -10,8 +10,7 @@ import sleap_io as sio
 from sleap_infer.core.errors import UsageError
 from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.pipeline.retrack import retrack_labels
-from sleap_infer.tracking import MASKS, POSES
-from sleap_infer.tracking.linking import check_linkable, link_tracks
+from sleap_infer.tracking.linking import link_tracks
 from sleap_infer.tracking.linking_calibration import calibrate_geometry, frame_steps, frame_stride
 from sleap_infer.tracking.linking_input import BYTES_PER_DETECTION, LinkInput, pose_scores
 
@@ -144,15 +143,84 @@ def test_pose_scores_follow_sleap_nn_s_auto_mode() -> None:
     assert BYTES_PER_DETECTION == 34
 
 
-def test_what_is_not_ported_is_refused_in_one_line() -> None:
-    check_linkable(POSES)
-    with pytest.raises(
-        UsageError,
-        match=r"^identity linking \(--link-tracklets, or --max-tracks with a MOT tracker\)",
-    ):
-        check_linkable(MASKS)
+def test_linking_with_post_clean_is_refused_in_one_line() -> None:
     with pytest.raises(UsageError, match="^--link-tracklets with --tracking-clean"):
         TrackingOptions(link_tracklets=True, tracking_clean_instance_count=1)
+
+
+def _fragmented_scene() -> list[list[tuple[np.ndarray, int]]]:
+    """Three animals, 150 frames: each loses its id to a fresh one after short gaps, and
+    two pass close by each other; per frame ``(xyxy box, track id)``."""
+    rng = np.random.default_rng(11)
+    frames: list[list[tuple[np.ndarray, int]]] = []
+    ids, nxt = {0: 0, 1: 1, 2: 2}, 3
+    for t in range(150):
+        row = []
+        for animal, (x0, y) in enumerate(((10.0, 40.0), (300.0, 60.0), (10.0, 300.0))):
+            if rng.random() < 0.05:
+                continue  # missed this frame
+            if rng.random() < 0.03:
+                ids[animal], nxt = nxt, nxt + 1
+            x = x0 + (2.0 if animal != 1 else -1.5) * t
+            box = np.array([x, y, x + 20.0, y + 12.0]) + rng.integers(0, 3, 4) * 0.5
+            row.append((box, ids[animal]))
+        frames.append(row)
+    return frames
+
+
+def _as_two_corner_poses(frames: list[list[tuple[np.ndarray, int]]]) -> LinkInput:
+    inp = LinkInput()
+    for f, dets in enumerate(frames):
+        pts = np.array([b.reshape(2, 2) for b, _ in dets]).reshape(len(dets), 2, 2)
+        ids = np.array([t for _, t in dets], np.int64)
+        inp.add_frame(f, pts, np.full((len(dets), 2), 0.8), np.full(len(dets), 0.3), ids)
+    return inp
+
+
+def _as_masks(frames: list[list[tuple[np.ndarray, int]]]) -> LinkInput:
+    inp = LinkInput()
+    for f, dets in enumerate(frames):
+        boxes = np.array([b for b, _ in dets]).reshape(len(dets), 4)
+        ids = np.array([t for _, t in dets], np.int64)
+        inp.add_masks(f, boxes, np.full(len(dets), 0.8), ids)
+    return inp
+
+
+@pytest.mark.parametrize("max_tracks", [None, 3])
+def test_masks_link_as_their_boxes_exactly_as_poses_with_those_corners(
+    max_tracks: int | None,
+) -> None:
+    """A mask is a box with an extent, never a single node: linking masks gives the ids
+    that linking two-node poses on the same corners gives (the port checked against
+    sleap-nn), and it does join the fragments."""
+    frames = _fragmented_scene()
+    masks, poses = _as_masks(frames), _as_two_corner_poses(frames)
+    a, ra = link_tracks(masks, max_tracks)
+    b, rb = link_tracks(poses, max_tracks)
+    np.testing.assert_array_equal(a, b)
+    assert ra == rb and ra.merges > 0
+    assert ra.identities < ra.identities_before
+
+
+def test_a_mask_box_keeps_its_float64_bits_and_missing_scores_count_as_one() -> None:
+    inp = LinkInput()
+    box = np.array([[0.1 + 1 / 3, 2.0, 7.7, 9.3], [np.nan] * 4])
+    inp.add_masks(4, box, np.array([np.nan, 1.7]), np.array([0, -1]))
+    _, _, _, got, score, n_visible = inp.arrays()
+    assert got.dtype == np.float64 and got[0].tolist() == box[0].tolist()
+    assert np.isnan(got[1]).all()
+    assert score.tolist() == [1.0, 1.0] and n_visible.tolist() == [1, 0]
+    single, sized = inp.single_and_sized(n_visible)
+    assert single.tolist() == [False, False] and sized.tolist() == [True, False]
+
+
+def test_one_video_links_poses_or_masks_never_both() -> None:
+    poses = _as_two_corner_poses(_fragmented_scene()[:3])
+    with pytest.raises(ValueError, match="poses or masks"):
+        poses.add_masks(9, np.zeros((1, 4)), np.ones(1), np.zeros(1))
+    masks = _as_masks(_fragmented_scene()[:3])
+    with pytest.raises(ValueError, match="poses or masks"):
+        masks.add_frame(9, np.zeros((1, 2, 2)), None, np.ones(1), np.zeros(1))
 
 
 def _broken_labels() -> sio.Labels:
@@ -185,6 +253,33 @@ def test_retracking_with_linking_joins_the_broken_track(kw: dict) -> None:
     tracks = [i.track for lf in linked for i in lf.instances]
     assert len({t.name for t in tracks if t is not None}) == 1  # (bytetrack: min_hits)
     assert sum(t is not None for t in tracks) >= 50
+    assert [t.name for t in linked.tracks] == ["track_0"]  # the merged-away one is gone
+
+
+def test_after_linking_the_next_video_s_names_follow_the_last_kept_id() -> None:
+    """sleap-nn lists only the identities linking kept, and names the next video's
+    tracks from the highest kept id + 1: two videos, each broken once, give track_0 for
+    the first and track_1 (not track_2) for the second."""
+    first, second = _broken_labels(), _broken_labels()
+    video = sio.Video(
+        filename="w.mp4",
+        backend_metadata={"shape": [60, 64, 64, 1], "fps": 30.0, "grayscale": True},
+        open_backend=False,
+    )
+    for lf in second.labeled_frames:
+        lf.video = video
+    labels = sio.Labels(
+        labeled_frames=[*first.labeled_frames, *second.labeled_frames],
+        videos=[first.videos[0], video],
+        skeletons=first.skeletons,
+    )
+    retrack_labels(labels, TrackingOptions(link_tracklets=True))
+    by_video = {
+        v.filename: {i.track.name for lf in labels for i in lf.instances if lf.video is v}
+        for v in labels.videos
+    }
+    assert by_video == {"v.mp4": {"track_0"}, "w.mp4": {"track_1"}}
+    assert [t.name for t in labels.tracks] == ["track_0", "track_1"]
 
 
 def _appearance_scene(swap: bool, jump: bool, vectors: bool = True) -> tuple[LinkInput, list]:
@@ -249,3 +344,47 @@ def test_a_long_absence_past_the_gate_is_linked_by_appearance_only() -> None:
     assert set(new[animal == 2].tolist()) == {2}
     blind, _ = link_tracks(_appearance_scene(swap=False, jump=True, vectors=False)[0])
     assert set(blind[animal == 2].tolist()) == {2, 3}  # by position: too far
+
+
+def _broken_mask_labels() -> sio.Labels:
+    """One animal walking as a mask (its pose linked to it); frames 20-24 missing."""
+    labels = _broken_labels()
+    for lf in labels:
+        masks = []
+        for inst in lf.instances:
+            grid = np.zeros((80, 160), bool)
+            x0, y0 = (int(v) for v in np.nanmin(inst.numpy(), axis=0))
+            grid[y0 - 4 : y0 + 12, x0 - 4 : x0 + 24] = True
+            mask = sio.PredictedSegmentationMask.from_numpy(grid, score=0.9)
+            mask.instance = inst
+            masks.append(mask)
+        lf.masks = masks
+    return labels
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"tracker": "sort", "track_buffer": 2},
+        {"tracker": "bytetrack", "track_buffer": 2},
+    ],
+    ids=str,
+)
+def test_retracking_masks_with_linking_joins_the_broken_track_and_poses_inherit(
+    kw: dict,
+) -> None:
+    labels = _broken_mask_labels()
+    stats = retrack_labels(labels, TrackingOptions(features="masks", **kw))
+    assert stats.carrier == "masks"
+    named = {m.track.name for lf in labels for m in lf.masks if m.track is not None}
+    assert len(named) == 2  # the tracker alone
+    linked = _broken_mask_labels()
+    retrack_labels(linked, TrackingOptions(features="masks", link_tracklets=True, **kw))
+    masks = [m for lf in linked for m in lf.masks]
+    tracked = [m for m in masks if m.track is not None]
+    assert len(masks) == 55 and len(tracked) >= 50  # (bytetrack: a tentative track's misses)
+    assert len({m.track.name for m in tracked}) == 1
+    assert [t.name for t in linked.tracks] == [tracked[0].track.name]
+    for lf in linked:
+        for inst in lf.instances:  # each pose took its mask's (linked) track
+            assert inst.track is lf.masks[0].track
