@@ -30,6 +30,15 @@ def _chunks(frames: np.ndarray, pairs: int) -> Iterator[np.ndarray]:
         yield frames[s : s + step]
 
 
+def frame_layout(pos: np.ndarray, n_frames: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``(offsets, counts)`` per frame of detections listed in frame order, ``pos`` each
+    one's frame position (non-decreasing; at least ``n_frames`` frames)."""
+    pos = np.asarray(pos, np.int64)
+    counts = np.bincount(pos, minlength=max(n_frames, int(pos.max(initial=-1)) + 1))
+    counts = counts.astype(np.int64)
+    return np.cumsum(counts) - counts, counts
+
+
 def frame_blocks(
     offsets: np.ndarray, counts: np.ndarray, min_count: int = 1
 ) -> Iterator[np.ndarray]:

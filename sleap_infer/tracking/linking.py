@@ -35,7 +35,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sleap_infer.tracking.frame_blocks import frame_blocks, in_frame_order, upper_pairs
+from sleap_infer.tracking.frame_blocks import (
+    frame_blocks,
+    frame_layout,
+    in_frame_order,
+    upper_pairs,
+)
 from sleap_infer.tracking.linking_appearance import link_rules, unit_rows
 from sleap_infer.tracking.linking_calibration import calibrate_geometry, frame_steps
 from sleap_infer.tracking.linking_closed import ClosedSet
@@ -120,8 +125,7 @@ def _gating(pos, track, padded, score, n_visible, has, valid, n_nodes, high):
     padded boxes overlap (ambiguity), as indices among the tracked detections, in frame
     order (frames of equal size at once: :mod:`~sleap_infer.tracking.frame_blocks`)."""
     tracked = track >= 0
-    counts = np.bincount(pos, minlength=int(pos.max(initial=-1)) + 1).astype(np.int64)
-    offsets = np.cumsum(counts) - counts
+    offsets, counts = frame_layout(pos)
     isolated = np.ones(len(pos), bool)
     parts = []
     for rows in frame_blocks(offsets, counts, min_count=2):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sleap_infer.tracking.frame_blocks import frame_blocks, next_frame_blocks
+from sleap_infer.tracking.frame_blocks import frame_blocks, frame_layout, next_frame_blocks
 from sleap_infer.tracking.mot_body import DEFAULT_BODY_SIZE, resolve_body_size
 
 MIN_ANCHOR_LEN = 10  # detections in a chain before its motion counts
@@ -62,7 +62,7 @@ def frame_steps(frame_idx: np.ndarray, time_base: str, frame_step: int) -> np.nd
     return np.concatenate([[0], np.cumsum(inc)]).astype(np.int64)
 
 
-def _iomin(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def pair_iomin(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Pairwise intersection over the smaller box area (0 where an area is 0); boxes
     ``(..., n, 4)`` and ``(..., m, 4)`` give ``(..., n, m)``."""
     lo = np.maximum(a[..., :, None, :2], b[..., None, :, :2])
@@ -81,7 +81,7 @@ def _second_smallest(dist: np.ndarray, axis: int) -> np.ndarray:
     return np.take(np.partition(dist, 1, axis=axis), 1, axis=axis)
 
 
-def _distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def pair_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Centroid distances ``(..., n, m)`` of ``(..., n, 2)`` and ``(..., m, 2)``."""
     return np.linalg.norm(a[..., :, None, :] - b[..., None, :, :], axis=-1)
 
@@ -96,10 +96,10 @@ def _same_frame(
     for rows in frame_blocks(offsets, counts, min_count=2):
         eye = np.eye(rows.shape[1], dtype=bool)
         box = boxes[rows]
-        pair = (_iomin(box, box) > DUPLICATE_IOMIN) & ~eye
+        pair = (pair_iomin(box, box) > DUPLICATE_IOMIN) & ~eye
         dup[rows] = pair.any(axis=-1)
         c = centroids[rows]
-        dist = _distances(c, c)
+        dist = pair_distances(c, c)
         nn[rows] = np.where(np.isfinite(dist) & ~eye & ~pair, dist, np.inf).min(axis=-1)
     return nn, dup
 
@@ -116,7 +116,7 @@ def _links(
     (and strictly) farther both ways, neither a duplicate."""
     nxt = np.full(len(centroids), -1, np.int64)
     for a, b in next_frame_blocks(offsets, counts):
-        dist = _distances(centroids[a], centroids[b])
+        dist = pair_distances(centroids[a], centroids[b])
         dist = np.where(np.isfinite(dist), dist, np.inf)
         best_col = dist.argmin(axis=2)  # (F, ka)
         best_row = dist.argmin(axis=1)  # (F, kb)
@@ -162,8 +162,7 @@ def calibrate_geometry(
     frame_step, regular = frame_stride(frame_idx)
     time_base = "frames" if regular else "steps"
     step_idx = frame_steps(frame_idx, time_base, frame_step)
-    counts = np.bincount(frame_pos, minlength=len(frame_idx)).astype(np.int64)
-    offsets = np.cumsum(counts) - counts
+    offsets, counts = frame_layout(frame_pos, len(frame_idx))
     nn, dup = _same_frame(offsets, counts, centroids, boxes)
     finite_nn = nn[np.isfinite(nn)]
     spacing = float(np.median(finite_nn)) if finite_nn.size else float("nan")

@@ -15,9 +15,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from sleap_infer.tracking.frame_blocks import frame_blocks, in_frame_order, upper_pairs
+from sleap_infer.tracking.frame_blocks import (
+    frame_blocks,
+    frame_layout,
+    in_frame_order,
+    upper_pairs,
+)
 from sleap_infer.tracking.linking_appearance import s_link
-from sleap_infer.tracking.linking_calibration import Geometry, frame_steps
+from sleap_infer.tracking.linking_calibration import (
+    Geometry,
+    frame_steps,
+    pair_distances,
+    pair_iomin,
+)
 
 SPATIAL_ONLY_BUFFERS = 4  # spatial-only links up to this many track buffers
 MAX_WINDOW_CANDIDATES = 256  # successors kept per identity inside that window
@@ -124,24 +134,15 @@ class Linker:
         (``sized``: the detection has an extent whose overlap counts, see
         :meth:`LinkInput.single_and_sized`), in frame order."""
         dist_max = DUPLICATE_CENTROID_BODY * self.body
-        counts = np.bincount(self.pos - self.pos.min(initial=0)) if len(self.pos) else []
-        counts = np.asarray(counts, np.int64)
-        offsets = np.cumsum(counts) - counts
+        offsets, counts = frame_layout(self.pos)
         parts = []
         for rows in frame_blocks(offsets, counts, min_count=2):
             box = raw[rows]
-            lo = np.maximum(box[:, :, None, :2], box[:, None, :, :2])
-            hi = np.minimum(box[:, :, None, 2:], box[:, None, :, 2:])
-            inter = np.clip(hi - lo, 0.0, None).prod(axis=-1)
-            area = np.clip(box[..., 2:] - box[..., :2], 0.0, None).prod(axis=-1)
-            small = np.minimum(area[:, :, None], area[:, None, :])
             both = sized[rows]
+            iomin = np.where(both[:, :, None] & both[:, None, :], pair_iomin(box, box), 0.0)
             cen = self.centroids[rows]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                iomin = np.where(small > 0, inter / small, 0.0)
-                iomin = np.where(both[:, :, None] & both[:, None, :], iomin, 0.0)
-                dist = np.linalg.norm(cen[:, :, None] - cen[:, None], axis=-1)
-                dup = (np.nan_to_num(iomin) >= DUPLICATE_IOMIN) | (dist < dist_max)
+            dist = pair_distances(cen, cen)
+            dup = (np.nan_to_num(iomin) >= DUPLICATE_IOMIN) | (dist < dist_max)
             ok = self.valid_c[rows]
             dup &= ok[:, :, None] & ok[:, None, :]
             parts.append(upper_pairs(dup, rows))

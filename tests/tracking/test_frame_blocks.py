@@ -17,10 +17,10 @@ from sleap_infer.tracking.linking import (
 from sleap_infer.tracking.linking_calibration import (
     ANCHOR_RATIO,
     DUPLICATE_IOMIN,
-    _iomin,
     _links,
     _same_frame,
     _second_smallest,
+    pair_iomin,
 )
 from sleap_infer.tracking.linking_linker import DUPLICATE_CENTROID_BODY, Linker
 from sleap_infer.tracking.linking_linker import DUPLICATE_IOMIN as LINKER_DUPLICATE_IOMIN
@@ -66,7 +66,7 @@ def _same_frame_loop(v):
         if k < 2:
             continue
         eye = np.eye(k, dtype=bool)
-        pair = (_iomin(v["box"][s], v["box"][s]) > DUPLICATE_IOMIN) & ~eye
+        pair = (pair_iomin(v["box"][s], v["box"][s]) > DUPLICATE_IOMIN) & ~eye
         dup[s] = pair.any(axis=1)
         c = v["centroids"][s]
         dist = np.linalg.norm(c[:, None] - c[None], axis=-1)
