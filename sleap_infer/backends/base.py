@@ -19,6 +19,10 @@ class ModelBackend(Protocol):
     peaks instead of confidence maps, so layers skip host-side peak finding.
     ``provenance`` is what a prediction file records about the backend beyond
     its name and device (the export folders it ran; empty for torch).
+
+    Optional, read with ``getattr``: ``host_threads`` (int) on a backend whose runtime
+    runs the network in its own CPU thread pool (ONNX Runtime, OpenVINO on the CPU):
+    the torch threads the layer's host-side work should use beside it.
     """
 
     device: torch.device

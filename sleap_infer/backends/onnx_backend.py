@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from sleap_infer.backends.base import check_export_input, refuse_misfit, resolve_device
-from sleap_infer.backends.threads import cpu_budget
+from sleap_infer.backends.threads import HOST_THREADS_BESIDE_POOL, cpu_budget
 from sleap_infer.core.artifact import ExportInfo, read_export
 from sleap_infer.core.errors import BackendError, ExportError
 from sleap_infer.core.options import DecodeSettings
@@ -78,6 +78,8 @@ class ONNXBackend:
         self.device = device if isinstance(device, torch.device) else resolve_onnx_device(device)
         self.export = export
         self.does_baked_postproc = not export.raw_maps
+        # ONNX Runtime's CPU provider runs nodes in its own pool even on CUDA (fallbacks).
+        self.host_threads = HOST_THREADS_BESIDE_POOL if self.device.type == "cpu" else None
         if graph_optimization not in GRAPH_LEVELS:
             raise BackendError(
                 f"unknown graph optimisation level {graph_optimization!r} "

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from sleap_infer.backends.base import check_export_input, refuse_misfit
-from sleap_infer.backends.threads import cpu_budget
+from sleap_infer.backends.threads import HOST_THREADS_BESIDE_POOL, cpu_budget
 from sleap_infer.core.artifact import ExportInfo
 from sleap_infer.core.errors import BackendError, ExportError
 from sleap_infer.core.options import DecodeSettings
@@ -74,6 +74,7 @@ class OpenVINOBackend:
         self.export = export
         self.precision = precision
         self.does_baked_postproc = not export.raw_maps
+        self.host_threads = HOST_THREADS_BESIDE_POOL
         self.onnx_path = str(export.onnx_path)
         self.core = ov.Core()
         self.config = {

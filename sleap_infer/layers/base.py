@@ -12,6 +12,7 @@ refuses a backend of the other kind.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -21,6 +22,7 @@ import numpy as np
 import torch
 
 from sleap_infer.backends.base import ModelBackend, check_finite
+from sleap_infer.backends.threads import torch_threads
 from sleap_infer.core.config import ModelConfig, Preprocessing
 from sleap_infer.core.options import PredictOptions
 from sleap_infer.core.predictions import BatchPredictions
@@ -95,8 +97,15 @@ class InferenceLayer(Preprocessor, ABC):
         with stage("network"):
             return self.call_backend(x)
 
+    def host_threads(self) -> contextlib.AbstractContextManager[None]:
+        """torch's pool for this layer's own work (preprocess, decoding): one thread beside
+        a backend whose runtime runs its own CPU pool (``backend.host_threads``), as is;
+        see :func:`~sleap_infer.backends.threads.torch_threads`."""
+        threads = getattr(self.backend, "host_threads", None)
+        return contextlib.nullcontext() if threads is None else torch_threads(threads)
+
     def finish(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
-        with stage("postprocess"):
+        with stage("postprocess"), self.host_threads():
             return self.postprocess(outputs, info)
 
     def run_preprocessed(self, x: torch.Tensor, info: PreprocInfo) -> BatchPredictions:
@@ -104,7 +113,7 @@ class InferenceLayer(Preprocessor, ABC):
 
     def predict(self, frames: np.ndarray | torch.Tensor) -> BatchPredictions:
         """Predict on a batch of raw frames (``(B, H, W, C)`` numpy or ``(B, C, H, W)`` tensor)."""
-        with stage("preprocess"):
+        with stage("preprocess"), self.host_threads():
             x, info = self.preprocess(frames)
         return self.run_preprocessed(x, info)
 
@@ -116,7 +125,7 @@ class InferenceLayer(Preprocessor, ABC):
         second network too) overlap with the first network instead of adding to it.
         ``predict`` is ``start(frames)()``.
         """
-        with stage("preprocess"):
+        with stage("preprocess"), self.host_threads():
             x, info = self.preprocess(frames)
         return functools.partial(self.finish, self.network_outputs(x), info)
 

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from sleap_infer.backends.base import ModelBackend
+from sleap_infer.backends.threads import HOST_THREADS_BESIDE_POOL
 from sleap_infer.core.artifact import ExportInfo
 from sleap_infer.core.errors import ExportError
 from sleap_infer.core.options import DecodeSettings
@@ -55,6 +56,7 @@ class AutoExportBackend:
         # Per model: layers check it against the decoding they do (build_layer picks the
         # host-decoding layer for the same models, by the same rule).
         self.does_baked_postproc = not self.raw_maps
+        self.host_threads = HOST_THREADS_BESIDE_POOL if device.type == "cpu" else None
         self.runtime = runtime
         self.device = device
         self.fp16 = fp16

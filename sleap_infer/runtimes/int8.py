@@ -101,6 +101,7 @@ class CalibratingInt8Backend:
         self.options = options
         self.float_backend: ModelBackend = runtime.open(info, device, **options)
         self.does_baked_postproc = self.float_backend.does_baked_postproc
+        self.host_threads = getattr(self.float_backend, "host_threads", None)
         self.recorded: list[np.ndarray] = []
         self.int8_backend: ModelBackend | None = None
         self.int8_info: ExportInfo | None = None

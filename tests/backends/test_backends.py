@@ -13,7 +13,7 @@ from sleap_infer.model.config import parse_config
 from sleap_infer.nets import build_network
 from sleap_infer.runtimes import backend_maker
 
-from model_factory import config_dict
+from model_factory import config_dict, write_model_dir
 
 
 def test_resolve_device() -> None:
@@ -152,3 +152,27 @@ def test_onnx_cuda_sessions_ask_for_ieee_float32(monkeypatch: pytest.MonkeyPatch
         ("CUDAExecutionProvider", {"device_id": 1, "use_tf32": 0}),
         "CPUExecutionProvider",
     ]
+
+
+@pytest.mark.parametrize("runtime", ["onnx", "openvino"])
+def test_cpu_pool_runtimes_ask_for_one_host_thread(runtime: str, tmp_path) -> None:
+    """ONNX Runtime and OpenVINO run the network in their own CPU pool: the layer's torch
+    work beside them runs on one thread (``torch_threads``), torch's own backend leaves
+    the pool alone."""
+    pytest.importorskip("onnxruntime")
+    if runtime == "openvino":
+        pytest.importorskip("openvino")
+    import numpy as np
+
+    import sleap_infer
+    from sleap_infer.backends.threads import HOST_THREADS_BESIDE_POOL
+
+    model = write_model_dir(tmp_path / "m", config_dict("single_instance"))
+    frames = np.zeros((2, 64, 64, 1), np.uint8)
+    torch_pipe = sleap_infer.load(model, device="cpu")
+    assert getattr(torch_pipe.layer.backend, "host_threads", None) is None
+    pipe = sleap_infer.load(model, backend=runtime, device="cpu")
+    assert pipe.layer.backend.host_threads == HOST_THREADS_BESIDE_POOL == 1
+    before = torch.get_num_threads()
+    pipe.predict(frames)
+    assert torch.get_num_threads() == before

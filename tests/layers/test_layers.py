@@ -49,6 +49,42 @@ def test_single_instance_below_threshold_drops_instance() -> None:
     assert np.isnan(preds.points).all()
 
 
+def test_host_work_runs_on_the_backends_host_threads_and_torch_is_restored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Beside a runtime with its own CPU pool (ONNX Runtime, OpenVINO) the layer's own torch
+    # work runs on backend.host_threads; torch's pool is put back afterwards.
+    cfg = parse_config(config_dict("single_instance"))
+    seen: list[tuple[str, int]] = []
+    backend = FakeBackend(lambda x: {"SingleInstanceConfmapsHead": torch.zeros(2, 3, 8, 8)})
+    layer = SingleInstanceLayer(cfg, backend)
+    real_pre, real_post = layer.preprocess, layer.postprocess
+
+    def pre(frames: np.ndarray, **kw: object) -> object:
+        seen.append(("preprocess", torch.get_num_threads()))
+        return real_pre(frames, **kw)
+
+    def post(outputs: dict, info: object) -> object:
+        seen.append(("postprocess", torch.get_num_threads()))
+        return real_post(outputs, info)
+
+    monkeypatch.setattr(layer, "preprocess", pre)
+    monkeypatch.setattr(layer, "postprocess", post)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        frames = np.zeros((2, 16, 16, 1), np.uint8)
+        layer.predict(frames)  # no host_threads: torch's pool as it is
+        backend.host_threads = 1
+        layer.predict(frames)
+        layer.start(frames)()
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    beside_pool = [("preprocess", 1), ("postprocess", 1)]
+    assert seen == [("preprocess", 2), ("postprocess", 2), *beside_pool, *beside_pool]
+
+
 def test_centroid_max_instances_keeps_strongest_in_value_order() -> None:
     cfg = parse_config(config_dict("centroid"))
     maps = torch.zeros(2, 1, 16, 16)
