@@ -73,6 +73,7 @@ class ONNXBackend:
         device: str | torch.device = "auto",
         intra_op_threads: int = 0,
         graph_optimization: str = "all",
+        spin: bool = True,
     ) -> None:
         ort = require_onnxruntime()
         self.device = device if isinstance(device, torch.device) else resolve_onnx_device(device)
@@ -88,6 +89,10 @@ class ONNXBackend:
         options = ort.SessionOptions()
         # 0 means "size to this process's core budget" (ORT's own default counts the host's).
         options.intra_op_num_threads = intra_op_threads or cpu_budget()
+        if not spin:
+            # Workers sleep when idle instead of spinning: for sessions that take turns
+            # (a top-down pair), where one's spinning workers hold the cores the other needs.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.graph_optimization_level = getattr(
             ort.GraphOptimizationLevel, GRAPH_LEVELS[graph_optimization]
         )

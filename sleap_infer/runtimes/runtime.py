@@ -120,6 +120,7 @@ class ExportingMaker:
     def __call__(self, model: LoadedModel, partners: Sequence[LoadedModel] = ()) -> ModelBackend:
         from sleap_infer.runtimes.auto import AutoExportBackend
 
+        options = {**self.options, **(self.runtime.pair_options() if partners else {})}
         return AutoExportBackend(
             model,
             self.runtime,
@@ -128,7 +129,7 @@ class ExportingMaker:
             int8=self.int8,
             notify=self.notify,
             partners=[p.path for p in partners],
-            **self.options,
+            **options,
         )
 
 
@@ -147,6 +148,11 @@ class ExportedRuntime(Runtime):
     @abstractmethod
     def open(self, info: ExportInfo, device: torch.device, **options: Any) -> ModelBackend:
         """A backend running export ``info`` on ``device``."""
+
+    def pair_options(self) -> dict[str, Any]:
+        """Backend options for each model of a top-down pair, whose two networks take turns
+        on every batch (none by default)."""
+        return {}
 
     def maker(
         self,
@@ -191,6 +197,13 @@ class OnnxRuntime(ExportedRuntime):
         from sleap_infer.backends.onnx_backend import ONNXBackend
 
         return ONNXBackend(info, device, **options)
+
+    def pair_options(self) -> dict[str, Any]:
+        """Each session's CPU workers sleep when idle: with two sessions taking turns, one's
+        spinning workers held the cores the other needed (top-down at 30 animals, 2 cores:
+        37.8 -> 26.5 ms/frame; a lone bottom-up session is faster spinning, 18.4 vs 20.8;
+        ``benchmarks/host_threads.py``)."""
+        return {"spin": False}
 
 
 class OpenVinoRuntime(ExportedRuntime):

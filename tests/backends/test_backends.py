@@ -176,3 +176,39 @@ def test_cpu_pool_runtimes_ask_for_one_host_thread(runtime: str, tmp_path) -> No
     before = torch.get_num_threads()
     pipe.predict(frames)
     assert torch.get_num_threads() == before
+
+
+def test_onnx_sessions_of_a_top_down_pair_do_not_spin(tmp_path) -> None:
+    """The two networks of a top-down pair take turns on every batch: their ONNX Runtime
+    sessions sleep when idle instead of spinning on the cores the other one needs. A lone
+    model's session keeps ONNX Runtime's default (spinning: faster for it)."""
+    pytest.importorskip("onnxruntime")
+    import numpy as np
+
+    import sleap_infer
+
+    key = "session.intra_op.allow_spinning"
+    centroid = write_model_dir(tmp_path / "c", config_dict("centroid"))
+    instance = write_model_dir(tmp_path / "i", config_dict("centered_instance"))
+    frames = np.zeros((2, 64, 64, 1), np.uint8)
+
+    def spin_entries(backend: object) -> list[str]:
+        """Each opened session's setting ("unset": ONNX Runtime's default, spinning)."""
+        out = []
+        for b in backend._backends.values():  # type: ignore[attr-defined]
+            entries = b.session.get_session_options()
+            try:
+                out.append(entries.get_session_config_entry(key))
+            except RuntimeError:  # "does not have configuration with key"
+                out.append("unset")
+        return out
+
+    pair = sleap_infer.load(centroid, instance, backend="onnx", device="cpu")
+    pair.predict(frames)  # random weights: no centroid, so the instance network never runs
+    for stage in (pair.layer.centroid, pair.layer.instance):
+        assert stage.backend.runtime_options["spin"] is False
+    assert spin_entries(pair.layer.centroid.backend) == ["0"]
+    lone = sleap_infer.load(centroid, backend="onnx", device="cpu")
+    lone.predict(frames)
+    assert "spin" not in lone.layer.backend.runtime_options
+    assert spin_entries(lone.layer.backend) == ["unset"]
