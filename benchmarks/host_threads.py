@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+from alternate import alternated_rounds
+
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "examples" / "models"
 KINDS = {
@@ -112,14 +114,7 @@ def main() -> None:
     if args.child:
         print(json.dumps({c: measure(c, args.animals, args.warm, args.frames) for c in names}))
         return
-    trees = {"before": args.against.resolve()} if args.against else {}
-    trees["after" if args.against else "this tree"] = ROOT
-    runs: dict[str, list[dict[str, float]]] = {t: [] for t in trees}
-    for r in range(args.rounds):
-        order = list(trees) if r % 2 == 0 else list(reversed(trees))
-        for t in order:
-            runs[t].append(child(trees[t], args, names))
-            print(f"round {r + 1} {t}: {runs[t][-1]}", file=sys.stderr)
+    runs = alternated_rounds(args.against, ROOT, args.rounds, lambda t: child(t, args, names))
     print(f"{args.animals} animals, 512 px, {args.frames} frames timed after {args.warm}")
     print(table(names, runs))
 

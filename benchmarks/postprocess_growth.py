@@ -31,6 +31,8 @@ import sys
 import time
 from pathlib import Path
 
+from alternate import alternated_rounds
+
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "examples" / "models"
 ANIMALS = (2, 10, 30, 60)
@@ -101,8 +103,8 @@ def table(names: list[str], runs: dict[str, list[dict[str, float]]]) -> str:
         lines.append(row + " |")
     for t in trees:
         base = med[t].get("bottomup n2")
-        growth = [f"n{n}: {med[t][f'bottomup n{n}'] / base:.2f}x" for n in ANIMALS[1:]]
         if base and all(f"bottomup n{n}" in med[t] for n in ANIMALS):
+            growth = [f"n{n}: {med[t][f'bottomup n{n}'] / base:.2f}x" for n in ANIMALS[1:]]
             lines.append(f"\n{t}: growth vs 2 animals " + ", ".join(growth))
     return "\n".join(lines)
 
@@ -123,14 +125,9 @@ def main() -> None:
         torch.set_num_threads(args.threads)
         print(json.dumps({c: measure(c, args.repeats) for c in names}))
         return
-    trees = {"before": args.against.resolve()} if args.against else {}
-    trees["after" if args.against else "this tree"] = ROOT
-    runs: dict[str, list[dict[str, float]]] = {t: [] for t in trees}
-    for r in range(args.rounds):
-        order = list(trees) if r % 2 == 0 else list(reversed(trees))
-        for t in order:
-            runs[t].append(child(trees[t], names, args.repeats, args.threads))
-            print(f"round {r + 1} {t}: {runs[t][-1]}", file=sys.stderr)
+    runs = alternated_rounds(
+        args.against, ROOT, args.rounds, lambda t: child(t, names, args.repeats, args.threads)
+    )
     print(table(names, runs))
 
 
