@@ -79,7 +79,7 @@ class ONNXBackend:
         self.device = device if isinstance(device, torch.device) else resolve_onnx_device(device)
         self.export = export
         self.does_baked_postproc = not export.raw_maps
-        # ONNX Runtime's CPU provider runs nodes in its own pool even on CUDA (fallbacks).
+        # Beside the CPU provider's own pool; on CUDA the network runs on the GPU.
         self.host_threads = HOST_THREADS_BESIDE_POOL if self.device.type == "cpu" else None
         if graph_optimization not in GRAPH_LEVELS:
             raise BackendError(

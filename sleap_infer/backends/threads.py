@@ -74,7 +74,7 @@ def torch_threads(threads: int) -> Iterator[None]:
     network that runs in another runtime's CPU thread pool. ONNX Runtime's and
     OpenVINO's workers keep spinning for a while after each inference, holding the
     cores, so a torch op that splits itself over those same cores waits for them:
-    on 2 cores a bottom-up batch's 1 ms of decoding took 20-46 ms (median) right
+    on 2 cores a bottom-up batch's 0.8 ms of decoding took 21-46 ms (median) right
     after the network, and 1.4 ms on one thread. Those small tensors gain nothing
     from a second thread anyway. Switching costs about 30 us a batch.
     """
