@@ -125,24 +125,19 @@ def link_input(batches: Iterable[BatchPredictions], masks: bool = False) -> Link
 
 def _add_masks(inp: LinkInput, batches: Iterable[BatchPredictions]) -> None:
     """Each predicted frame's masks as the output holds them (empty ones dropped)."""
-    from sleap_infer.tracking.base import MASKS, Detections
+    from sleap_infer.tracking.base import MASKS
     from sleap_infer.tracking.mot_boxes import raw_boxes
-    from sleap_infer.tracking.online import mask_bitmap
+    from sleap_infer.tracking.online import mask_detections
 
     for preds in batches:
         masks = packaged(preds.masks)
         frames = preds.frame_indices if preds.frame_indices is not None else []
         for b, frame in enumerate(np.asarray(frames).tolist()):
             ks = masks.in_frame(b)
-            det = Detections(
-                frame_idx=int(frame),
-                points=np.zeros((len(ks), 0, 2)),
-                scores=np.asarray(masks.score[ks], np.float64),
-                masks=[mask_bitmap(masks, k) for k in ks],
-            )
+            det = mask_detections(masks, ks, int(frame))
             ids = masks.track[ks] if masks.track is not None else np.full(len(ks), -1)
-            vectors = None  # a mask carries no re-ID vector in the journal
-            inp.add_masks(int(frame), raw_boxes(det, MASKS)[0], det.scores, ids, vectors)
+            # a mask carries no re-ID vector in the journal
+            inp.add_masks(int(frame), raw_boxes(det, MASKS)[0], det.scores, ids, None)
 
 
 def track_buffer(options: TrackingOptions) -> int:

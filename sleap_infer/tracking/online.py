@@ -161,13 +161,7 @@ class OnlineTracker:
         for b, frame_idx in enumerate(preds.frame_indices.tolist()):
             ks = masks.in_frame(b)
             found = self.tracker.step(
-                Detections(
-                    frame_idx=int(frame_idx),
-                    points=np.zeros((len(ks), 0, 2)),
-                    scores=np.asarray(masks.score[ks], np.float64),
-                    masks=[mask_bitmap(masks, k) for k in ks],
-                    image=self._image(preds, b),
-                )
+                mask_detections(masks, ks, int(frame_idx), self._image(preds, b))
             )
             track[ks] = found.track_ids
             tracking_score[ks] = found.scores
@@ -177,7 +171,21 @@ class OnlineTracker:
         preds.masks = masks
 
 
-def mask_bitmap(masks: MaskSet, k: int) -> MaskBitmap:
+def mask_detections(
+    masks: MaskSet, ks: np.ndarray, frame_idx: int, image: np.ndarray | None = None
+) -> Detections:
+    """Masks ``ks`` of ``masks`` (one frame's) as the trackers and identity linking read
+    them: no points, the masks' own scores."""
+    return Detections(
+        frame_idx=frame_idx,
+        points=np.zeros((len(ks), 0, 2)),
+        scores=np.asarray(masks.score[ks], np.float64),
+        masks=[_mask_bitmap(masks, k) for k in ks],
+        image=image,
+    )
+
+
+def _mask_bitmap(masks: MaskSet, k: int) -> MaskBitmap:
     """Mask ``k`` of ``masks`` as the trackers read it."""
     sx, sy = (float(v) for v in masks.scale[k])
     ox, oy = (float(v) for v in masks.offset[k])
