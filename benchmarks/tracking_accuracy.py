@@ -109,6 +109,12 @@ VARIANTS = (
     Variant(
         "bytetrack + link_tracklets", "bytetrack", {"link_tracklets": True}, ("--link_tracklets",)
     ),
+    Variant(
+        "infer_bytetrack + link_tracklets",
+        "infer_bytetrack",
+        {"link_tracklets": True},
+        ("--link_tracklets",),
+    ),
 )
 
 
@@ -252,7 +258,8 @@ def run_sleap_nn_classes(
     for _, instances in objs:
         ids = [-1 if i.track is None else int(i.track.name[6:]) for i in instances]
         points = np.array([i.numpy() for i in instances], dtype=np.float64)
-        out.append((np.array(ids, dtype=np.int64), centroids(points.reshape(len(ids), -1, 2))))
+        points = points.reshape(len(ids), n_nodes, 2)  # (an empty frame too)
+        out.append((np.array(ids, dtype=np.int64), centroids(points)))
     return out, 1e3 * elapsed / max(len(frames), 1)
 
 

@@ -26,11 +26,11 @@ Tracker = Annotated[
     typer.Option(
         metavar="NAME",
         help=_choice_help(
-            "classic: sleap-nn's candidate-window tracker (default). sort, botsort, ocsort, "
-            "deepsort, strongsort, deepocsort: sleap-nn's MOT trackers (docs/tracking-mot.md;"
-            " the last three need re-ID vectors; botsort reads them when present). bytetrack:"
-            " Kalman motion + two-stage association by score; never drops a detection. Implies "
-            "--tracking.",
+            "classic: sleap-nn's candidate-window tracker (default). bytetrack, sort, botsort,"
+            " ocsort, deepsort, strongsort, deepocsort: sleap-nn's MOT trackers"
+            " (docs/tracking-mot.md; the last three need re-ID vectors; botsort reads them when"
+            " present). infer_bytetrack: infer's own ByteTrack variant, best identities without"
+            " re-ID vectors on crowded scenes (docs/tracking.md). Implies --tracking.",
             t.TRACKERS,
         ),
         show_default=False,
@@ -140,7 +140,7 @@ TrackBuffer = Annotated[
     typer.Option(
         min=0,
         metavar="N",
-        help=f"bytetrack, sort, botsort, ocsort: frames a lost track waits to be re-found "
+        help=f"The Kalman-box trackers (all but classic): frames a lost track waits to be re-found "
         f"({t.TRACK_BUFFER}).",
         show_default=False,
     ),
@@ -149,8 +149,8 @@ TrackHigh = Annotated[
     float | None,
     typer.Option(
         metavar="FLOAT",
-        help=f"bytetrack: first-stage (high) detection score ({t.TRACK_HIGH_THRESHOLD}; "
-        "sort 0.1, botsort and ocsort 0.6).",
+        help=f"Kalman-box trackers: first-stage (high) detection score"
+        f" ({t.TRACK_HIGH_THRESHOLD}; sort 0.1, botsort and ocsort 0.6).",
         show_default=False,
     ),
 ]
@@ -158,7 +158,7 @@ TrackLow = Annotated[
     float | None,
     typer.Option(
         metavar="FLOAT",
-        help=f"bytetrack: lowest score associated at all ({t.TRACK_LOW_THRESHOLD}).",
+        help=f"Kalman-box trackers: lowest score associated at all ({t.TRACK_LOW_THRESHOLD}).",
         show_default=False,
     ),
 ]
@@ -166,8 +166,8 @@ NewTrack = Annotated[
     float | None,
     typer.Option(
         metavar="FLOAT",
-        help=f"bytetrack: score needed to start a track ({t.NEW_TRACK_THRESHOLD}; "
-        "sort 0.1, botsort 0.7).",
+        help=f"Kalman-box trackers: score needed to start a track ({t.NEW_TRACK_THRESHOLD};"
+        " sort 0.1, botsort 0.7).",
         show_default=False,
     ),
 ]
@@ -178,7 +178,7 @@ MinHits = Annotated[
         "--min-hits",
         min=0,
         metavar="N",
-        help="MOT trackers: matches before a track is confirmed (3; botsort: 2).",
+        help="MOT trackers: matches before a track is confirmed (3; bytetrack, botsort: 2).",
         show_default=False,
     ),
 ]
@@ -190,7 +190,7 @@ MinMatchSimilarity = Annotated[
         min=0.0,
         max=1.0,
         metavar="FLOAT",
-        help="MOT trackers: weakest overlap a match may have (0.3; botsort: 0.2).",
+        help="MOT trackers: weakest overlap a match may have (0.3; bytetrack, botsort: 0.2).",
         show_default=False,
     ),
 ]
@@ -202,7 +202,7 @@ MotParam = Annotated[
         metavar="KEY=VALUE",
         help="MOT trackers: override one of sleap-nn's MOT parameters "
         "(repeatable), e.g. --mot_param delta_t=5 --mot_param use_byte=true (ocsort) or "
-        "low_stage_min_similarity=0.4 (botsort); a key the tracker does not read is "
+        "low_stage_min_similarity=0.4 (bytetrack, botsort); a key the tracker does not read is "
         "refused (docs/tracking-options.md).",
         show_default=False,
     ),

@@ -113,6 +113,13 @@ READ_BY: dict[str, tuple[str, ...]] = {
     "strongsort": _COMMON,
     "deepocsort": (*_COMMON, "delta_t", "inertia"),  # sleap-nn: no BYTE stage
     "ocsort": (*_COMMON, "delta_t", "inertia", "use_byte"),
+    "bytetrack": (
+        *_COMMON,
+        "low_stage_min_similarity",
+        "unconfirmed_min_similarity",
+        "duplicate_similarity",
+        "fuse_score",
+    ),
     "botsort": (
         *_COMMON,
         "low_stage_min_similarity",

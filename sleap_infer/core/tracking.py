@@ -26,6 +26,7 @@ TRACKERS = (
     "deepsort",
     "strongsort",
     "deepocsort",
+    "infer_bytetrack",  # infer's own ByteTrack variant (tracking/bytetrack.py)
 )
 FEATURES = ("keypoints", "centroids", "bboxes", "masks", "embeddings")
 SCORINGS = ("oks", "iou", "mask_iou", "euclidean_dist", "cosine_sim")
@@ -58,6 +59,7 @@ MOT_PRESETS: dict[str, dict[str, float]] = {
     "deepsort": dict(new_track_threshold=0.1),
     "strongsort": dict(new_track_threshold=0.1),
     "deepocsort": dict(track_high_threshold=0.6),
+    "bytetrack": dict(min_hits=2, min_match_similarity=0.2),
     "botsort": dict(
         track_high_threshold=0.6, new_track_threshold=0.7, min_hits=2, min_match_similarity=0.2
     ),

@@ -1,9 +1,11 @@
 """Identity tracking, online: one frame at a time, in frame order, state saved per batch.
 
-``classic`` is sleap-nn's candidate-window tracker (same assignments on the
-same detections); ``bytetrack`` a Kalman-motion, two-stage-by-score tracker
-that never drops a detection. :func:`make_tracker` resolves the automatic
-choices (:func:`resolve_options`) and builds either.
+``classic`` is sleap-nn's candidate-window tracker and the SORT family
+(:data:`MOT_TRACKERS`) its Kalman-box trackers, each giving sleap-nn's assignments
+on the same detections; ``infer_bytetrack`` is infer's own ByteTrack variant, a
+Kalman-motion, two-stage-by-score tracker that never drops a detection.
+:func:`make_tracker` resolves the automatic choices (:func:`resolve_options`) and
+builds the one asked for.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from sleap_infer.tracking.base import (
 from sleap_infer.tracking.resolve import resolve_options
 
 # sleap-nn's SORT family (tracking/mot_core.py); botsort and the last three read re-ID vectors.
-MOT_TRACKERS = ("sort", "botsort", "ocsort", "deepsort", "strongsort", "deepocsort")
+MOT_TRACKERS = ("sort", "bytetrack", "botsort", "ocsort", "deepsort", "strongsort", "deepocsort")
 
 __all__ = [
     "MASKS",
@@ -48,7 +50,7 @@ def make_tracker(
     if options.tracker in MOT_TRACKERS:
         return _mot_tracker(options, carrier, n_nodes)
     resolved = resolve_options(options, carrier, n_nodes, has_embeddings)
-    if resolved.tracker == "bytetrack":
+    if resolved.tracker == "infer_bytetrack":
         from sleap_infer.tracking.bytetrack import ByteTracker
 
         return ByteTracker(resolved, carrier)
@@ -61,12 +63,14 @@ def _mot_tracker(options: TrackingOptions, carrier: str, n_nodes: int) -> Tracke
     from sleap_infer.tracking.botsort import BotSortTracker
     from sleap_infer.tracking.deepocsort import DeepOcSortTracker
     from sleap_infer.tracking.deepsort import DeepSortTracker, StrongSortTracker
+    from sleap_infer.tracking.mot_byte import ByteTrackTracker
     from sleap_infer.tracking.mot_core import mot_params
     from sleap_infer.tracking.ocsort import OcSortTracker
     from sleap_infer.tracking.sort import SortTracker
 
     classes = {
         "sort": SortTracker,
+        "bytetrack": ByteTrackTracker,
         "botsort": BotSortTracker,
         "ocsort": OcSortTracker,
         "deepsort": DeepSortTracker,

@@ -1,4 +1,9 @@
-"""ByteTrack (Zhang et al. 2022): Kalman box motion, then association in two stages by score.
+"""infer's own ByteTrack variant (``--tracker infer_bytetrack``; Zhang et al. 2022).
+
+Kalman box motion, then association in two stages by score. sleap-nn's ByteTrack is
+``--tracker bytetrack`` (:mod:`~sleap_infer.tracking.mot_byte`); this variant took the
+name ``bytetrack`` until infer ported sleap-nn's, and keeps its place because it
+tracks our crowded and stop-and-go scenes better (docs/tracking-accuracy.md).
 
 Written here rather than taken from a library: filterpy is unmaintained,
 supervision and trackers keep their tracks in Python objects with no exact
@@ -47,12 +52,13 @@ tracking score is the match's overlap (IoU).
 Facts shared with sleap-nn 0.3.5's ``bytetrack`` "animal" preset: a ``xywh``
 filter, boxes padded by a tenth of their longer side, scores relative to the
 video's 95th percentile, the shared-node IoU, score-fused stages 1 and 3, the
-published thresholds, the retroactive label of a track's first detection. It
-differs in being strictly online (the percentile and the body size are of
-the frames seen so far), in matching one-node poses by the IoU of their pseudo
-boxes where sleap-nn's ``auto`` similarity takes centroid proximity, in
-filling an occluded pose's hidden nodes from its track before the Kalman
-update, and in omitting the tracked-vs-lost duplicate removal.
+published score thresholds, the retroactive label of a track's first detection.
+It differs in its online score scale (without ``infer track``'s whole-video
+pre-pass, the percentile and the body size are of the frames seen so far;
+sleap-nn's class leaves scores as they are), in matching one-node poses by the
+IoU of their pseudo boxes where sleap-nn's ``auto`` similarity takes centroid
+proximity, in filling an occluded pose's hidden nodes from its track before the
+Kalman update, and in omitting the tracked-vs-lost duplicate removal.
 """
 
 from __future__ import annotations
@@ -437,7 +443,7 @@ class ByteTracker:
 
     def state(self) -> TrackerState:
         meta: dict[str, Any] = {
-            "tracker": "bytetrack",
+            "tracker": "infer_bytetrack",
             "format": STATE_FORMAT,
             "frame": self._frame,
             "next_id": self._next_id,
@@ -450,8 +456,11 @@ class ByteTracker:
 
     def load_state(self, state: TrackerState) -> None:
         meta, arrays = state.meta, state.arrays
-        if meta.get("tracker") != "bytetrack" or meta.get("format") not in (1, 2, STATE_FORMAT):
-            raise ValueError(f"not a bytetrack state (format {STATE_FORMAT}): {meta}")
+        # "bytetrack": saved before the tracker was renamed infer_bytetrack
+        if meta.get("tracker") not in ("infer_bytetrack", "bytetrack") or meta.get(
+            "format"
+        ) not in (1, 2, STATE_FORMAT):
+            raise ValueError(f"not an infer_bytetrack state (format {STATE_FORMAT}): {meta}")
         has_body = meta["format"] >= 2
         has_born = meta["format"] >= 3
         has_prev = has_body and bool(meta.get("has_prev_geometry"))

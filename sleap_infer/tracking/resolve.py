@@ -15,8 +15,9 @@ A ``max_tracks`` cap is only kept by local queues, so it switches
 ``fixed_window`` to them (sleap-nn does so even when asked for fixed_window).
 Unlike sleap-nn, an explicitly chosen window of 5 on masks stays 5 (sleap-nn
 cannot tell it from its default). A combination whose scoring cannot read the
-feature is refused in one line rather than failing mid-video. ByteTrack reads
-none of the classic knobs: its unset fields are filled the same way, unchecked.
+feature is refused in one line rather than failing mid-video. The Kalman-box
+trackers (the SORT family and ``infer_bytetrack``) read none of the classic knobs:
+their unset fields are filled the same way, unchecked.
 
 An ``appearance_weight`` blend keeps the geometric choice (vectors on the
 detections then do not switch to appearance-only tracking), needs vectors,
@@ -145,7 +146,7 @@ def resolve_options(
             " carries a re-ID vector: add an embedding model to the run, track a .slp"
             " saved with its vectors, or track by geometry (--tracker ocsort / sort)"
         )
-    if options.tracker == "bytetrack" or options.tracker in MOT_PRESETS:
+    if options.tracker == "infer_bytetrack" or options.tracker in MOT_PRESETS:
         return _bytetrack_fill(options, carrier, n_nodes)
     resolved = _fill(options, carrier, n_nodes, has_embeddings)
     features, scoring = str(resolved.features), str(resolved.scoring)

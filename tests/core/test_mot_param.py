@@ -58,7 +58,7 @@ def test_a_bad_key_or_value_is_one_usage_line(text: str, message: str) -> None:
     ("options", "message"),
     [
         (dict(tracker="classic"), "only applies to the MOT trackers"),
-        (dict(tracker="bytetrack"), "only applies to the MOT trackers"),
+        (dict(tracker="infer_bytetrack"), "only applies to the MOT trackers"),
         (dict(tracker="sort", mot_param=["inertia=0.3"]), "--tracker sort here does not read"),
         (dict(tracker="botsort", mot_param=["kalman=xyah"]), "does not read it"),
         (dict(tracker="sort", mot_param=["preset=paper"]), "only sleap-nn's 'animal' preset"),

@@ -39,10 +39,10 @@ def _args(shared: Path, extra: list[str]) -> list[str | Path]:
     ("extra", "after"),
     [
         ([], 5),  # killed mid-video
-        (["--tracker", "bytetrack", "--track-buffer", "2"], 12),  # after the last batch
+        (["--tracker", "infer_bytetrack", "--track-buffer", "2"], 12),  # after the last batch
         (["--max-tracks", "2"], 12),
     ],
-    ids=["classic-mid-video", "bytetrack-at-the-end", "closed-set-at-the-end"],
+    ids=["classic-mid-video", "infer_bytetrack-at-the-end", "closed-set-at-the-end"],
 )
 def test_a_killed_linking_run_resumes_to_the_same_tracks(
     shared: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, extra: list[str], after: int

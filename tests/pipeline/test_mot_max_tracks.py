@@ -47,7 +47,7 @@ def _ids(options: TrackingOptions) -> list[list[str | None]]:
     return [[i.track.name if i.track else None for i in lf.instances] for lf in labels]
 
 
-@pytest.mark.parametrize("tracker", ["bytetrack", "sort"])
+@pytest.mark.parametrize("tracker", ["bytetrack", "infer_bytetrack", "sort"])
 def test_max_tracks_links_the_closed_set_instead_of_capping(tracker: str) -> None:
     free = _ids(TrackingOptions(tracker=tracker))
     assert len({n for f in free for n in f if n}) == 3  # the scene does break B's track

@@ -60,7 +60,7 @@ KALMAN = ["--use-kalman", "--tracking-target-instance-count", "2", "--kf-init-fr
     [
         [],
         ["--use-flow"],
-        *(["--tracker", n] for n in ("bytetrack", "sort", "botsort", "ocsort")),
+        *(["--tracker", n] for n in ("bytetrack", "infer_bytetrack", "sort", "botsort", "ocsort")),
         CLEANUP,
         KALMAN,
     ],
@@ -68,6 +68,7 @@ KALMAN = ["--use-kalman", "--tracking-target-instance-count", "2", "--kf-init-fr
         "classic",
         "optical-flow",
         "bytetrack",
+        "infer_bytetrack",
         "sort",
         "botsort",
         "ocsort",
@@ -308,7 +309,7 @@ def test_killed_appearance_run_resumes_to_identical_tracks(
         assert (options["tracker"], options["appearance_threshold"]) == (extra[1], "0.5")
 
 
-@pytest.mark.parametrize("name", ["sort", "bytetrack"])
+@pytest.mark.parametrize("name", ["sort", "bytetrack", "infer_bytetrack"])
 def test_a_mot_tracks_tentative_frames_get_its_id_in_memory_files_and_retracking(
     shared: Path, tmp_path: Path, name: str
 ) -> None:

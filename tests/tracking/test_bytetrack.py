@@ -9,7 +9,7 @@ from journal_roundtrip import through_json
 
 from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.tracking import kalman
-from sleap_infer.tracking.base import Detections, MaskBitmap, TrackerState
+from sleap_infer.tracking.base import POSES, Detections, MaskBitmap, TrackerState
 from sleap_infer.tracking.bytetrack import (
     ByteTracker,
     iou_matrix,
@@ -18,10 +18,11 @@ from sleap_infer.tracking.bytetrack import (
     pose_boxes,
     shared_node_iou,
 )
+from sleap_infer.tracking.online import OnlineTracker
 
 
 def tracker(carrier: str = "poses", **options: object) -> ByteTracker:
-    return ByteTracker(TrackingOptions(tracker="bytetrack", **options), carrier)
+    return ByteTracker(TrackingOptions(tracker="infer_bytetrack", **options), carrier)
 
 
 def body(cx: float, cy: float, length: float = 30.0, width: float = 10.0) -> np.ndarray:
@@ -287,6 +288,26 @@ def test_a_format_2_state_loads_with_first_detections_unknown() -> None:
     assert (old.state().arrays["born_det"] == -1).all()
     for d in scene[10:]:
         assert old.step(d).late == []
+
+
+def test_a_run_journaled_as_bytetrack_before_the_rename_resumes_with_this_tracker() -> None:
+    """Until sleap-nn's ByteTrack was ported, ``--tracker bytetrack`` was this tracker. A
+    journal of such a run (state named "bytetrack") resumes with this tracker, to the ids
+    the uninterrupted run gives; the SORT-family ``bytetrack`` could not read its state."""
+    scene = _scene(seed=3, n_frames=30)
+    whole = tracker()
+    expected = [whole.step(d).track_ids for d in scene]
+    first = tracker()
+    got = [first.step(d).track_ids for d in scene[:12]]
+    state = first.state()
+    old_meta = {**state.meta, "tracker": "bytetrack"}
+    snapshot = ({"n_tracks": first.n_tracks, "state": old_meta}, dict(state.arrays))
+    online = OnlineTracker.start(TrackingOptions(tracker="bytetrack"), POSES, 3, False, snapshot)
+    assert isinstance(online.tracker, ByteTracker)
+    got += [online.tracker.step(d).track_ids for d in scene[12:]]
+    assert all(np.array_equal(e, g) for e, g in zip(expected, got))
+    fresh = OnlineTracker.start(TrackingOptions(tracker="bytetrack"), POSES, 3, False)
+    assert not isinstance(fresh.tracker, ByteTracker)  # a new run: sleap-nn's ByteTrack
 
 
 # ------------------------------------------- geometry, against the row-wise formulas

@@ -241,7 +241,10 @@ def _broken_labels() -> sio.Labels:
 
 
 @pytest.mark.parametrize(
-    "kw", [{"tracker": "classic"}, {"tracker": "bytetrack", "track_buffer": 2}], ids=str
+    "kw",
+    [{"tracker": t, "track_buffer": 2} for t in ("bytetrack", "infer_bytetrack")]
+    + [{"tracker": "classic"}],
+    ids=str,
 )
 def test_retracking_with_linking_joins_the_broken_track(kw: dict) -> None:
     labels = _broken_labels()
@@ -367,6 +370,7 @@ def _broken_mask_labels() -> sio.Labels:
     [
         {"tracker": "sort", "track_buffer": 2},
         {"tracker": "bytetrack", "track_buffer": 2},
+        {"tracker": "infer_bytetrack", "track_buffer": 2},
     ],
     ids=str,
 )

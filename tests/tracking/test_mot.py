@@ -1,4 +1,5 @@
-"""sleap-nn's MOT trackers (sort, botsort, ocsort, deepsort, strongsort, deepocsort): lifecycle,
+"""sleap-nn's MOT trackers (sort, bytetrack, botsort, ocsort, deepsort, strongsort,
+deepocsort): lifecycle,
 presets and exact resume (appearance memories included)."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, make_trac
 from sleap_infer.tracking.mot_core import mot_params
 from sleap_infer.tracking.resolve import resolve_options
 
-MOT = ("sort", "botsort", "ocsort")
+MOT = ("sort", "bytetrack", "botsort", "ocsort")
 APPEARANCE = ("deepsort", "strongsort", "deepocsort")
 SHAPE = np.array([[0.0, 0.0], [14.0, 3.0], [26.0, -2.0], [8.0, 9.0]])
 
@@ -32,7 +33,10 @@ def tracker(name: str, carrier: str = POSES, n_nodes: int = 4, **options):
 
 
 def test_presets_are_sleap_nns_animal_defaults() -> None:
-    sort, bot, oc = (mot_params(TrackingOptions(tracker=n)) for n in MOT)
+    sort, byte, bot, oc = (mot_params(TrackingOptions(tracker=n)) for n in MOT)
+    assert (byte.min_hits, byte.min_match_similarity, byte.track_buffer) == (2, 0.2, 30)
+    assert (byte.track_high_threshold, byte.track_low_threshold) == (0.5, 0.1)
+    assert byte.new_track_threshold == 0.6
     assert (sort.min_hits, sort.min_match_similarity, sort.track_buffer) == (3, 0.3, 30)
     assert (sort.track_low_threshold, sort.new_track_threshold) == (0.1, 0.1)
     assert (bot.min_hits, bot.min_match_similarity) == (2, 0.2)
@@ -68,12 +72,14 @@ def test_an_explicit_value_equal_to_the_shared_default_is_kept(name: str) -> Non
 
 def test_unset_knobs_resolve_to_the_trackers_own_numbers() -> None:
     """Every reader after resolution sees numbers: the preset for the SORT family,
-    ByteTrack's values for bytetrack and classic (as recorded before they could be unset)."""
+    ByteTrack's values for infer_bytetrack and classic (as recorded before they could be
+    unset)."""
     knobs = ("track_high_threshold", "track_low_threshold", "new_track_threshold")
     knobs += ("min_hits", "min_match_similarity", "track_buffer")
     expected = {
         "classic": (0.5, 0.1, 0.6, 3, 0.3, 30),
-        "bytetrack": (0.5, 0.1, 0.6, 3, 0.3, 30),
+        "infer_bytetrack": (0.5, 0.1, 0.6, 3, 0.3, 30),
+        "bytetrack": (0.5, 0.1, 0.6, 2, 0.2, 30),
         "sort": (0.1, 0.1, 0.1, 3, 0.3, 30),
         "botsort": (0.6, 0.1, 0.7, 2, 0.2, 30),
         "ocsort": (0.6, 0.1, 0.6, 3, 0.3, 30),
@@ -92,7 +98,9 @@ def test_bad_mot_knobs_are_usage_errors() -> None:
         TrackingOptions(tracker="sort", min_match_similarity=1.5)
 
 
-@pytest.mark.parametrize(("name", "first_tracked"), [("sort", 3), ("ocsort", 3), ("botsort", 1)])
+@pytest.mark.parametrize(
+    ("name", "first_tracked"), [("sort", 3), ("ocsort", 3), ("botsort", 1), ("bytetrack", 1)]
+)
 def test_a_track_confirms_after_min_hits_and_keeps_its_id(name: str, first_tracked: int) -> None:
     """SORT and OC-SORT don't count the first detection (4 in a row for min_hits 3);
     BoT-SORT does (2 for its min_hits 2). Earlier detections stay untracked: online."""
@@ -201,7 +209,9 @@ def test_resume_from_state_is_bit_identical(name: str, carrier: str, cut: int) -
 
 # The frame a track seen every frame confirms at: SORT and OC-SORT after a streak of
 # min_hits 3 matches; BoT-SORT counts its spawn as a hit (min_hits 2).
-@pytest.mark.parametrize(("name", "confirm"), [("sort", 3), ("botsort", 1), ("ocsort", 3)])
+@pytest.mark.parametrize(
+    ("name", "confirm"), [("sort", 3), ("botsort", 1), ("bytetrack", 1), ("ocsort", 3)]
+)
 def test_a_confirmed_track_labels_its_tentative_frames(name: str, confirm: int) -> None:
     """sleap-nn labels a track's tentative detections once it confirms (spawn: 1.0, then
     each match's similarity); here those come back as late labels, oldest first."""
@@ -297,3 +307,18 @@ def test_botsort_stage_caps_come_from_mot_param() -> None:
     )
     assert params.extra["duplicate_similarity"] == 0.9
     assert (bot.duplicate_min, bot.low_stage_min, bot.unconfirmed_min) == (0.9, 0.5, 0.3)
+
+
+def test_a_lost_bytetrack_track_stops_growing_taller_and_a_botsort_one_wider_too() -> None:
+    """sleap-nn's size_velocity: ByteTrack zeroes a lost track's height velocity only,
+    BoT-SORT (ByteTrack plus appearance) its width and height velocities."""
+    velocities = {}
+    for name in ("bytetrack", "botsort"):
+        t = tracker(name)
+        for f in range(6):  # a body that grows every frame: size velocities build up
+            t.step(frame(f, [body(40 + 2 * f, 50) * (1 + 0.05 * f)], [0.9]))
+        t.step(frame(6, [], []))  # lost here: its velocities are zeroed before the next step
+        t.step(frame(7, [], []))
+        velocities[name] = t.mean[0, 6:8]
+    assert velocities["bytetrack"][0] != 0 and velocities["bytetrack"][1] == 0
+    assert (velocities["botsort"] == 0).all()
