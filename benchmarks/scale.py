@@ -176,13 +176,17 @@ def realistic_models(kind: str, cache: Path, backbone: str = "unet") -> list[Pat
     return out
 
 
-def trained_models(kind: str) -> list[Path]:
-    paths = [CROWD_MODELS / f"crowd_{sub}" for sub in KINDS[kind]]
+def trained_models(kind: str, network: str = "small", cache: Path | None = None) -> list[Path]:
+    """The animals series' trained models: the shipped small ones, or (``realistic``) the
+    UNet-32 ones crowd_models.py trains into ``cache/crowd32`` (not shipped: 12 MB each)."""
+    prefix = crowd_models.NETWORKS[network][0]
+    folder = CROWD_MODELS if network == "small" else Path(cache or ".") / "crowd32"
+    paths = [folder / f"{prefix}_{sub}" for sub in KINDS[kind]]
     missing = [p for p in paths if not (p / "best.ckpt").is_file()]
     if missing:
         raise SystemExit(
             f"{missing[0]}: not found; make it with examples/synthetic/crowd_models.py"
-            f" --template {TEMPLATE}"
+            f" --template {TEMPLATE} --network {network} --out {folder}"
         )
     return paths
 
@@ -398,12 +402,12 @@ def animals_series(s: Series, args: argparse.Namespace) -> None:
     for kind in ("bottomup", "topdown"):
         if kind not in args.kinds:
             continue
-        models = trained_models(kind)
+        models = trained_models(kind, args.crowd_network, args.cache)
         for n in args.animals:
             video = scene_video(args.cache, n, ARENA, args.animal_frames)
             s.one_input(
                 "animals",
-                f"{kind} {n} animals",
+                f"{kind} {n} animals" + (" unet-32" if args.crowd_network == "realistic" else ""),
                 kind,
                 models,
                 video,
@@ -605,6 +609,13 @@ def main() -> None:
     p.add_argument("--animals", default=None, help="animals per frame (default 2,10,30,60)")
     p.add_argument("--videos", default=None, help="video counts (default 1,100,1000)")
     p.add_argument("--animal-frames", type=int, default=None, help="frames per animal row (20)")
+    p.add_argument(
+        "--crowd-network",
+        choices=sorted(crowd_models.NETWORKS),
+        default="small",
+        help="the animals series' trained models: small (UNet filters 8, shipped) or"
+        " realistic (filters 32, max stride 32; train them first, see crowd_models.py)",
+    )
     p.add_argument(
         "--full-videos",
         type=int,

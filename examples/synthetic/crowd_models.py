@@ -10,6 +10,11 @@ which :func:`write_model` with ``train_steps=0`` saves seeded random weights and
 heads: the network costs what it costs, and no noise peaks reach the decoders.
 
     python examples/synthetic/crowd_models.py --out examples/models   # ~6 min, one thread
+
+``--network realistic`` trains the same scene on the realistic network instead (UNet
+filters 32, max stride 32; 3M parameters, 12 MB a checkpoint, so not shipped): the int8
+rows of the growth benchmark need a model whose cost is the network's, as a lab's is,
+and whose peaks sit on animals. Its training frames are 128 px (a multiple of the stride).
 """
 
 from __future__ import annotations
@@ -37,10 +42,16 @@ SIGMA = 2.5  # confidence-map spread, px
 PAF_SIGMA = 5.0  # half-width of a part affinity field, px
 CROP = 64  # centered-instance crop, px
 TRAIN_SIZE = 112  # training frames: up to (112 // CELL)^2 = 4 animals
+REALISTIC_TRAIN_SIZE = 128  # the same 4 animals, on a multiple of max stride 32
 KINDS = ("bottomup", "centroid", "centered_instance", "single_instance")
 SMALL = {"filters": 8, "max_stride": 16}  # the trained crowd models
 REALISTIC = {"filters": 32, "max_stride": 32}  # the frame-size rows
 CONVNEXT_TINY = {"filters": 0, "max_stride": 32, "backbone": "convnext"}  # frame-size rows too
+# --network: folder prefix, network settings, training frame size.
+NETWORKS: dict[str, tuple[str, dict[str, int], int]] = {
+    "small": ("crowd", SMALL, TRAIN_SIZE),
+    "realistic": ("crowd32", REALISTIC, REALISTIC_TRAIN_SIZE),
+}
 # sleap-nn hands the checkpoint to Lightning, which parses this as a version (no "n/a").
 LIGHTNING_VERSION = "2.5.0"
 
@@ -159,36 +170,45 @@ def _pafs(points: np.ndarray, size: int, stride: int = 4) -> np.ndarray:
     return out
 
 
-def _sample(kind: str, rng: np.random.Generator) -> tuple[np.ndarray, list[np.ndarray]]:
-    """One training image (uint8, H x W) and its targets, one array per head."""
-    per_side = TRAIN_SIZE // crowd.CELL
+def _sample(
+    kind: str, rng: np.random.Generator, size: int = TRAIN_SIZE
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """One training image (uint8, size x size) and its targets, one array per head."""
+    per_side = size // crowd.CELL
     n = 1 if kind == "single_instance" else int(rng.integers(1, per_side**2 + 1))
-    scene = crowd.crowd(n, 1, TRAIN_SIZE, seed=int(rng.integers(1 << 31)))
-    bg = crowd.background(TRAIN_SIZE, rng) * rng.uniform(0.7, 1.3)
+    scene = crowd.crowd(n, 1, size, seed=int(rng.integers(1 << 31)))
+    bg = crowd.background(size, rng) * rng.uniform(0.7, 1.3)
     img = crowd.render(scene.centers[0], scene.angles[0], bg).astype(np.float32)
     img = np.clip(img + rng.normal(0, 3, img.shape), 0, 255).astype(np.uint8)
     pts = scene.keypoints()[0]
     if kind == "bottomup":
-        return img, [_confmaps(pts, TRAIN_SIZE, 2), _pafs(pts, TRAIN_SIZE)]
+        return img, [_confmaps(pts, size, 2), _pafs(pts, size)]
     if kind == "centroid":
-        return img, [_confmaps(pts[:, 1:2], TRAIN_SIZE, 2)]
+        return img, [_confmaps(pts[:, 1:2], size, 2)]
     if kind == "centered_instance":
         pick = int(rng.integers(n))
         x0, y0 = (np.round(pts[pick, 1]) - CROP // 2).astype(int)
         padded = np.pad(img, CROP, mode="constant")
         crop = padded[y0 + CROP : y0 + 2 * CROP, x0 + CROP : x0 + 2 * CROP]
         return crop, [_confmaps(pts[pick : pick + 1] - [x0, y0], CROP, 2)]
-    return img, [_confmaps(pts, TRAIN_SIZE, 2)]
+    return img, [_confmaps(pts, size, 2)]
 
 
-def train(net: torch.nn.Module, kind: str, steps: int, batch_size: int, seed: int) -> None:
+def train(
+    net: torch.nn.Module,
+    kind: str,
+    steps: int,
+    batch_size: int,
+    seed: int,
+    size: int = TRAIN_SIZE,
+) -> None:
     """Adam on fresh renders each step (MSE on every head); prints the loss now and then."""
     rng = np.random.default_rng(seed)
     opt = torch.optim.Adam(net.parameters(), lr=2e-3)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
     t0 = time.time()
     for step in range(steps):
-        samples = [_sample(kind, rng) for _ in range(batch_size)]
+        samples = [_sample(kind, rng, size) for _ in range(batch_size)]
         x = torch.from_numpy(np.stack([s[0] for s in samples])[:, None])
         outs = net(x)
         loss = sum(
@@ -218,6 +238,7 @@ def write_model(
     batch_size: int = 8,
     seed: int = 0,
     backbone: str = "unet",
+    train_size: int = TRAIN_SIZE,
 ) -> Path:
     """A sleap-nn model folder at ``out``: trained for ``train_steps``, or (0) seeded random
     weights with the output heads zeroed (no confidence anywhere, so no peaks)."""
@@ -225,7 +246,7 @@ def write_model(
     torch.manual_seed(seed)
     net = build_network(parse_config(raw))
     if train_steps:
-        train(net, kind, train_steps, batch_size, seed)
+        train(net, kind, train_steps, batch_size, seed, train_size)
     else:
         with torch.no_grad():
             for name, p in net.named_parameters():
@@ -250,17 +271,27 @@ def main() -> None:
     p.add_argument("--kinds", default="bottomup,centroid,centered_instance")
     p.add_argument("--steps", type=int, default=1500)
     p.add_argument("--batch-size", type=int, default=4)
+    p.add_argument(
+        "--network",
+        choices=sorted(NETWORKS),
+        default="small",
+        help="small: UNet filters 8 (examples/models/crowd_*); realistic: filters 32, max"
+        " stride 32 (written as crowd32_*)",
+    )
+    p.add_argument("--threads", type=int, default=1, help="torch threads (1 on a busy machine)")
     args = p.parse_args()
-    torch.set_num_threads(1)  # 2 threads on a busy 2-core machine spin: 40x slower
+    torch.set_num_threads(args.threads)  # 2 threads on a busy 2-core machine spin: 40x slower
     template = yaml.safe_load(args.template.read_text())
+    prefix, settings, size = NETWORKS[args.network]
     for kind in args.kinds.split(","):
         path = write_model(
-            args.out / f"crowd_{kind}",
+            args.out / f"{prefix}_{kind}",
             template,
             kind,
-            **SMALL,
+            **settings,
             train_steps=args.steps,
             batch_size=args.batch_size,
+            train_size=size,
         )
         print(f"wrote {path}")
 
