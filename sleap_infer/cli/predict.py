@@ -86,9 +86,10 @@ BF16_HELP = (
     "'infer bench --bf16' on your model first."
 )
 INT8_HELP = (
-    "int8 (--backend onnx or openvino): the graph is quantised on the first 32 network "
-    "inputs of the run (which run in float32), cached, then used for the rest; 2-4x faster "
-    "on CPUs, not exact. Check 'infer bench --int8' on your model first."
+    "int8 (--backend onnx or openvino): the graph is quantised on the first network inputs "
+    "of the run (32, or 8 frames of 512 px and fewer larger ones; they run in float32), "
+    "cached, then used for the rest; 2-4x faster on CPUs with VNNI, not exact. Check "
+    "'infer bench --int8' on your model first."
 )
 PROGRESS_HELP = (
     "auto: a bar on a terminal, plain lines otherwise (SLURM logs). plain: a timestamped "

@@ -30,6 +30,24 @@ from sleap_infer.core.timing import stage
 from sleap_infer.layers.preprocessing import Preprocessor, PreprocInfo
 from sleap_infer.ops.peaks import find_global_peaks, find_local_peaks
 
+WHOLE_POOL_ELEMENTS = 1 << 21
+"""Host work on this many elements a batch or more runs on torch's whole pool even beside
+another runtime's (2,097,152: 4 frames of 512 x 512 one-channel maps hold 1,048,576).
+Few large ops gain more from a second thread than they lose to the runtime's spinning
+workers: a bottom-up segmentation model's decoding on 1024 px frames (4.2 M map elements
+a batch of 4) ran 96-101 ms/frame on 2 threads and 108-109 on one, at 2048 px 1528-1589
+against 1762-1795; at 512 and 256 px the two were the same, and on small maps or decoded
+outputs one thread is the faster (:func:`~sleap_infer.backends.threads.torch_threads`)."""
+
+
+def _elements(values: object) -> int:
+    """Elements of the tensors / arrays in ``values`` (a mapping, a sequence or one)."""
+    if isinstance(values, dict):
+        values = list(values.values())
+    if not isinstance(values, (list, tuple)):
+        values = [values]
+    return sum(int(v.numel()) if torch.is_tensor(v) else int(getattr(v, "size", 0)) for v in values)
+
 
 def grid_to_frame(
     points: torch.Tensor, output_stride: int, input_scale: float, eff_scale: np.ndarray
@@ -97,15 +115,18 @@ class InferenceLayer(Preprocessor, ABC):
         with stage("network"):
             return self.call_backend(x)
 
-    def host_threads(self) -> contextlib.AbstractContextManager[None]:
-        """torch's pool for this layer's own work (preprocess, decoding): one thread beside
-        a backend whose runtime runs its own CPU pool (``backend.host_threads``), as is;
-        see :func:`~sleap_infer.backends.threads.torch_threads`."""
+    def host_threads(self, work: object = None) -> contextlib.AbstractContextManager[None]:
+        """torch's pool for this layer's own work on ``work`` (the frames, or the network's
+        outputs): one thread beside a backend whose runtime runs its own CPU pool
+        (``backend.host_threads``), unless the work is large (:data:`WHOLE_POOL_ELEMENTS`);
+        as is otherwise. See :func:`~sleap_infer.backends.threads.torch_threads`."""
         threads = getattr(self.backend, "host_threads", None)
-        return contextlib.nullcontext() if threads is None else torch_threads(threads)
+        if threads is None or _elements(work) >= WHOLE_POOL_ELEMENTS:
+            return contextlib.nullcontext()
+        return torch_threads(threads)
 
     def finish(self, outputs: dict[str, torch.Tensor], info: PreprocInfo) -> BatchPredictions:
-        with stage("postprocess"), self.host_threads():
+        with stage("postprocess"), self.host_threads(outputs):
             return self.postprocess(outputs, info)
 
     def run_preprocessed(self, x: torch.Tensor, info: PreprocInfo) -> BatchPredictions:
@@ -113,7 +134,7 @@ class InferenceLayer(Preprocessor, ABC):
 
     def predict(self, frames: np.ndarray | torch.Tensor) -> BatchPredictions:
         """Predict on a batch of raw frames (``(B, H, W, C)`` numpy or ``(B, C, H, W)`` tensor)."""
-        with stage("preprocess"), self.host_threads():
+        with stage("preprocess"), self.host_threads(frames):
             x, info = self.preprocess(frames)
         return self.run_preprocessed(x, info)
 
@@ -125,7 +146,7 @@ class InferenceLayer(Preprocessor, ABC):
         second network too) overlap with the first network instead of adding to it.
         ``predict`` is ``start(frames)()``.
         """
-        with stage("preprocess"), self.host_threads():
+        with stage("preprocess"), self.host_threads(frames):
             x, info = self.preprocess(frames)
         return functools.partial(self.finish, self.network_outputs(x), info)
 

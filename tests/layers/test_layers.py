@@ -78,11 +78,26 @@ def test_host_work_runs_on_the_backends_host_threads_and_torch_is_restored(
         backend.host_threads = 1
         layer.predict(frames)
         layer.start(frames)()
+        # Large work keeps the whole pool: frames of 2 x 1100 x 1000 (over 2^21 elements);
+        # their small outputs still go to one thread.
+        layer.predict(np.zeros((2, 1100, 1000, 1), np.uint8))
+        # ... and large outputs (raw maps of big frames): 2 x 3 x 600 x 600 elements.
+        backend.make = lambda x: {"SingleInstanceConfmapsHead": torch.zeros(2, 3, 600, 600)}
+        layer.predict(frames)
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
     beside_pool = [("preprocess", 1), ("postprocess", 1)]
-    assert seen == [("preprocess", 2), ("postprocess", 2), *beside_pool, *beside_pool]
+    large_frames = [("preprocess", 2), ("postprocess", 1)]
+    large_maps = [("preprocess", 1), ("postprocess", 2)]
+    assert seen == [
+        ("preprocess", 2),
+        ("postprocess", 2),
+        *beside_pool,
+        *beside_pool,
+        *large_frames,
+        *large_maps,
+    ]
 
 
 def test_centroid_max_instances_keeps_strongest_in_value_order() -> None:

@@ -160,6 +160,19 @@ def test_int8_calibration_skips_blank_inputs_and_is_cached(
     assert second.data["int8"]["calibration_samples"] == CALIBRATION_SAMPLES  # type: ignore[attr-defined]
 
 
+def test_large_inputs_calibrate_on_fewer_samples() -> None:
+    """Crops and small frames take all 32 inputs; a 512 px frame holds the pixel budget in
+    8, and never fewer than 4 are recorded however large the frame."""
+    from sleap_infer.runtimes.int8 import CALIBRATION_SAMPLES, calibration_count
+
+    assert calibration_count((1, 64, 64)) == CALIBRATION_SAMPLES
+    assert calibration_count((1, 128, 128)) == CALIBRATION_SAMPLES
+    assert calibration_count((1, 512, 512)) == 8
+    assert calibration_count((3, 1024, 1024)) == 4
+    assert calibration_count((1, 2048, 2048)) == 4
+    assert calibration_count((1, 64, 64), most=2) == 2  # an explicit smaller count holds
+
+
 def test_precision_flags_refused_where_they_do_not_apply() -> None:
     with pytest.raises(UsageError, match="--int8 applies to --backend onnx or openvino"):
         backend_maker("torch", "cpu", int8=True)
