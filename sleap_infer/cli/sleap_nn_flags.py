@@ -281,6 +281,8 @@ _TRACKER_VALUES: dict[str, tuple[str, ...] | str] = {
     "deepsort": ("--tracker", "deepsort"),
     "strongsort": ("--tracker", "strongsort"),
     "deepocsort": ("--tracker", "deepocsort"),
+    # not sleap-nn's: infer's own ByteTrack variant, under the same flag
+    "infer_bytetrack": ("--tracker", "infer_bytetrack"),
 }
 TRACKING: dict[str, Flag] = {
     "--tracker": by_value("--tracker", _TRACKER_VALUES),

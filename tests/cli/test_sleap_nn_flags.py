@@ -216,9 +216,13 @@ def test_an_unknown_value_lists_only_what_infer_takes() -> None:
     with pytest.raises(
         UsageError,
         match="^--tracker 'foo': choose one of classic, bytetrack, sort, botsort, ocsort,"
-        " deepsort, strongsort, deepocsort$",
+        " deepsort, strongsort, deepocsort, infer_bytetrack$",
     ):
         snf.translate(["predict", "--tracker", "foo"])
+    # infer's own tracker passes under sleap-nn's spelling of the flag, on both commands
+    for command in ("predict", "track"):
+        translated = snf.translate([command, "--tracker", "infer_bytetrack"])
+        assert translated[-2:] == ["--tracker", "infer_bytetrack"]
 
 
 def test_several_output_formats_become_several_formats() -> None:
