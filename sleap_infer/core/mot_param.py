@@ -107,27 +107,22 @@ NAMED = (
 )
 # What each of our MOT trackers reads; ``preset`` only as ``animal`` (its defaults).
 _COMMON = ("preset", "body_size", "box_padding", *NAMED)
+# ByteTrack's stage caps and score fusion (read by bytetrack and botsort, its subclass).
+_BYTE = (
+    *_COMMON,
+    "low_stage_min_similarity",
+    "unconfirmed_min_similarity",
+    "duplicate_similarity",
+    "fuse_score",
+)
 READ_BY: dict[str, tuple[str, ...]] = {
     "sort": _COMMON,
     "deepsort": _COMMON,
     "strongsort": _COMMON,
     "deepocsort": (*_COMMON, "delta_t", "inertia"),  # sleap-nn: no BYTE stage
     "ocsort": (*_COMMON, "delta_t", "inertia", "use_byte"),
-    "bytetrack": (
-        *_COMMON,
-        "low_stage_min_similarity",
-        "unconfirmed_min_similarity",
-        "duplicate_similarity",
-        "fuse_score",
-    ),
-    "botsort": (
-        *_COMMON,
-        "low_stage_min_similarity",
-        "unconfirmed_min_similarity",
-        "duplicate_similarity",
-        "fuse_score",
-        "proximity_threshold",
-    ),
+    "bytetrack": _BYTE,
+    "botsort": (*_BYTE, "proximity_threshold"),  # ByteTrack's stages plus appearance
 }
 
 

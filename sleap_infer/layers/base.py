@@ -40,12 +40,9 @@ against 1762-1795; at 512 and 256 px the two were the same, and on small maps or
 outputs one thread is the faster (:func:`~sleap_infer.backends.threads.torch_threads`)."""
 
 
-def _elements(values: object) -> int:
-    """Elements of the tensors / arrays in ``values`` (a mapping, a sequence or one)."""
-    if isinstance(values, dict):
-        values = list(values.values())
-    if not isinstance(values, (list, tuple)):
-        values = [values]
+def _elements(work: object) -> int:
+    """Elements of ``work``: a batch of frames (array or tensor), or a dict of outputs."""
+    values = list(work.values()) if isinstance(work, dict) else [work]
     return sum(int(v.numel()) if torch.is_tensor(v) else int(getattr(v, "size", 0)) for v in values)
 
 

@@ -457,9 +457,8 @@ class ByteTracker:
     def load_state(self, state: TrackerState) -> None:
         meta, arrays = state.meta, state.arrays
         # "bytetrack": saved before the tracker was renamed infer_bytetrack
-        if meta.get("tracker") not in ("infer_bytetrack", "bytetrack") or meta.get(
-            "format"
-        ) not in (1, 2, STATE_FORMAT):
+        ours = meta.get("tracker") in ("infer_bytetrack", "bytetrack")
+        if not ours or meta.get("format") not in (1, 2, STATE_FORMAT):
             raise ValueError(f"not an infer_bytetrack state (format {STATE_FORMAT}): {meta}")
         has_body = meta["format"] >= 2
         has_born = meta["format"] >= 3
