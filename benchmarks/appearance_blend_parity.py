@@ -126,8 +126,8 @@ def write_detections(scene_name: str, n_frames: int, seed: int, path: Path) -> N
 
 
 def ours(path: Path, kwargs: dict) -> list[list[list]]:
-    from sleap_infer.core.tracking import TrackingOptions
     from sleap_infer.pipeline.retrack import retrack_labels
+    from sleap_infer.tracking.options import TrackingOptions
 
     labels = sio.load_slp(str(path))
     retrack_labels(labels, TrackingOptions(**kwargs))

@@ -34,8 +34,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sleap_infer.core.tracking import TrackingOptions  # noqa: E402
 from sleap_infer.tracking import POSES, Detections, make_tracker  # noqa: E402
+from sleap_infer.tracking.options import TrackingOptions  # noqa: E402
 
 SHAPE = np.array([[0.0, 0.0], [14.0, 3.0], [26.0, -2.0], [8.0, 9.0], [18.0, 12.0]])
 

@@ -2,9 +2,9 @@
 """Memory of identity linking per pose: the compact input, and the peak while linking.
 
 A synthetic tracked video (5 animals, 15 nodes, 20,000 frames, tracks broken now and
-then) is fed to :class:`~sleap_infer.tracking.linking_input.LinkInput` frame by frame,
+then) is fed to :class:`~sleap_infer.tracking.linking.inputs.LinkInput` frame by frame,
 as the journal reader does; ``tracemalloc`` reports what the input holds and the extra
-peak of :func:`~sleap_infer.tracking.linking.link_tracks` (closed set, N=5).
+peak of :func:`~sleap_infer.tracking.linking.link.link_tracks` (closed set, N=5).
 
     .venv/bin/python benchmarks/linking_memory.py
 """
@@ -19,8 +19,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sleap_infer.tracking.linking import link_tracks
-from sleap_infer.tracking.linking_input import LinkInput
+from sleap_infer.tracking.linking.inputs import LinkInput
+from sleap_infer.tracking.linking.link import link_tracks
 
 
 def main() -> None:

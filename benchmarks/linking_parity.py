@@ -11,7 +11,7 @@ vectors: the port refuses them (sleap-nn's appearance calibration is not ported)
 
 sleap-nn's ``link_tracklets`` (``calibration=None``: it calibrates the video
 itself, as after an uncalibrated tracker) relabels the sleap-io objects; ours
-(:func:`sleap_infer.tracking.linking.link_tracks`) answers an id per detection
+(:func:`sleap_infer.tracking.linking.link.link_tracks`) answers an id per detection
 from compact arrays. Counted: detections whose final track differs (both keep
 the earlier identity's track, so ids are compared directly).
 
@@ -29,8 +29,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sleap_infer.tracking.linking import link_tracks  # noqa: E402
-from sleap_infer.tracking.linking_input import LinkInput  # noqa: E402
+from sleap_infer.tracking.linking.inputs import LinkInput  # noqa: E402
+from sleap_infer.tracking.linking.link import link_tracks  # noqa: E402
 
 SHAPE = np.array([[0.0, 0.0], [14.0, 3.0], [26.0, -2.0], [8.0, 9.0]])
 

@@ -22,10 +22,10 @@ from pathlib import Path
 import numpy as np
 import sleap_io as sio
 
-from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.pipeline.retrack import retrack_labels
-from sleap_infer.tracking.linking import link_tracks
-from sleap_infer.tracking.linking_input import LinkInput
+from sleap_infer.tracking.linking.inputs import LinkInput
+from sleap_infer.tracking.linking.link import link_tracks
+from sleap_infer.tracking.options import TrackingOptions
 
 
 def linking_input(path: Path, tracker: str) -> LinkInput:

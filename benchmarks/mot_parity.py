@@ -25,7 +25,7 @@ Counted per case:
 With ``--max-tracks N`` both sides are given the animal count. sleap-nn's
 tracker never caps with it (``MOTParams.link``): its ``finalize()`` runs identity
 linking with the closed set of N. Ours tracks uncapped and links the same way
-(:func:`sleap_infer.tracking.linking.link_tracks`, as ``pipeline.linked`` does at
+(:func:`sleap_infer.tracking.linking.link.link_tracks`, as ``pipeline.linked`` does at
 a video's end; unnormalized scores, as after sleap-nn's tracker without
 ``prepare()``). Then **final same** compares the ids after that pass, **retro**
 counts the detections sleap-nn tracks only thanks to its tentative-frame labels,
@@ -52,7 +52,7 @@ association; and ``0.5``, which puts it in).
 
 ``--prepare``: both sides first measure the whole scene, as ``sleap-nn track``
 and ``infer track`` do (sleap-nn's ``tracker.prepare(frames)``; ours
-:func:`sleap_infer.tracking.mot_prepare.calibrate_mot`).
+:func:`sleap_infer.tracking.common.prepare.calibrate_mot`).
 """
 
 from __future__ import annotations
@@ -69,12 +69,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sleap_infer.core.tracking import VECTOR_TRACKERS, TrackingOptions  # noqa: E402
 from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, make_tracker  # noqa: E402
-from sleap_infer.tracking.linking import link_tracks  # noqa: E402
-from sleap_infer.tracking.linking_input import LinkInput  # noqa: E402
-from sleap_infer.tracking.mot_boxes import raw_boxes  # noqa: E402
-from sleap_infer.tracking.mot_prepare import calibrate_mot, prepare_args  # noqa: E402
+from sleap_infer.tracking.common.boxes import raw_boxes  # noqa: E402
+from sleap_infer.tracking.common.prepare import calibrate_mot, prepare_args  # noqa: E402
+from sleap_infer.tracking.linking.inputs import LinkInput  # noqa: E402
+from sleap_infer.tracking.linking.link import link_tracks  # noqa: E402
+from sleap_infer.tracking.options import TrackingOptions  # noqa: E402
+from sleap_infer.tracking.registry import appearance_names  # noqa: E402
 from sleap_infer.tracking.resolve import resolve_options  # noqa: E402
 
 SRC = ROOT / ".bench-venv" / "sleap-nn-src"
@@ -347,7 +348,7 @@ def main() -> None:
     runs = [
         (name, threshold)
         for name in args.trackers
-        for threshold in (args.thresholds if name in VECTOR_TRACKERS else [None])
+        for threshold in (args.thresholds if name in appearance_names() else [None])
     ]
     for name, threshold in runs:
         mot_param = TrackingOptions(tracker=name, mot_param=args.mot_param).mot_param

@@ -8,7 +8,7 @@ occlusion) for four scenes: ``crossing``, ``crowded``, ``occlusions`` and
 the detections (``detections_reid.slp``). Every tracker then tracks the *same*
 detections file:
 
-* ours: every tracker named in :data:`sleap_infer.core.tracking.TRACKERS`
+* ours: every tracker named in :data:`sleap_infer.tracking.registry.NAMES`
   (picked up at run time, so trackers added later get rows with no edit
   here), through :func:`sleap_infer.pipeline.retrack.retrack_file` (``infer
   track``, the CLI's retrack path);
@@ -19,7 +19,7 @@ detections file:
   (``benchmarks/sleap_nn_batch.py``: start-up paid once);
 * variants (:data:`VARIANTS`): ``--use_kalman`` on the classic tracker,
   ``--link_tracklets`` after classic and ByteTrack, the classic tracker on re-ID
-  vectors; ours where :class:`~sleap_infer.core.tracking.TrackingOptions` has
+  vectors; ours where :class:`~sleap_infer.tracking.options.TrackingOptions` has
   the field, else "n/a".
 
 The appearance trackers (:data:`REID_TRACKERS`) track ``detections_reid.slp``;
@@ -134,8 +134,8 @@ class Row:
 def rows(ours_trackers: tuple[str, ...] | None = None) -> list[Row]:
     """Every tracker either side has, ours next to sleap-nn's, then the variants."""
     if ours_trackers is None:
-        from sleap_infer.core.tracking import TRACKERS as ours_trackers
-    from sleap_infer.core.tracking import TrackingOptions
+        from sleap_infer.tracking.registry import NAMES as ours_trackers
+    from sleap_infer.tracking.options import TrackingOptions
 
     fields = {f.name for f in dataclasses.fields(TrackingOptions)}
     plain = [Variant(name, name, {}, (), name in REID_TRACKERS) for name in ours_trackers]
@@ -203,8 +203,8 @@ def read_tracked(path: Path, n_frames: int) -> Tracked:
 
 def run_ours(row: Row, source: Path, output: Path, animals: int) -> Path:
     """Our ``retrack_file`` (``infer track``) with the row's options."""
-    from sleap_infer.core.tracking import TrackingOptions
     from sleap_infer.pipeline.retrack import retrack_file
+    from sleap_infer.tracking.options import TrackingOptions
 
     options = {k: animals if v == ANIMALS else v for k, v in row.ours.items()}
     retrack_file(source, output, TrackingOptions(tracker=row.tracker, **options))

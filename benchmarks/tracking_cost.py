@@ -2,7 +2,7 @@
 """What tracking costs: time per frame next to a bottom-up prediction's, and offline-step memory.
 
 1. **Time.** Each of our trackers (every name in
-   :data:`sleap_infer.core.tracking.TRACKERS`, picked up at run time; the
+   :data:`sleap_infer.tracking.registry.NAMES`, picked up at run time; the
    appearance ones get re-ID vectors) tracks ``examples/tracking_synthetic.py``
    detections of 2, 10 and 30 animals frame by frame, as the predictor drives
    it (only ``step`` is timed). The "%" columns set that against prediction
@@ -23,7 +23,7 @@
    (:class:`sleap_infer.tracking.cleanup.CleanedTracker`, around an oracle
    tracker that hands out the true ids with a one-frame break now and then and
    a stray detection over the count), and identity linking
-   (:mod:`sleap_infer.tracking.linking`, where present), on a long synthetic
+   (:mod:`sleap_infer.tracking.linking.link`, where present), on a long synthetic
    video (``--long-frames`` x ``--long-animals``) made frame by frame so that
    the input itself is never held; per detection = peak / detections.
 
@@ -68,7 +68,7 @@ def load_scenes():
 
 def tracker_rows() -> list[tuple[str, dict[str, Any]]]:
     """``(label, TrackingOptions fields)``: every tracker we have, then option variants."""
-    from sleap_infer.core.tracking import TRACKERS
+    from sleap_infer.tracking.registry import NAMES as TRACKERS
 
     rows = [(name, {"tracker": name}) for name in TRACKERS]
     rows.append(("classic + use_kalman", {"tracker": "classic", "use_kalman": True}))
@@ -79,8 +79,9 @@ def time_tracker(
     fields: dict[str, Any], scene: Any, vectors: list[np.ndarray]
 ) -> tuple[float, float]:
     """``(CPU, wall)`` ms per frame of ``step`` over the scene (raises where it cannot run)."""
-    from sleap_infer.core.tracking import APPEARANCE_TRACKERS, TrackingOptions
     from sleap_infer.tracking import Detections, make_tracker
+    from sleap_infer.tracking.options import TrackingOptions
+    from sleap_infer.tracking.registry import appearance_names
 
     animals = scene.truth.shape[1]
     known = {f.name for f in dataclasses.fields(TrackingOptions)}
@@ -90,7 +91,7 @@ def time_tracker(
     if "use_kalman" in fields:
         fields = {**fields, "tracking_target_instance_count": animals}
     options = TrackingOptions(**fields)
-    reid = options.tracker in APPEARANCE_TRACKERS
+    reid = options.tracker in appearance_names()
     n_nodes = scene.truth.shape[2]
     tracker = make_tracker(options, "poses", n_nodes, **({"has_embeddings": True} if reid else {}))
     cpu = wall = 0.0
@@ -191,9 +192,9 @@ class OracleTracker:
 
 def cleanup_memory(n_frames: int, n_animals: int) -> tuple[int, int, float]:
     """``(peak bytes, detections, seconds)`` of post-clean + break joining over the video."""
-    from sleap_infer.core.tracking import TrackingOptions
     from sleap_infer.tracking import Detections
     from sleap_infer.tracking.cleanup import CleanedTracker
+    from sleap_infer.tracking.options import TrackingOptions
 
     options = TrackingOptions(
         tracking_target_instance_count=n_animals,
@@ -224,8 +225,8 @@ def cleanup_memory(n_frames: int, n_animals: int) -> tuple[int, int, float]:
 
 def linking_memory(n_frames: int, n_animals: int) -> tuple[int, int, float]:
     """``(peak bytes, detections, seconds)`` of collecting and linking the tracked video."""
-    from sleap_infer.tracking.linking import link_tracks
-    from sleap_infer.tracking.linking_input import LinkInput
+    from sleap_infer.tracking.linking.inputs import LinkInput
+    from sleap_infer.tracking.linking.link import link_tracks
 
     warm = LinkInput()  # imports what linking imports lazily, before measuring
     for f, points, scores, ids in long_video(200, n_animals):

@@ -57,9 +57,9 @@ def variants(animals: int) -> dict[str, dict[str, object]]:
 
 
 def run(options: dict[str, object], detections: Path, centroids) -> tuple[list, float]:
-    from sleap_infer.core.tracking import TrackingOptions
     from sleap_infer.tracking import Detections, make_tracker
     from sleap_infer.tracking.cleanup import with_cleanup
+    from sleap_infer.tracking.options import TrackingOptions
 
     labels = sio.load_slp(str(detections))
     n_nodes = len(labels.skeletons[0].nodes)

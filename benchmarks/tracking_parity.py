@@ -54,8 +54,9 @@ import sleap_io as sio
 from scipy.optimize import linear_sum_assignment
 from vs_sleap_nn import sleap_nn_venv
 
-from sleap_infer.core.tracking import TRACKERS, TrackingOptions
 from sleap_infer.pipeline.retrack import retrack_file
+from sleap_infer.tracking.options import TrackingOptions
+from sleap_infer.tracking.registry import NAMES as TRACKERS
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(os.environ.get("SLEAP_INFER_FIXTURES", ROOT.parent / "shared" / "fixtures"))

@@ -59,7 +59,7 @@ from sleap_infer.core.products import Counts, Product
 from sleap_infer.sources.video import FrameError
 
 MAGIC = b"SIJRNL1\n"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the tracking package redesign (full options, current tracker states)
 _FRAME = struct.Struct("<II")  # payload length, crc32
 _META = struct.Struct("<I")
 _BATCH_ARRAYS = (

@@ -36,7 +36,7 @@ def test_accuracy_rows_cover_ours_and_sleap_nns_trackers():
 
 
 def test_accuracy_rows_follow_our_tracker_list():
-    from sleap_infer.core.tracking import TRACKERS
+    from sleap_infer.tracking.registry import NAMES as TRACKERS
 
     labels = {r.label for r in _load("tracking_accuracy").rows() if r.side == "ours" and not r.na}
     assert {f"ours {name}" for name in TRACKERS} <= labels

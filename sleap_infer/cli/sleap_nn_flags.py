@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sleap_infer.core.errors import UsageError
+from sleap_infer.tracking import registry as tracker_registry
 
 ALIAS = "alias"  # our option under another name; the value (if any) passes unchanged
 VALUE = "value"  # the value decides our tokens (or a refusal)
@@ -272,17 +273,9 @@ PREDICT_ONLY["--sam_disjointify_masks"] = refused(SAM)
 PREDICT_ONLY["--sam-disjointify-masks"] = refused(SAM)
 
 # ------------------------------------------------------------------------ tracking
+# sleap-nn's values and infer's own (infer_bytetrack), from the one tracker registry.
 _TRACKER_VALUES: dict[str, tuple[str, ...] | str] = {
-    "classic": ("--tracker", "classic"),
-    "bytetrack": ("--tracker", "bytetrack"),
-    "sort": ("--tracker", "sort"),
-    "botsort": ("--tracker", "botsort"),
-    "ocsort": ("--tracker", "ocsort"),
-    "deepsort": ("--tracker", "deepsort"),
-    "strongsort": ("--tracker", "strongsort"),
-    "deepocsort": ("--tracker", "deepocsort"),
-    # not sleap-nn's: infer's own ByteTrack variant, under the same flag
-    "infer_bytetrack": ("--tracker", "infer_bytetrack"),
+    name: ("--tracker", name) for name in tracker_registry.NAMES
 }
 TRACKING: dict[str, Flag] = {
     "--tracker": by_value("--tracker", _TRACKER_VALUES),

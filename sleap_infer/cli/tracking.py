@@ -1,6 +1,6 @@
 """Tracking options, declared once for ``infer predict --tracking`` and ``infer track``.
 
-Defaults come from :mod:`sleap_infer.core.tracking`. Unset ``--features``,
+Defaults come from :mod:`sleap_infer.tracking.options`. Unset ``--features``,
 ``--scoring``, ``--candidates`` and ``--window-size`` mean "as sleap-nn
 chooses for this model" (see ``TrackingOptions``); the chosen values are
 printed in the output's provenance.
@@ -13,26 +13,36 @@ from typing import Annotated, Any
 
 import typer
 
-from sleap_infer.core import tracking as t
-from sleap_infer.core.tracking import TrackingOptions
+from sleap_infer.tracking import options as t
+from sleap_infer.tracking import registry
+from sleap_infer.tracking.knobs import defaults_text
+from sleap_infer.tracking.options import TrackingOptions
 
 
 def _choice_help(text: str, values: tuple[str, ...]) -> str:
     return f"{text} One of: {', '.join(values)}."
 
 
+def _tracker_help() -> str:
+    """Every registry entry's one-line summary (docs/tracking.md, docs/tracking-mot.md)."""
+    lines = []
+    for e in registry.TRACKERS:
+        vectors = {registry.NEEDS_VECTORS: " (needs re-ID vectors)"}.get(e.vectors, "")
+        lines.append(f"{e.name}: {e.summary}{vectors}.")
+    return " ".join(lines) + " Implies --tracking."
+
+
+def _knob_help(name: str, text: str) -> str:
+    """``text`` with ``name``'s default per tracker, from the trackers' configs."""
+    presets = {n: registry.preset(n) for n in registry.NAMES if registry.preset(n)}
+    return f"{text} ({defaults_text(name, presets)})."
+
+
 Tracker = Annotated[
     str | None,
     typer.Option(
         metavar="NAME",
-        help=_choice_help(
-            "classic: sleap-nn's candidate-window tracker (default). bytetrack, sort, botsort,"
-            " ocsort, deepsort, strongsort, deepocsort: sleap-nn's MOT trackers"
-            " (docs/tracking-mot.md; the last three need re-ID vectors; botsort reads them when"
-            " present). infer_bytetrack: infer's own ByteTrack variant, best identities without"
-            " re-ID vectors on crowded scenes (docs/tracking.md). Implies --tracking.",
-            t.TRACKERS,
-        ),
+        help=_tracker_help(),
         show_default=False,
     ),
 ]
@@ -140,8 +150,10 @@ TrackBuffer = Annotated[
     typer.Option(
         min=0,
         metavar="N",
-        help=f"The Kalman-box trackers (all but classic): frames a lost track waits to be re-found "
-        f"({t.TRACK_BUFFER}).",
+        help=_knob_help(
+            "track_buffer",
+            "The Kalman-box trackers (all but classic): frames a lost track waits to be re-found",
+        ),
         show_default=False,
     ),
 ]
@@ -149,8 +161,9 @@ TrackHigh = Annotated[
     float | None,
     typer.Option(
         metavar="FLOAT",
-        help=f"Kalman-box trackers: first-stage (high) detection score"
-        f" ({t.TRACK_HIGH_THRESHOLD}; sort 0.1, botsort and ocsort 0.6).",
+        help=_knob_help(
+            "track_high_threshold", "Kalman-box trackers: first-stage (high) detection score"
+        ),
         show_default=False,
     ),
 ]
@@ -158,7 +171,7 @@ TrackLow = Annotated[
     float | None,
     typer.Option(
         metavar="FLOAT",
-        help=f"Kalman-box trackers: lowest score associated at all ({t.TRACK_LOW_THRESHOLD}).",
+        help=_knob_help("track_low_threshold", "Kalman-box trackers: lowest score associated"),
         show_default=False,
     ),
 ]
@@ -166,8 +179,9 @@ NewTrack = Annotated[
     float | None,
     typer.Option(
         metavar="FLOAT",
-        help=f"Kalman-box trackers: score needed to start a track ({t.NEW_TRACK_THRESHOLD};"
-        " sort 0.1, botsort 0.7).",
+        help=_knob_help(
+            "new_track_threshold", "Kalman-box trackers: score needed to start a track"
+        ),
         show_default=False,
     ),
 ]
@@ -178,7 +192,7 @@ MinHits = Annotated[
         "--min-hits",
         min=0,
         metavar="N",
-        help="MOT trackers: matches before a track is confirmed (3; bytetrack, botsort: 2).",
+        help=_knob_help("min_hits", "MOT trackers: matches before a track is confirmed"),
         show_default=False,
     ),
 ]
@@ -190,7 +204,7 @@ MinMatchSimilarity = Annotated[
         min=0.0,
         max=1.0,
         metavar="FLOAT",
-        help="MOT trackers: weakest overlap a match may have (0.3; bytetrack, botsort: 0.2).",
+        help=_knob_help("min_match_similarity", "MOT trackers: weakest overlap a match may have"),
         show_default=False,
     ),
 ]

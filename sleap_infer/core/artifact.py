@@ -18,11 +18,10 @@ from typing import Any
 from sleap_infer.core.errors import ExportError
 from sleap_infer.core.options import DecodeSettings
 
-EXPORT_LAYOUT_VERSION = 3
+EXPORT_LAYOUT_VERSION = 4
 """Bumped whenever graph outputs change meaning, so stale cache entries are never reused.
 3: integral refinement keeps a peak on its pixel when the patch mean leaves the patch.
-(Raw-maps exports came later without a bump: they say so in ``graph_outputs``, and a
-layout-3 file without that key is, as it always was, a graph that decodes in-graph.)"""
+4: ``graph_outputs`` (decoded in-graph or raw maps) is required."""
 
 EXPORT_FOLDER = "exported"
 """Where ``infer export`` writes a model's export by default: ``<model>/exported``."""
@@ -96,7 +95,7 @@ class ExportInfo:
     def raw_maps(self) -> bool:
         """True when the graph returns the heads' raw maps (decoding runs on the host).
         Exports written before raw maps existed lack the key: they decode in-graph."""
-        return self.data.get(GRAPH_OUTPUTS, DECODED) == RAW_MAPS
+        return bool(self.data[GRAPH_OUTPUTS] == RAW_MAPS)
 
     @property
     def decode_fields(self) -> list[str]:
@@ -142,6 +141,7 @@ def read_export(directory: Path) -> ExportInfo:
     except (OSError, ValueError) as exc:
         raise ExportError(f"{path}: unreadable export metadata ({exc})") from exc
     required = ("model_type", "source", "input", "outputs", "decode", "files", "layout_version")
+    required += (GRAPH_OUTPUTS,)
     missing = [k for k in required if not isinstance(data, dict) or k not in data]
     if missing:
         raise ExportError(f"{path}: export metadata lacks {', '.join(missing)}")
@@ -150,7 +150,7 @@ def read_export(directory: Path) -> ExportInfo:
             f"{path}: export layout {data['layout_version']} is not the {EXPORT_LAYOUT_VERSION} "
             "this sleap_infer reads; export the model again"
         )
-    kind = data.get(GRAPH_OUTPUTS, DECODED)
+    kind = data[GRAPH_OUTPUTS]
     if kind not in (DECODED, RAW_MAPS):
         raise ExportError(f"{path}: unknown {GRAPH_OUTPUTS} {kind!r}; export the model again")
     info = ExportInfo(directory, data)

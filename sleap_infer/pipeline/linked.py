@@ -3,7 +3,7 @@
 Trackers run online and journal their tracks batch by batch; sleap-nn's
 identity linking needs the whole video, so it runs once the journal is
 complete, just before the outputs are written from it. It reads the journal
-once, keeping only compact arrays (:mod:`sleap_infer.tracking.linking_input`,
+once, keeping only compact arrays (:mod:`sleap_infer.tracking.linking.inputs`,
 34 bytes a pose, plus 4 bytes a dimension where poses carry re-ID vectors; a
 segmentation model's masks: their boxes, as the output holds the masks),
 and answers one track id per pose (or mask); the outputs then read
@@ -23,13 +23,13 @@ import numpy as np
 
 from sleap_infer.core.polygons import packaged
 from sleap_infer.core.predictions import BatchPredictions
-from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.journal import Journal
 from sleap_infer.tracking.base import track_name
+from sleap_infer.tracking.options import TrackingOptions
 
 if TYPE_CHECKING:  # the linker (and scipy) load when a run links, not with every predict
-    from sleap_infer.tracking.linking import LinkResult
-    from sleap_infer.tracking.linking_input import LinkInput
+    from sleap_infer.tracking.linking.inputs import LinkInput
+    from sleap_infer.tracking.linking.link import LinkResult
 
 
 @dataclass
@@ -95,7 +95,7 @@ def _replace(preds: BatchPredictions, **changes: Any) -> BatchPredictions:
 def link_input(batches: Iterable[BatchPredictions], masks: bool = False) -> LinkInput:
     """The batches' tracked poses (or ``masks``) as compact arrays, every predicted
     frame in order."""
-    from sleap_infer.tracking.linking_input import LinkInput
+    from sleap_infer.tracking.linking.inputs import LinkInput
 
     inp = LinkInput()
     if masks:
@@ -126,7 +126,7 @@ def link_input(batches: Iterable[BatchPredictions], masks: bool = False) -> Link
 def _add_masks(inp: LinkInput, batches: Iterable[BatchPredictions]) -> None:
     """Each predicted frame's masks as the output holds them (empty ones dropped)."""
     from sleap_infer.tracking.base import MASKS
-    from sleap_infer.tracking.mot_boxes import raw_boxes
+    from sleap_infer.tracking.common.boxes import raw_boxes
     from sleap_infer.tracking.online import mask_detections
 
     for preds in batches:
@@ -143,7 +143,7 @@ def _add_masks(inp: LinkInput, batches: Iterable[BatchPredictions]) -> None:
 def track_buffer(options: TrackingOptions) -> int:
     """sleap-nn's linking reads the MOT ``track_buffer``: the option for a MOT tracker,
     the default (30) after the classic one."""
-    from sleap_infer.tracking.linking import TRACK_BUFFER
+    from sleap_infer.tracking.linking.link import TRACK_BUFFER
 
     if options.tracker == "classic":
         return TRACK_BUFFER
@@ -158,7 +158,7 @@ def normalized(options: TrackingOptions) -> bool:
 def high_threshold(options: TrackingOptions) -> float:
     """A gated vector's minimum score: sleap-nn's MOT default (0.5) after the classic
     tracker, the MOT tracker's ``--track-high-threshold`` after one."""
-    from sleap_infer.tracking.linking import HIGH_THRESHOLD
+    from sleap_infer.tracking.linking.link import HIGH_THRESHOLD
 
     if options.tracker == "classic":
         return HIGH_THRESHOLD
@@ -182,7 +182,7 @@ def link_batches(
     sleap-nn lists only the identities linking kept, under their tracker names; the
     outputs index their track list by id, so the new ids are positions in that list.
     """
-    from sleap_infer.tracking.linking import link_tracks
+    from sleap_infer.tracking.linking.link import link_tracks
 
     new, result = link_tracks(
         link_input(batches(), masks), options.max_tracks, track_buffer(options), None,
@@ -199,7 +199,7 @@ def link_journal(
 ) -> tuple[Journal, LinkResult]:
     """``journal`` with linked track ids (the journal itself when linking is off);
     ``masks``: the run tracks a segmentation model's masks."""
-    from sleap_infer.tracking.linking import LinkResult
+    from sleap_infer.tracking.linking.link import LinkResult
 
     if not options.links:
         return journal, LinkResult()

@@ -20,7 +20,6 @@ from sleap_infer.core.overrides import ConfigOverrides
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.core.products import Product
 from sleap_infer.core.startup import span
-from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.layers import build_layer
 from sleap_infer.layers.base import InferenceLayer
 from sleap_infer.layers.build import layer_class
@@ -32,6 +31,7 @@ from sleap_infer.runner import Runner
 from sleap_infer.runtimes import get_runtime
 from sleap_infer.sources.project_frames import ProjectSelection
 from sleap_infer.tracking.online import IMAGES, OnlineTracker
+from sleap_infer.tracking.options import TrackingOptions
 from sleap_infer.writers.registry import OutputFormat, get_format, get_formats
 
 

@@ -17,13 +17,13 @@ from sleap_infer.core.artifact import ENGINE_NAME
 from sleap_infer.core.errors import UsageError
 from sleap_infer.core.overrides import FLAGS, ConfigOverrides
 from sleap_infer.core.products import Product
-from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.model.exported import expand as expand_exports
 from sleap_infer.model.loader import LoadedModel, load_model
 from sleap_infer.model.overrides import apply_overrides
 from sleap_infer.model.registry import MODEL_TYPES, ModelType
 from sleap_infer.runtimes import get_runtime
 from sleap_infer.tracking import MASKS, POSES, resolve_options
+from sleap_infer.tracking.options import TrackingOptions
 from sleap_infer.writers.registry import OutputFormat, refuse
 
 

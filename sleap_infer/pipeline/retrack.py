@@ -30,7 +30,6 @@ import numpy as np
 import sleap_io as sio
 
 from sleap_infer.core.errors import UsageError, VideoError
-from sleap_infer.core.tracking import VECTOR_TRACKERS, TrackingOptions
 from sleap_infer.pipeline.labels_job import (
     check_destination,
     has_vectors,
@@ -40,12 +39,21 @@ from sleap_infer.pipeline.labels_job import (
 )
 from sleap_infer.pipeline.linked import high_threshold, normalized, track_buffer
 from sleap_infer.sources.slp import FILE
-from sleap_infer.tracking import MASKS, POSES, Detections, MaskBitmap, make_tracker, track_name
+from sleap_infer.tracking import (
+    MASKS,
+    POSES,
+    Detections,
+    MaskBitmap,
+    make_tracker,
+    registry,
+    track_name,
+)
 from sleap_infer.tracking.cleanup import with_cleanup
-from sleap_infer.tracking.linking import link_tracks
-from sleap_infer.tracking.linking_input import LinkInput
-from sleap_infer.tracking.mot_boxes import raw_boxes
-from sleap_infer.tracking.mot_prepare import MotCalibration, calibrate_mot, prepare_args
+from sleap_infer.tracking.common.boxes import raw_boxes
+from sleap_infer.tracking.common.prepare import MotCalibration, calibrate_mot, prepare_args
+from sleap_infer.tracking.linking.inputs import LinkInput
+from sleap_infer.tracking.linking.link import link_tracks
+from sleap_infer.tracking.options import TrackingOptions
 from sleap_infer.tracking.resolve import resolve_options
 
 
@@ -76,7 +84,9 @@ def _carrier(labels: sio.Labels, options: TrackingOptions) -> tuple[str, bool]:
     frames = labels.labeled_frames
     blend = options.appearance_weight > 0
     by_vectors = options.tracker == "classic" and not blend
-    if options.tracker in VECTOR_TRACKERS or (options.features == "embeddings" and by_vectors):
+    if registry.entry(options.tracker).appearance or (
+        options.features == "embeddings" and by_vectors
+    ):
         poses = sum(_usable(i) for lf in frames for i in lf.instances)
         masks = sum(_usable(m) for lf in frames for m in lf.masks)
         if poses or masks:

@@ -33,13 +33,13 @@ from sleap_infer.core.options import (
     parse_thresholds,
 )
 from sleap_infer.core.overrides import ConfigOverrides
-from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.layers import build_layer
 from sleap_infer.model.exported import export_runtime
 from sleap_infer.model.registry import load_class
 from sleap_infer.pipeline import models as model_set
 from sleap_infer.runtimes import backend_maker
 from sleap_infer.sources.project_frames import ProjectSelection
+from sleap_infer.tracking.options import TrackingOptions
 from sleap_infer.writers.registry import OutputFormat
 
 PIPELINE = "sleap_infer.pipeline.pipeline:Pipeline"

@@ -217,11 +217,10 @@ def fingerprint(
             k: v for k, v in options_dict(pipeline).items() if k not in OUTPUT_ONLY_OPTIONS
         },
         "frames": selection_text(frames),
-        # Absent when unused, so journals of earlier runs still resume.
-        **({"tracking": pipeline.tracking.to_json()} if pipeline.tracking else {}),
-        **({"filters": pipeline.filters.to_json()} if pipeline.filters else {}),
-        **({"overrides": overrides.given} if overrides else {}),
-        **({"project": asdict(project)} if project else {}),
+        "tracking": pipeline.tracking.to_json() if pipeline.tracking else None,
+        "filters": pipeline.filters.to_json() if pipeline.filters else None,
+        "overrides": overrides.given if overrides else None,
+        "project": asdict(project) if project else None,
     }
 
 

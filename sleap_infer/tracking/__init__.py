@@ -1,16 +1,30 @@
 """Identity tracking, online: one frame at a time, in frame order, state saved per batch.
 
-``classic`` is sleap-nn's candidate-window tracker and the SORT family
-(:data:`MOT_TRACKERS`) its Kalman-box trackers, each giving sleap-nn's assignments
-on the same detections; ``infer_bytetrack`` is infer's own ByteTrack variant, a
-Kalman-motion, two-stage-by-score tracker that never drops a detection.
-:func:`make_tracker` resolves the automatic choices (:func:`resolve_options`) and
-builds the one asked for.
+One folder per tracker family, each kept apart from the others by an
+import-linter contract:
+
+- ``classic/``: sleap-nn's candidate-window tracker (the default);
+- ``mot/``: sleap-nn's SORT family (sort, bytetrack, botsort, ocsort, deepsort,
+  strongsort, deepocsort) on one Kalman-box core, each giving sleap-nn's
+  assignments on the same detections;
+- ``infer_bytetrack/``: infer's own ByteTrack variant, which never drops a
+  detection;
+- ``linking/``: sleap-nn's identity linking at a video's end (``--link_tracklets``);
+- ``common/``: what two families share (boxes, body size, the calibration
+  pre-pass, appearance memories).
+
+At this level: :mod:`~sleap_infer.tracking.registry` (one entry per ``--tracker``
+value), :mod:`~sleap_infer.tracking.options` (``TrackingOptions``), the tracker
+protocol (:mod:`~sleap_infer.tracking.base`), the automatic choices
+(:mod:`~sleap_infer.tracking.resolve`), the steps around any tracker
+(:mod:`~sleap_infer.tracking.cleanup`) and tracking inside the prediction stream
+(:mod:`~sleap_infer.tracking.online`). :func:`make_tracker` builds the tracker
+an options record asks for.
 """
 
 from __future__ import annotations
 
-from sleap_infer.core.tracking import TrackingOptions
+from sleap_infer.tracking import registry
 from sleap_infer.tracking.base import (
     MASKS,
     POSES,
@@ -22,14 +36,11 @@ from sleap_infer.tracking.base import (
     TrackerState,
     track_name,
 )
+from sleap_infer.tracking.options import TrackingOptions
 from sleap_infer.tracking.resolve import resolve_options
-
-# sleap-nn's SORT family (tracking/mot_core.py); botsort and the last three read re-ID vectors.
-MOT_TRACKERS = ("sort", "bytetrack", "botsort", "ocsort", "deepsort", "strongsort", "deepocsort")
 
 __all__ = [
     "MASKS",
-    "MOT_TRACKERS",
     "POSES",
     "Assignment",
     "Detections",
@@ -37,6 +48,7 @@ __all__ = [
     "MaskBitmap",
     "Tracker",
     "TrackerState",
+    "TrackingOptions",
     "make_tracker",
     "resolve_options",
     "track_name",
@@ -46,35 +58,14 @@ __all__ = [
 def make_tracker(
     options: TrackingOptions, carrier: str, n_nodes: int, has_embeddings: bool = False
 ) -> Tracker:
-    """A fresh tracker for one video (``carrier``: :data:`POSES` or :data:`MASKS`)."""
-    if options.tracker in MOT_TRACKERS:
-        return _mot_tracker(options, carrier, n_nodes)
+    """A fresh tracker for one video (``carrier``: :data:`POSES` or :data:`MASKS`).
+
+    Each family's class is built from what it reads: the MOT trackers from their
+    config (sleap-nn's preset under the options' overrides), the others from the
+    options with every automatic choice made."""
+    entry = registry.entry(options.tracker)
+    cls = registry.tracker_class(entry.name)
+    if entry.family == registry.MOT:
+        return cls.from_options(options, carrier, n_nodes)  # type: ignore[attr-defined,no-any-return]
     resolved = resolve_options(options, carrier, n_nodes, has_embeddings)
-    if resolved.tracker == "infer_bytetrack":
-        from sleap_infer.tracking.bytetrack import ByteTracker
-
-        return ByteTracker(resolved, carrier)
-    from sleap_infer.tracking.classic import ClassicTracker
-
-    return ClassicTracker(resolved, carrier)
-
-
-def _mot_tracker(options: TrackingOptions, carrier: str, n_nodes: int) -> Tracker:
-    from sleap_infer.tracking.botsort import BotSortTracker
-    from sleap_infer.tracking.deepocsort import DeepOcSortTracker
-    from sleap_infer.tracking.deepsort import DeepSortTracker, StrongSortTracker
-    from sleap_infer.tracking.mot_byte import ByteTrackTracker
-    from sleap_infer.tracking.mot_core import mot_params
-    from sleap_infer.tracking.ocsort import OcSortTracker
-    from sleap_infer.tracking.sort import SortTracker
-
-    classes = {
-        "sort": SortTracker,
-        "bytetrack": ByteTrackTracker,
-        "botsort": BotSortTracker,
-        "ocsort": OcSortTracker,
-        "deepsort": DeepSortTracker,
-        "strongsort": StrongSortTracker,
-        "deepocsort": DeepOcSortTracker,
-    }
-    return classes[options.tracker](mot_params(options), carrier, n_nodes)
+    return cls(resolved, carrier)  # type: ignore[call-arg]

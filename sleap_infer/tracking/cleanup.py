@@ -31,9 +31,9 @@ from dataclasses import replace
 import numpy as np
 
 from sleap_infer.core.errors import ResumeError, UsageError
-from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.tracking.base import MASKS, Assignment, Detections, Tracker, TrackerState
-from sleap_infer.tracking.features import bbox
+from sleap_infer.tracking.classic.features import bbox
+from sleap_infer.tracking.options import TrackingOptions
 from sleap_infer.tracking.resolve import resolve_options
 
 PREFIX = "cleanup_"  # state arrays of this module, beside the tracker's own

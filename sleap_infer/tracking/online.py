@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,6 @@ from sleap_infer.core.late_tracks import LateTracks, lay_over
 from sleap_infer.core.masks import MaskSet
 from sleap_infer.core.polygons import packaged
 from sleap_infer.core.predictions import BatchPredictions
-from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.journal import TrackerSnapshot
 from sleap_infer.tracking import (
     MASKS,
@@ -42,11 +41,12 @@ from sleap_infer.tracking import (
     MaskBitmap,
     Tracker,
     TrackerState,
-    flow,
     make_tracker,
     track_name,
 )
+from sleap_infer.tracking.classic import flow
 from sleap_infer.tracking.cleanup import with_cleanup
+from sleap_infer.tracking.options import TrackingOptions
 
 IMAGES = "images"  # BatchPredictions.extras key: the batch's frames, for optical flow
 FLOW_IMAGES = "images"  # the classic tracker's state: its remembered frames, prepared
@@ -75,10 +75,6 @@ class OnlineTracker:
     ) -> OnlineTracker:
         """A fresh tracker, or (resuming) one restored from the journal's last snapshot;
         ``read_frames`` decodes the frames an optical-flow snapshot left out."""
-        if snapshot is not None and _own_bytetrack_state(snapshot[0]["state"], options):
-            # Journaled before infer's own ByteTrack took the name infer_bytetrack and
-            # "bytetrack" became sleap-nn's: the run goes on with the tracker it started with.
-            options = replace(options, tracker="infer_bytetrack")
         tracker = make_tracker(options, carrier, n_nodes, has_embeddings)
         tracker = with_cleanup(tracker, options, carrier, n_nodes, has_embeddings)
         if snapshot is not None:
@@ -208,13 +204,3 @@ def tracking_provenance(options: TrackingOptions, online: OnlineTracker | None) 
         out["seconds_this_run"] = round(online.seconds, 4)
         out["ms_per_frame"] = round(1000 * online.seconds / online.frames, 4)
     return out
-
-
-def _own_bytetrack_state(meta: dict, options: TrackingOptions) -> bool:
-    """A ``--tracker bytetrack`` state saved by infer's own ByteTrack (its ``next_id``; the
-    SORT family's states count ``next_tid``), from before it was renamed."""
-    return (
-        options.tracker == "bytetrack"
-        and meta.get("tracker") == "bytetrack"
-        and ("next_id" in meta)
-    )

@@ -29,14 +29,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sleap_infer.core.errors import UsageError
-from sleap_infer.core.tracking import (
+from sleap_infer.tracking import registry
+from sleap_infer.tracking.base import MASKS
+from sleap_infer.tracking.options import (
     MASK_WINDOW_SIZE,
-    MOT_PRESETS,
-    VECTORS_REQUIRED,
     WINDOW_SIZE,
     TrackingOptions,
 )
-from sleap_infer.tracking.base import MASKS
 
 # Which scorings can read which feature (sleap-nn computes these without failing).
 SCORABLE = {
@@ -140,13 +139,14 @@ def resolve_options(
     ByteTrack's for the others); a value given explicitly is kept, whatever it equals.
     """
     options = options.with_tracker_defaults()
-    if options.tracker in VECTORS_REQUIRED and not has_embeddings:
+    entry = registry.entry(options.tracker)
+    if entry.vectors == registry.NEEDS_VECTORS and not has_embeddings:
         raise UsageError(
             f"--tracker {options.tracker} associates by appearance, but no detection"
             " carries a re-ID vector: add an embedding model to the run, track a .slp"
             " saved with its vectors, or track by geometry (--tracker ocsort / sort)"
         )
-    if options.tracker == "infer_bytetrack" or options.tracker in MOT_PRESETS:
+    if entry.family != registry.CLASSIC:
         return _bytetrack_fill(options, carrier, n_nodes)
     resolved = _fill(options, carrier, n_nodes, has_embeddings)
     features, scoring = str(resolved.features), str(resolved.scoring)

@@ -22,6 +22,7 @@ from torch import nn
 from sleap_infer.bench import runtime_checks
 from sleap_infer.bench.runtime_checks import Probe, probe
 from sleap_infer.bench.system import nvidia_driver, system_facts
+from sleap_infer.core.artifact import EXPORT_LAYOUT_VERSION
 from sleap_infer.model.info import count_flops, network_input, parameter_count
 from sleap_infer.model.loader import load_model
 from sleap_infer.runtimes.inventory import describe_models
@@ -270,7 +271,8 @@ def _fake_export(folder: Path, sha256: str, shape: list[int]) -> None:
     folder.mkdir(parents=True)
     (folder / "model.onnx").write_bytes(b"not really onnx")
     metadata = {
-        "layout_version": 3,
+        "layout_version": EXPORT_LAYOUT_VERSION,
+        "graph_outputs": "decoded",
         "model_type": "centroid",
         "source": {"checkpoint_sha256": sha256},
         "input": {"shape": shape},

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import sleap_io as sio
 
-from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.journal import journal_path, read_journal
 from sleap_infer.pipeline.linked import LinkedJournal, link_input, link_journal
+from sleap_infer.tracking.options import TrackingOptions
 
 from cli_runs import infer_stopping, run_cli
 from conftest import fixture_model

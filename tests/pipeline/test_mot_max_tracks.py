@@ -13,8 +13,8 @@ import pytest
 import sleap_io as sio
 
 from sleap_infer.core.errors import UsageError
-from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.pipeline.retrack import retrack_labels
+from sleap_infer.tracking.options import TrackingOptions
 
 N_FRAMES = 90
 GONE = range(20, 60)  # animal B is away for longer than the track buffer (30)

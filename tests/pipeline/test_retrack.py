@@ -10,8 +10,8 @@ import pytest
 import sleap_io as sio
 
 from sleap_infer.core.errors import UsageError, VideoError
-from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.pipeline.retrack import retrack_file, retrack_labels
+from sleap_infer.tracking.options import TrackingOptions
 
 from cli_runs import run_cli
 

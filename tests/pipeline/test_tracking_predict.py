@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 import sleap_io as sio
 
-from sleap_infer.core.tracking import VECTOR_TRACKERS, TrackingOptions
 from sleap_infer.journal import journal_path, read_journal
 from sleap_infer.pipeline.retrack import retrack_file
+from sleap_infer.tracking.options import TrackingOptions
+from sleap_infer.tracking.registry import appearance_names
 
 from cli_runs import error_lines, infer_stopping, run_cli
 from conftest import fixture_model, pipeline
@@ -140,8 +141,8 @@ def test_masks_are_linked_at_the_video_s_end_from_the_journal(shared: Path, tmp_
     linked into 3 identities, exactly as linking the same tracks read from the unlinked
     output file does."""
     from sleap_infer.pipeline.linked import high_threshold, track_buffer
-    from sleap_infer.tracking.linking import link_tracks
-    from sleap_infer.tracking.linking_input import LinkInput
+    from sleap_infer.tracking.linking.inputs import LinkInput
+    from sleap_infer.tracking.linking.link import link_tracks
 
     video = shared / "videos" / "synthetic_multi.pkg.slp"
     model = shared / "models" / "synthetic_bottomup_segmentation"
@@ -267,9 +268,9 @@ BLEND = ["--appearance-weight", "0.5", "--euclidean-scale", "8"]
     "extra",
     [
         BLEND,
-        *(["--tracker", n, "--appearance-threshold", "0.5"] for n in VECTOR_TRACKERS),
+        *(["--tracker", n, "--appearance-threshold", "0.5"] for n in appearance_names()),
     ],
-    ids=["blend", *VECTOR_TRACKERS],
+    ids=["blend", *appearance_names()],
 )
 def test_killed_appearance_run_resumes_to_identical_tracks(
     shared: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, extra: list[str]

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from sleap_infer.core.errors import ResumeError, UsageError
-from sleap_infer.core.tracking import TrackingOptions
 from sleap_infer.tracking import MASKS, POSES, Detections, make_tracker
 from sleap_infer.tracking.base import TrackerState
 from sleap_infer.tracking.cleanup import BreakJoiner, CleanedTracker, cull, nms_keep, with_cleanup
+from sleap_infer.tracking.options import TrackingOptions
 
 N_NODES = 3
 SHAPE = np.array([[0.0, 0.0], [6.0, 1.0], [3.0, 7.0]])
