@@ -75,7 +75,7 @@ SLEAP_NN_TRACKERS = (
     "ocsort",
     "deepocsort",
 )
-# Those that associate by appearance (sleap-nn's; ours: core.tracking.APPEARANCE_TRACKERS).
+# Those that associate by appearance (sleap-nn's; ours: tracking.registry.appearance_names()).
 REID_TRACKERS = ("botsort", "deepsort", "strongsort", "deepocsort")
 ANIMALS = "{animals}"  # replaced by the scene's animal count
 

@@ -1,5 +1,5 @@
 """The tracking benchmarks pick up every tracker by name: a tracker added to
-``core.tracking.TRACKERS`` gets rows with no edit there; one we lack is "n/a", not a crash."""
+``tracking.registry.NAMES`` gets rows with no edit there; one we lack is "n/a", not a crash."""
 
 from __future__ import annotations
 
