@@ -25,8 +25,10 @@ from sleap_infer.tracking import registry
 
 MotParam = tuple[tuple[str, Any], ...]
 
-# sleap-nn 0.3.5 MOTParams' fields (less ``tracker``) with their class defaults: the
-# default's type is the value's type (``None``: an optional number, below).
+# sleap-nn 0.3.5 MOTParams' fields (less ``tracker``) with its class's attribute defaults,
+# read here only for the value's type (``None``: an optional number, below) and to name
+# sleap-nn's keys. A tracker's defaults are its preset, its config's (``fuse_score`` is
+# False here and True for bytetrack and botsort): :func:`registry.preset`.
 FIELDS: dict[str, Any] = dict(
     preset="animal",
     similarity="auto",

@@ -83,7 +83,7 @@ def test_overrides_stay_hashable_and_serialise_for_the_fingerprint() -> None:
     assert record["mot_param"] == {"delta_t": 5, "use_byte": True}  # min_hits: its field
     assert record["min_hits"] == 2
     assert TrackingOptions(**record).to_json() == record
-    assert "mot_param" not in TrackingOptions(tracker="ocsort").to_json()  # old journals
+    assert TrackingOptions(tracker="ocsort").to_json()["mot_param"] == {}
     assert TrackingOptions(tracker="sort", mot_param=["preset=animal"]).mot_param == (
         ("preset", "animal"),
     )

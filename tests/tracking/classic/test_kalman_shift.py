@@ -41,7 +41,7 @@ def test_what_sleap_nn_refuses_is_one_usage_line(kw: dict, message: str) -> None
     assert "\n" not in str(err.value)
 
 
-def test_defaults_are_sleap_nns_and_recorded_only_when_on() -> None:
+def test_defaults_are_sleap_nns_and_recorded() -> None:
     on = kalman(kf_node_indices="0, 2").with_tracker_defaults()
     assert (on.kf_track_features, on.kf_init_frame_count, on.kf_reset_gap_size) == (
         "centroid",
@@ -52,7 +52,8 @@ def test_defaults_are_sleap_nns_and_recorded_only_when_on() -> None:
     assert kalman(kf_track_features="keypoints").with_tracker_defaults().oks_stddev == 0.1
     assert kalman(kf_track_features="keypoints", oks_stddev=0.05).to_json()["oks_stddev"] == 0.05
     assert json.loads(json.dumps(on.to_json()))["kf_node_indices"] == [0, 2]
-    assert not {"use_kalman", "kf_init_frame_count"} & set(TrackingOptions().to_json())
+    off = TrackingOptions().to_json()  # off: recorded as off, its knobs unset
+    assert off["use_kalman"] is False and off["kf_init_frame_count"] is None
     assert TrackingOptions(kf_node_indices="").kf_node_indices is None  # sleap-nn: all nodes
 
 

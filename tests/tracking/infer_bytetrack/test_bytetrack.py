@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from journal_roundtrip import through_json
 
-from sleap_infer.tracking.base import POSES, Detections, MaskBitmap, TrackerState
+from sleap_infer.tracking.base import Detections, MaskBitmap, TrackerState
 from sleap_infer.tracking.common import kalman
 from sleap_infer.tracking.infer_bytetrack.tracker import (
     ByteTracker,
@@ -17,7 +17,6 @@ from sleap_infer.tracking.infer_bytetrack.tracker import (
     pose_boxes,
     shared_node_iou,
 )
-from sleap_infer.tracking.online import OnlineTracker
 from sleap_infer.tracking.options import TrackingOptions
 
 
@@ -268,26 +267,6 @@ def test_a_state_of_an_earlier_format_or_name_is_refused() -> None:
     for meta in (state.meta | {"format": 2}, state.meta | {"tracker": "bytetrack"}):
         with pytest.raises(ValueError, match="not an infer_bytetrack state"):
             tracker().load_state(TrackerState(meta=meta, arrays=state.arrays))
-
-
-def test_a_run_journaled_as_bytetrack_before_the_rename_resumes_with_this_tracker() -> None:
-    """Until sleap-nn's ByteTrack was ported, ``--tracker bytetrack`` was this tracker. A
-    journal of such a run (state named "bytetrack") resumes with this tracker, to the ids
-    the uninterrupted run gives; the SORT-family ``bytetrack`` could not read its state."""
-    scene = _scene(seed=3, n_frames=30)
-    whole = tracker()
-    expected = [whole.step(d).track_ids for d in scene]
-    first = tracker()
-    got = [first.step(d).track_ids for d in scene[:12]]
-    state = first.state()
-    old_meta = {**state.meta, "tracker": "bytetrack"}
-    snapshot = ({"n_tracks": first.n_tracks, "state": old_meta}, dict(state.arrays))
-    online = OnlineTracker.start(TrackingOptions(tracker="bytetrack"), POSES, 3, False, snapshot)
-    assert isinstance(online.tracker, ByteTracker)
-    got += [online.tracker.step(d).track_ids for d in scene[12:]]
-    assert all(np.array_equal(e, g) for e, g in zip(expected, got))
-    fresh = OnlineTracker.start(TrackingOptions(tracker="bytetrack"), POSES, 3, False)
-    assert not isinstance(fresh.tracker, ByteTracker)  # a new run: sleap-nn's ByteTrack
 
 
 # ------------------------------------------- geometry, against the row-wise formulas
