@@ -36,6 +36,7 @@ which tracks the crowded and stop-and-go scenes better, is ``--tracker infer_byt
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -75,7 +76,7 @@ class ByteTrackTracker(XywhFilter, MotCore):
     tentative_dies_on_miss = True
     hits_start = 1
     confirm_on_streak = False
-    zero_on_miss = (7,)  # the height velocity (sleap-nn: size_velocity)
+    zero_on_miss: ClassVar[tuple[int, ...]] = (7,)  # the height velocity (sleap-nn: size_velocity)
     tracks: ByteTrackTracks
     last_kp = TrackColumn[FloatArray]()
     kf_centre = TrackColumn[FloatArray]()
@@ -99,7 +100,7 @@ class ByteTrackTracker(XywhFilter, MotCore):
     # ------------------------------------------------------------ memory
     def _remember(self, row: int, frame: Frame, j: int) -> None:
         if frame.keypoints is not None:
-            kp = np.full(self.last_kp.shape[1:], np.nan)
+            kp: FloatArray = np.full(self.last_kp.shape[1:], np.nan)
             n = min(kp.shape[0], frame.keypoints.shape[1])
             kp[:n] = frame.keypoints[j, :n]
             self.last_kp[row] = kp

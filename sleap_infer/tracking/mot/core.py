@@ -265,7 +265,7 @@ class MotCore:
         for k in range(steps):
             if self.zero_on_miss:
                 missed = self.tsu + k > 0
-                mean[np.ix_(missed, self.zero_on_miss)] = 0.0
+                mean[np.ix_(missed, np.asarray(self.zero_on_miss, np.intp))] = 0.0
             mean, cov = self.predict(mean, cov)
             if k == 0 and steps > 1:
                 self.on_gap(mean, cov, self.clock - steps + 1)
