@@ -26,11 +26,13 @@ install: $(STAMP)
 test: lint
 	$(PY) -m pytest
 
-# ruff (style, complexity <= 15) and import-linter (floors run one way, see pyproject.toml).
+# ruff (style, complexity <= 15), import-linter (floors run one way) and mypy (the modules
+# named in [tool.mypy] files), see pyproject.toml.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format .

@@ -66,6 +66,8 @@ def make_tracker(
     entry = registry.entry(options.tracker)
     cls = registry.tracker_class(entry.name)
     if entry.family == registry.MOT:
-        return cls.from_options(options, carrier, n_nodes)  # type: ignore[attr-defined,no-any-return]
+        # The registry types its classes as the Tracker protocol, which says nothing of how
+        # one is built: the MOT classes' from_options and the others' (options, carrier).
+        return cls.from_options(options, carrier, n_nodes)  # type: ignore[attr-defined]
     resolved = resolve_options(options, carrier, n_nodes, has_embeddings)
     return cls(resolved, carrier)  # type: ignore[call-arg]

@@ -77,7 +77,8 @@ class TrackerState:
 class Tracker(Protocol):
     """Assigns track ids frame by frame; ids count up from 0, named ``track_<id>``."""
 
-    needs_images: bool  # optical flow: hand it ``Detections.image``
+    @property
+    def needs_images(self) -> bool: ...  # optical flow: hand it ``Detections.image``
 
     def step(self, detections: Detections) -> Assignment: ...
 

@@ -23,7 +23,7 @@ empty masks dropped, frame order), since those are what sleap-nn's tracker sees.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,7 +172,7 @@ class OnlineTracker:
 
 
 def mask_detections(
-    masks: MaskSet, ks: np.ndarray, frame_idx: int, image: np.ndarray | None = None
+    masks: MaskSet, ks: Sequence[int] | np.ndarray, frame_idx: int, image: np.ndarray | None = None
 ) -> Detections:
     """Masks ``ks`` of ``masks`` (one frame's) as the trackers and identity linking read
     them: no points, the masks' own scores."""

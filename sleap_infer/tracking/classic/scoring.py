@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -143,7 +144,13 @@ def cosine(a: Feature, b: Feature) -> float:
         return float(np.dot(u, v) / denom)
 
 
-PAIR_SCORES = {"iou": iou, "mask_iou": mask_iou, "euclidean_dist": euclidean, "cosine_sim": cosine}
+# Each takes the two features of its kind (boxes, mask crops, poses or vectors).
+PAIR_SCORES: dict[str, Callable[[Any, Any], float]] = {
+    "iou": iou,
+    "mask_iou": mask_iou,
+    "euclidean_dist": euclidean,
+    "cosine_sim": cosine,
+}
 
 
 def stack_poses(poses: Sequence[Feature]) -> np.ndarray:

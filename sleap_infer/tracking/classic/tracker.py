@@ -29,6 +29,8 @@ resumed run continues bit for bit.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 import sleap_infer.tracking.classic.flow as flow
@@ -123,7 +125,7 @@ class ClassicTracker:
         n, kind, frame = len(det), self.options.features, int(det.frame_idx)
         if self.carrier == MASKS:
             masks = det.masks or []
-            feats = (
+            feats: Sequence[Feature] = (
                 embedding_rows(_copy(det.embeddings), n)
                 if kind == "embeddings"
                 else [mask_crop(m) for m in masks]
@@ -135,6 +137,7 @@ class ClassicTracker:
         if kind == "embeddings":
             feats = embedding_rows(_copy(det.embeddings), n)
         else:
+            assert kind is not None  # the resolved options name the features
             feats = [pose_feature(kind, p) for p in points]
         entries = [Entry(frame, int(s), f, p) for s, f, p in zip(support, feats, points)]
         return self._with_vectors(entries, det)
@@ -207,6 +210,7 @@ class ClassicTracker:
         if o.features == "embeddings" and o.scoring == "cosine_sim":
             return appearance_matrix(queries, usable, o.reduction, o.robust_quantile)  # type: ignore[arg-type]
         flat = [f for column in usable for f in column]
+        assert o.oks_stddev is not None  # the resolved options set it
         pairs = pair_matrix(str(o.scoring), queries, flat, o.oks_stddev)
         return reduce_columns(pairs, [len(c) for c in usable], o.reduction, o.robust_quantile)
 

@@ -212,7 +212,7 @@ def link_rules(
         return None
     true_full = true_n[:, -1]
     _, margin, recall = _rule_at(true_full, [c[:, -1] for c in comp_n])
-    if margin is None or recall < MIN_LINK_RECALL:
+    if margin is None or recall is None or recall < MIN_LINK_RECALL:  # both None, or neither
         return None
     thresh = np.full(LINK_QUERY_LEN, np.nan)
     margins = np.full(LINK_QUERY_LEN, np.nan)

@@ -42,7 +42,7 @@ def unit_rows(queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if q.ndim == 1:
         q = q[None, :]
     q = q.reshape(q.shape[0], -1)
-    finite = np.isfinite(q).all(axis=1)
+    finite = np.all(np.isfinite(q), axis=1)
     q = np.where(finite[:, None], q, 0.0)
     norms = np.linalg.norm(q, axis=1)
     ok = finite & (norms > EPS)
@@ -234,7 +234,8 @@ def frame_vectors(
         dim = vec.size if dim is None else dim
     if not has.any():
         return None, has
-    out = np.zeros((n, int(dim)), np.float32)  # type: ignore[arg-type]
-    for i in np.flatnonzero(has):
+    assert dim is not None  # set by the first usable row
+    out = np.zeros((n, int(dim)), np.float32)
+    for i in np.flatnonzero(has).tolist():
         out[i] = rows[i]
     return out, has

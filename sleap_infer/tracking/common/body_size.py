@@ -79,7 +79,7 @@ def _same_frame(cen: np.ndarray, ext: np.ndarray) -> tuple[np.ndarray, np.ndarra
     dup = (iomin > DUPLICATE_IOMIN) & ~eye
     dist = np.linalg.norm(cen[:, None] - cen[None], axis=-1)
     dist = np.where(np.isfinite(dist) & ~eye & ~dup, dist, np.inf)
-    return dist.min(axis=1), dup.any(axis=1)
+    return dist.min(axis=1), np.any(dup, axis=1)
 
 
 def _second(dist: np.ndarray, axis: int) -> np.ndarray:

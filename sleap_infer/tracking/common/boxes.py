@@ -54,7 +54,7 @@ def raw_boxes(det: Detections, carrier: str) -> tuple[np.ndarray, np.ndarray]:
     pts = np.asarray(det.points, np.float64)
     if n == 0 or pts.shape[1] == 0:
         return raw, count
-    visible = np.isfinite(pts).all(axis=-1)
+    visible = np.all(np.isfinite(pts), axis=-1)
     count = visible.sum(axis=1).astype(np.int64)
     lo = np.where(visible[..., None], pts, np.inf).min(axis=1)
     hi = np.where(visible[..., None], pts, -np.inf).max(axis=1)
@@ -97,7 +97,7 @@ def pose_diagonals(det: Detections) -> np.ndarray:
 def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``(n, m)`` IoU of ``xyxy`` boxes; a box with a NaN scores 0."""
     a, b = np.asarray(a, np.float64).reshape(-1, 4), np.asarray(b, np.float64).reshape(-1, 4)
-    ok_a, ok_b = np.isfinite(a).all(axis=1), np.isfinite(b).all(axis=1)
+    ok_a, ok_b = np.all(np.isfinite(a), axis=1), np.all(np.isfinite(b), axis=1)
     a, b = np.where(ok_a[:, None], a, 0.0), np.where(ok_b[:, None], b, 0.0)
     area_a = np.clip(a[:, 2] - a[:, 0], 0, None) * np.clip(a[:, 3] - a[:, 1], 0, None)
     area_b = np.clip(b[:, 2] - b[:, 0], 0, None) * np.clip(b[:, 3] - b[:, 1], 0, None)
@@ -163,10 +163,10 @@ def xysr_from_xyxy(box: np.ndarray) -> np.ndarray:
         x0, y0, x1, y1 = b.tolist()
         w, h = _at_least(x1 - x0, MIN_SIDE), _at_least(y1 - y0, MIN_SIDE)
         return np.array([0.5 * (x0 + x1), 0.5 * (y0 + y1), w * h, w / h])
-    w = np.maximum(b[..., 2] - b[..., 0], MIN_SIDE)
-    h = np.maximum(b[..., 3] - b[..., 1], MIN_SIDE)
+    ws = np.maximum(b[..., 2] - b[..., 0], MIN_SIDE)
+    hs = np.maximum(b[..., 3] - b[..., 1], MIN_SIDE)
     cx, cy = 0.5 * (b[..., 0] + b[..., 2]), 0.5 * (b[..., 1] + b[..., 3])
-    return np.stack([cx, cy, w * h, w / h], axis=-1)
+    return np.stack([cx, cy, ws * hs, ws / hs], axis=-1)
 
 
 def _at_least(value: float, floor: float) -> float:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol, cast
 
 import numpy as np
 
@@ -149,6 +150,13 @@ def calibrate_mot(
     return MotCalibration(normalizer, geo.body_size, geo.time_base, step, app, seen)
 
 
+class _MemoryKnobs(Protocol):
+    """What :func:`prepare_args` reads of an appearance tracker (one that keeps memories)."""
+
+    ema_alpha: float
+    gallery_size: int
+
+
 def prepare_args(tracker: object) -> tuple[float | None, tuple[float, int] | None]:
     """``(body_size, appearance)`` of :func:`calibrate_mot` for ``tracker``: its
     ``--mot_param body_size`` and, for an appearance tracker, its memory's
@@ -157,4 +165,5 @@ def prepare_args(tracker: object) -> tuple[float | None, tuple[float, int] | Non
     body = getattr(params, "extra", {}).get("body_size")
     if not hasattr(tracker, "memories"):
         return body, None
-    return body, (float(tracker.ema_alpha), int(tracker.gallery_size))
+    knobs = cast(_MemoryKnobs, tracker)
+    return body, (float(knobs.ema_alpha), int(knobs.gallery_size))

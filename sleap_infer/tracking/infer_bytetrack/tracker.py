@@ -105,7 +105,7 @@ def pose_boxes(points: np.ndarray) -> np.ndarray:
     if pts.shape[0] == 0 or pts.shape[1] == 0:
         return out
     nodes = np.ascontiguousarray(pts.transpose(1, 0, 2))  # (N, I, 2): reduce whole planes
-    visible = np.isfinite(nodes).all(axis=-1)[..., None]
+    visible = np.all(np.isfinite(nodes), axis=-1)[..., None]
     lo = np.where(visible, nodes, np.inf).min(axis=0)
     hi = np.where(visible, nodes, -np.inf).max(axis=0)
     seen = visible[..., 0].any(axis=0)
@@ -371,7 +371,9 @@ class ByteTracker:
         """Forget tracks unseen for too long, then move the rest to ``frame``."""
         gap = 1 if self._frame is None else max(frame - self._frame, 1)
         self._frame = frame
-        self._drop(frame - self._tracks["last"] <= self.options.track_buffer + 1)
+        buffer = self.options.track_buffer
+        assert buffer is not None  # with_tracker_defaults filled it
+        self._drop(frame - self._tracks["last"] <= buffer + 1)
         t = self._tracks
         for _ in range(gap if len(t["ids"]) else 0):
             t["mean"], t["cov"] = kalman.predict(t["mean"], t["cov"], t["status"] == LOST)

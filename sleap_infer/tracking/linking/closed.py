@@ -164,12 +164,12 @@ class ClosedSet:
             before = ga[: np.searchsorted(gs, lk.step[rest[0]], side="left")]
             if len(before):
                 q = rg[:LINK_QUERY_SIZE]
-                scores.append(s_link(lk.vectors[q], lk.vectors[before[-GALLERY_SIZE:]]))
+                scores.append(s_link(lk.app_vectors[q], lk.app_vectors[before[-GALLERY_SIZE:]]))
                 n_q.append(len(q))
             after = ga[np.searchsorted(gs, lk.step[rest[-1]], side="right") :]
             if len(after):
                 q = after[:LINK_QUERY_SIZE]
-                scores.append(s_link(lk.vectors[q], lk.vectors[rg[-GALLERY_SIZE:]]))
+                scores.append(s_link(lk.app_vectors[q], lk.app_vectors[rg[-GALLERY_SIZE:]]))
                 n_q.append(len(q))
         if scores:
             thresh, _ = lk.rule(min(n_q))

@@ -86,7 +86,7 @@ class LinkInput:
         n = len(pts)
         if pts.ndim != 3:
             pts = pts.reshape(n, 0, 2)
-        visible = np.isfinite(pts).all(axis=-1)
+        visible = np.all(np.isfinite(pts), axis=-1)
         lo = np.where(visible[..., None], pts, np.inf).min(axis=1, initial=np.inf)
         hi = np.where(visible[..., None], pts, -np.inf).max(axis=1, initial=-np.inf)
         box = np.concatenate([lo, hi], axis=1).astype(np.float32).reshape(n, 4)
@@ -111,7 +111,7 @@ class LinkInput:
         self.masks, self.n_nodes = True, 1
         box = np.asarray(boxes, np.float64).reshape(-1, 4)
         n = len(box)
-        count = np.isfinite(box).all(axis=1).astype(np.int16)
+        count = np.all(np.isfinite(box), axis=1).astype(np.int16)
         box = np.where(count[:, None] > 0, box, np.nan)
         own = np.asarray(scores, np.float64).reshape(n)
         scores = np.clip(np.where(np.isfinite(own), own, 1.0), 0.0, 1.0)

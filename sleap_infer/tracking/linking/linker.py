@@ -14,6 +14,7 @@ animals) or, without vectors on both sides, by spatial uniqueness.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from sleap_infer.tracking.common.appearance import s_link
 from sleap_infer.tracking.common.calibration import (
@@ -105,6 +106,12 @@ class Linker:
         self.margin_n = np.full(LINK_QUERY_SIZE, np.nan)
         self.dim = 0
 
+    @property
+    def app_vectors(self) -> np.ndarray:
+        """The gated vectors, read only where appearance is in use (so there are some)."""
+        assert self.vectors is not None
+        return self.vectors
+
     def add_appearance(
         self,
         gated: np.ndarray,
@@ -163,12 +170,12 @@ class Linker:
         )
         return self.body + GATE_STEP_MULT * self.step_scale * eff
 
-    def gate_ok(self, gap: np.ndarray, dist: np.ndarray) -> np.ndarray:
+    def gate_ok(self, gap: npt.ArrayLike, dist: npt.ArrayLike) -> np.ndarray:
         """A junction is feasible: ungated (long gap, no motion scale) or near enough."""
-        gap = np.asarray(gap, np.float64)
-        gated = (gap <= SPATIAL_GATE_FRAMES) & np.isfinite(self.step_scale)
+        gaps = np.asarray(gap, np.float64)
+        gated = (gaps <= SPATIAL_GATE_FRAMES) & np.isfinite(self.step_scale)
         with np.errstate(invalid="ignore"):
-            near = np.asarray(dist) <= self.radius(np.maximum(gap, 0.0))
+            near = np.asarray(dist) <= self.radius(np.maximum(gaps, 0.0))
         return ~gated | near
 
     def ungated_by_appearance(self, gap: np.ndarray) -> np.ndarray:
@@ -231,7 +238,7 @@ class Linker:
     def _set_galleries(self, k: int) -> None:
         g = self.gated_members[k]
         head, tail = g[:LINK_QUERY_SIZE], g[-GALLERY_SIZE:]
-        self.heads[k], self.tails[k] = self.vectors[head], self.vectors[tail]
+        self.heads[k], self.tails[k] = self.app_vectors[head], self.app_vectors[tail]
         self.n_head[k], self.n_tail[k] = len(head), len(tail)
 
     def _max_concurrent(self) -> int:
@@ -496,9 +503,11 @@ class Linker:
         gk = self.gated_members[k]
         if side == "start":
             before = g[: np.searchsorted(gs, self.first_step[k], side="left")]
-            return s_link(self.vectors[gk[:LINK_QUERY_SIZE]], self.vectors[before[-GALLERY_SIZE:]])
+            vectors = self.app_vectors
+            return s_link(vectors[gk[:LINK_QUERY_SIZE]], vectors[before[-GALLERY_SIZE:]])
         after = g[np.searchsorted(gs, self.last_step[k], side="right") :]
-        return s_link(self.vectors[after[:LINK_QUERY_SIZE]], self.vectors[gk[-GALLERY_SIZE:]])
+        vectors = self.app_vectors
+        return s_link(vectors[after[:LINK_QUERY_SIZE]], vectors[gk[-GALLERY_SIZE:]])
 
     def _spatially_unique(self, i: int, j: int) -> bool:
         """No host (an identity with ``j`` or ``i`` inside one of its gaps) could take
@@ -559,9 +568,9 @@ class Linker:
         )
         out = []
         for h in hosts.tolist():
-            fit = self.gap_fits(h, np.array([k]))
-            if len(fit[0]):
-                out.append((h, *(float(v[0]) for v in fit[1:])))
+            cand, gap1, gap2, d1, d2 = self.gap_fits(h, np.array([k]))
+            if len(cand):
+                out.append((h, float(gap1[0]), float(gap2[0]), float(d1[0]), float(d2[0])))
         return out
 
     def _neighborhood(self, k: int, mark: np.ndarray) -> None:

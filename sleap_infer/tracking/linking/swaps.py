@@ -120,7 +120,7 @@ def _pre_gallery(lk: Linker, k: int, start: int) -> np.ndarray:
     mpos, gidx, _ = _member_cache(lk, k)
     cut = int(np.searchsorted(mpos, start, side="left"))
     n_gated = int(np.searchsorted(gidx, cut, side="left"))
-    return lk.vectors[lk.members[k][gidx[max(0, n_gated - GALLERY_SIZE) : n_gated]]]
+    return lk.app_vectors[lk.members[k][gidx[max(0, n_gated - GALLERY_SIZE) : n_gated]]]
 
 
 def _post_query(lk: Linker, k: int, end: int) -> np.ndarray:
@@ -130,7 +130,7 @@ def _post_query(lk: Linker, k: int, end: int) -> np.ndarray:
     stop = int(busy[nb]) if nb < len(busy) else len(mpos)
     lo = int(np.searchsorted(gidx, cut, side="left"))
     hi = int(np.searchsorted(gidx, stop, side="left"))
-    return lk.vectors[lk.members[k][gidx[lo : min(hi, lo + SWAP_QUERY_SIZE)]]]
+    return lk.app_vectors[lk.members[k][gidx[lo : min(hi, lo + SWAP_QUERY_SIZE)]]]
 
 
 def _relabel_after(lk: Linker, perm: dict[int, int], end: int) -> None:

@@ -124,7 +124,7 @@ class AppearanceTracks(MotCore):
         units, ok = unit_rows(np.asarray(frame.embeddings[q], np.float64))
         for i, r in enumerate(rows):
             mem = self.memories[r]
-            if mem.is_empty or mem.ema.shape[0] != units.shape[1]:  # type: ignore[union-attr]
+            if mem.is_empty or mem.ema.shape[0] != units.shape[1]:
                 continue
             out[i, q] = mem.gallery_max_cos(units, ok)
         return out

@@ -35,6 +35,9 @@ which tracks the crowded and stop-and-go scenes better, is ``--tracker infer_byt
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 
 from sleap_infer.tracking.common import boxes as mb
@@ -47,10 +50,22 @@ from sleap_infer.tracking.mot.core import (
     MotParams,
     XywhFilter,
 )
+from sleap_infer.tracking.mot.tracks import FloatArray, TrackColumn, TrackTable, column
 
 LOW_STAGE_MIN_SIMILARITY = 0.5
 UNCONFIRMED_MIN_SIMILARITY = 0.3
 DUPLICATE_SIMILARITY = 0.85
+
+
+@dataclass
+class ByteTrackTracks(TrackTable):
+    """ByteTrack's per-track memory; ``empty(d=..., nodes=...)``: the filter's dimension and
+    the skeleton's nodes (at least 1)."""
+
+    last_kp: FloatArray = column("nodes", 2, fill=np.nan)  # latest matched pose
+    kf_centre: FloatArray = column(2, fill=np.nan)  # filter centre right after that match
+    start_frame: FloatArray = column(fill=-1.0)  # frame index of the first detection
+    match_frame: FloatArray = column(fill=-1.0)  # ... of the latest match
 
 
 class ByteTrackTracker(XywhFilter, MotCore):
@@ -61,16 +76,15 @@ class ByteTrackTracker(XywhFilter, MotCore):
     tentative_dies_on_miss = True
     hits_start = 1
     confirm_on_streak = False
-    zero_on_miss: tuple[int, ...] = (7,)  # the height velocity (sleap-nn: size_velocity)
+    zero_on_miss: ClassVar[tuple[int, ...]] = (7,)  # the height velocity (sleap-nn: size_velocity)
+    tracks: ByteTrackTracks
+    last_kp = TrackColumn[FloatArray]()
+    kf_centre = TrackColumn[FloatArray]()
+    start_frame = TrackColumn[FloatArray]()
+    match_frame = TrackColumn[FloatArray]()
 
     def __init__(self, params: MotParams, carrier: str, n_nodes: int) -> None:
-        k = max(int(n_nodes), 1)
-        self.extra_fields = (
-            ("last_kp", (k, 2), np.nan),  # latest matched pose
-            ("kf_centre", (2,), np.nan),  # filter centre right after that match
-            ("start_frame", (), -1.0),  # frame index of the first detection
-            ("match_frame", (), -1.0),  # ... of the latest match
-        )
+        self.pose_nodes = max(int(n_nodes), 1)
         extra = params.extra  # --mot_param overrides of the stage caps and score fusion
         self.low_stage_min = float(extra.get("low_stage_min_similarity", LOW_STAGE_MIN_SIMILARITY))
         self.unconfirmed_min = float(
@@ -80,10 +94,13 @@ class ByteTrackTracker(XywhFilter, MotCore):
         self.fuse_score = bool(extra.get("fuse_score", True))
         super().__init__(params, carrier, n_nodes)
 
+    def new_tracks(self) -> ByteTrackTracks:
+        return ByteTrackTracks.empty(d=self.kalman_dim, nodes=self.pose_nodes)
+
     # ------------------------------------------------------------ memory
     def _remember(self, row: int, frame: Frame, j: int) -> None:
         if frame.keypoints is not None:
-            kp = np.full(self.last_kp.shape[1:], np.nan)
+            kp: FloatArray = np.full(self.last_kp.shape[1:], np.nan)
             n = min(kp.shape[0], frame.keypoints.shape[1])
             kp[:n] = frame.keypoints[j, :n]
             self.last_kp[row] = kp

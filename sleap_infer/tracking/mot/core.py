@@ -24,10 +24,10 @@ similarity): the tracker remembers them as "members" until then, and answers
 those of earlier frames as late labels (:mod:`sleap_infer.core.late_tracks`),
 which the outputs lay over frames already written.
 
-Everything remembered between frames is a few per-track arrays, the tentative
-tracks' members, a handful of integers and the recent pose diagonals (the
-running body size), so :meth:`MotCore.state` / :meth:`MotCore.load_state`
-round-trip it exactly.
+Everything remembered between frames is the per-track table
+(:mod:`~sleap_infer.tracking.mot.tracks`), the tentative tracks' members, a
+handful of integers and the recent pose diagonals (the running body size), so
+:meth:`MotCore.state` / :meth:`MotCore.load_state` round-trip it exactly.
 """
 
 from __future__ import annotations
@@ -43,15 +43,18 @@ from sleap_infer.tracking.base import MASKS, Assignment, Detections, LateLabel, 
 from sleap_infer.tracking.common import body_size as body
 from sleap_infer.tracking.common import boxes as mb
 from sleap_infer.tracking.common.prepare import MotCalibration, detection_scores, normalized
+from sleap_infer.tracking.mot.tracks import (
+    BoolArray,
+    FloatArray,
+    IntArray,
+    Members,
+    TrackColumn,
+    TrackTable,
+)
 from sleap_infer.tracking.options import TrackingOptions
 
 TENTATIVE, CONFIRMED, LOST = 0, 1, 2
 STATE_FORMAT = 2  # 2: the tentative tracks' members
-_INT_FIELDS = ("tid", "public_id", "status", "hits", "hit_streak", "age", "tsu", "seen_step")
-_MEMBER_INTS = ("member_tid", "member_frame", "member_det")  # + member_score (float64)
-
-# A per-track array a subclass adds: (name, shape of one track's entry, fill of a new track).
-ExtraField = tuple[str, tuple[int, ...], float]
 
 
 @dataclass
@@ -105,9 +108,20 @@ class MotCore:
     tentative_dies_on_miss: ClassVar[bool] = False
     hits_start: ClassVar[int] = 0
     confirm_on_streak: ClassVar[bool] = True
-    extra_fields: tuple[ExtraField, ...] = ()  # float64 per-track memory
     zero_on_miss: ClassVar[tuple[int, ...]] = ()  # state entries zeroed before predicting a
     # track not matched at the previous step (BoT-SORT: the size velocities)
+
+    # The per-track table's columns, as the tracker's attributes (see TrackColumn).
+    mean = TrackColumn[FloatArray]()
+    cov = TrackColumn[FloatArray]()
+    tid = TrackColumn[IntArray]()
+    public_id = TrackColumn[IntArray]()
+    status = TrackColumn[IntArray]()
+    hits = TrackColumn[IntArray]()
+    hit_streak = TrackColumn[IntArray]()
+    age = TrackColumn[IntArray]()
+    tsu = TrackColumn[IntArray]()
+    seen_step = TrackColumn[IntArray]()
 
     @classmethod
     def from_options(cls, options: TrackingOptions, carrier: str, n_nodes: int) -> MotCore:
@@ -118,16 +132,10 @@ class MotCore:
         self.params = params
         self.carrier = carrier
         self.similarity = "centroid" if carrier != MASKS and n_nodes == 1 else "iou"
-        d = self.kalman_dim
-        self.mean = np.zeros((0, d))
-        self.cov = np.zeros((0, d, d))
-        for name in _INT_FIELDS:
-            setattr(self, name, np.zeros(0, np.int64))
-        for name, shape, _ in self.extra_fields:
-            setattr(self, name, np.zeros((0, *shape)))
+        self.tracks = self.new_tracks()
         self.next_tid = 0
         self.next_public = 0
-        self._no_members()
+        self.members = Members.empty()
         self.clock = -1  # step of the latest frame (-1: none yet)
         self.last_frame: int | None = None
         self.delta_counts: dict[int, int] = {}
@@ -139,6 +147,11 @@ class MotCore:
         """Take the whole-video pre-pass (sleap-nn's ``prepare()``): from now on scores are
         divided by its normalizer, and its body size, time base and stride are fixed."""
         self.calibration = calibration
+
+    def new_tracks(self) -> TrackTable:
+        """An empty table of this tracker's per-track columns (a subclass with memory of its
+        own: its :class:`TrackTable` subclass)."""
+        return TrackTable.empty(d=self.kalman_dim)
 
     # --------------------------------------------------------------- kinds
     def initiate(self, box: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -217,10 +230,8 @@ class MotCore:
             fixed=self.params.extra.get("body_size") is not None,
         )
 
-    def _keep(self, keep: np.ndarray) -> None:
-        self.mean, self.cov = self.mean[keep], self.cov[keep]
-        for name in (*_INT_FIELDS, *(f[0] for f in self.extra_fields)):
-            setattr(self, name, getattr(self, name)[keep])
+    def _keep(self, keep: BoolArray) -> None:
+        self.tracks.keep(keep)
 
     def _steps(self, frame_idx: int) -> int:
         """Steps since the previous frame; the stride is the commonest gap (sleap-nn's rule)."""
@@ -254,7 +265,7 @@ class MotCore:
         for k in range(steps):
             if self.zero_on_miss:
                 missed = self.tsu + k > 0
-                mean[np.ix_(missed, self.zero_on_miss)] = 0.0
+                mean[np.ix_(missed, np.asarray(self.zero_on_miss, np.intp))] = 0.0
             mean, cov = self.predict(mean, cov)
             if k == 0 and steps > 1:
                 self.on_gap(mean, cov, self.clock - steps + 1)
@@ -267,30 +278,26 @@ class MotCore:
 
     def _spawn(self, frame: Frame, j: int) -> None:
         mean, cov = self.initiate(frame.boxes[j])
-        self.mean = np.concatenate([self.mean, mean[None]])
-        self.cov = np.concatenate([self.cov, cov[None]])
-        row = dict(tid=self.next_tid, public_id=-1, status=TENTATIVE, hits=self.hits_start)
-        row |= dict(hit_streak=self.hits_start, age=0, tsu=0, seen_step=self.clock)
-        for name in _INT_FIELDS:
-            setattr(self, name, np.append(getattr(self, name), np.int64(row[name])))
-        for name, shape, fill in self.extra_fields:
-            setattr(self, name, np.concatenate([getattr(self, name), np.full((1, *shape), fill)]))
+        self.tracks.append(  # a subclass's own columns start at their fill
+            mean=mean,
+            cov=cov,
+            tid=self.next_tid,
+            public_id=-1,
+            status=TENTATIVE,
+            hits=self.hits_start,
+            hit_streak=self.hits_start,
+            age=0,
+            tsu=0,
+            seen_step=self.clock,
+        )
         self.next_tid += 1
-
-    def _no_members(self) -> None:
-        for name in _MEMBER_INTS:
-            setattr(self, name, np.zeros(0, np.int64))
-        self.member_score = np.zeros(0)
 
     def _add_member(self, tid: int, frame_idx: int, j: int, score: float) -> None:
         """Remember a tentative track's detection: labelled if the track confirms."""
-        for name, value in zip(_MEMBER_INTS, (tid, frame_idx, j)):
-            setattr(self, name, np.append(getattr(self, name), np.int64(value)))
-        self.member_score = np.append(self.member_score, score)
+        self.members.append(tid=tid, frame=frame_idx, det=j, score=score)
 
-    def _keep_members(self, keep: np.ndarray) -> None:
-        for name in (*_MEMBER_INTS, "member_score"):
-            setattr(self, name, getattr(self, name)[keep])
+    def _keep_members(self, keep: BoolArray) -> None:
+        self.members.keep(keep)
 
     # ----------------------------------------------------------------- step
     def step(self, det: Detections) -> Assignment:
@@ -324,7 +331,7 @@ class MotCore:
                 ids[j], scores[j] = public, score
         keep = np.concatenate([keep, np.ones(len(self.tid) - n_old, bool)])
         self._keep(keep & (self.tsu <= self.params.track_buffer))
-        self._keep_members(np.isin(self.member_tid, self.tid[self.status == TENTATIVE]))
+        self._keep_members(np.isin(self.members.tid, self.tid[self.status == TENTATIVE]))
         return Assignment(ids, scores, late)
 
     def _apply_matches(self, found: Association, frame: Frame) -> dict[int, tuple[int, float]]:
@@ -375,17 +382,18 @@ class MotCore:
                     self.status[row] = CONFIRMED
                     self.public_id[row] = self.next_public
                     self.next_public += 1
-                    mine = np.flatnonzero(self.member_tid == self.tid[row])
+                    members = self.members
+                    mine = np.flatnonzero(members.tid == self.tid[row])
                     for k in mine.tolist():
                         labels.append(
                             (
-                                int(self.member_frame[k]),
-                                int(self.member_det[k]),
+                                int(members.frame[k]),
+                                int(members.det[k]),
                                 int(self.public_id[row]),
-                                float(self.member_score[k]),
+                                float(members.score[k]),
                             )
                         )
-                    self._keep_members(self.member_tid != self.tid[row])
+                    self._keep_members(members.tid != self.tid[row])
         return labels
 
     # ------------------------------------------------- subclass extensions
@@ -419,10 +427,12 @@ class MotCore:
             has_prev_geometry=self.body.prev_geometry is not None,
         )
         evidence = self.body.arrays()
-        arrays = {k: evidence.pop(k) for k in ("prev_centroids", "prev_extents") if k in evidence}
-        arrays |= {"mean": self.mean.copy(), "cov": self.cov.copy(), **evidence}
-        names = (*_INT_FIELDS, *(f[0] for f in self.extra_fields), *_MEMBER_INTS, "member_score")
-        arrays |= {name: getattr(self, name).copy() for name in names}
+        arrays: dict[str, np.ndarray] = {
+            k: evidence.pop(k) for k in ("prev_centroids", "prev_extents") if k in evidence
+        }
+        tracks = self.tracks.arrays()  # the journal's order: the filter, the body size, ...
+        arrays |= {"mean": tracks.pop("mean"), "cov": tracks.pop("cov"), **evidence}
+        arrays |= tracks | self.members.arrays()  # ... the other columns, the members
         return TrackerState(meta=meta, arrays=arrays)
 
     def load_state(self, state: TrackerState) -> None:
@@ -433,18 +443,10 @@ class MotCore:
         self.clock = int(meta["clock"])
         self.last_frame = None if meta["last_frame"] is None else int(meta["last_frame"])
         self.delta_counts = {int(k): int(v) for k, v in meta["delta_counts"]}
-        d = self.kalman_dim
-        self.mean = np.array(arrays["mean"], np.float64).reshape(-1, d)
-        self.cov = np.array(arrays["cov"], np.float64).reshape(-1, d, d)
+        self.tracks.load(arrays)
         self.body.load(arrays, bool(meta["has_prev_geometry"]))
         self.last_delta = None if meta["last_delta"] is None else int(meta["last_delta"])
-        for name in _INT_FIELDS:
-            setattr(self, name, np.array(arrays[name], np.int64).reshape(-1))
-        for name, shape, _ in self.extra_fields:
-            setattr(self, name, np.array(arrays[name], np.float64).reshape(-1, *shape))
-        for name in _MEMBER_INTS:
-            setattr(self, name, np.array(arrays[name], np.int64).reshape(-1))
-        self.member_score = np.array(arrays["member_score"], np.float64).reshape(-1)
+        self.members.load(arrays)
 
 
 class XywhFilter:

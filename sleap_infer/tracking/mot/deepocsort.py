@@ -36,7 +36,7 @@ import numpy as np
 from sleap_infer.tracking.common import boxes as mb
 from sleap_infer.tracking.mot.appearance import AppearanceTracks
 from sleap_infer.tracking.mot.core import Frame, XywhFilter
-from sleap_infer.tracking.mot.ocsort import HISTORY, OcSortTracker
+from sleap_infer.tracking.mot.ocsort import OcSortTracker
 
 W_ASSOC_EMB = 0.75  # base weight of the appearance term
 AW_PARAM = 0.5  # cap of each adaptive-weight margin bonus
@@ -53,15 +53,6 @@ class DeepOcSortTracker(XywhFilter, AppearanceTracks, OcSortTracker):
     zero_on_miss = (6, 7)
     ema_alpha = 0.95
     adaptive_ema = True
-    extra_fields = (
-        ("last_obs", (4,), np.nan),
-        ("velocity", (2,), np.nan),
-        ("obs_steps", (HISTORY,), -1.0),
-        ("obs_boxes", (HISTORY, 4), np.nan),
-        ("frozen_step", (), -1.0),
-        ("frozen_mean", (_D,), np.nan),
-        ("frozen_cov", (_D, _D), np.nan),
-    )
 
     def first_stage(
         self, rows: np.ndarray, frame: Frame, cols: np.ndarray, sim: np.ndarray

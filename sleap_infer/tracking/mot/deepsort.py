@@ -92,7 +92,11 @@ class DeepSortTracker(XywhFilter, AppearanceTracks):
         else:
             remembers = np.array([self.has_memory(int(r)) for r in confirmed], bool)
             pool, coasting = confirmed[remembers], confirmed[~remembers]
-        matched = self.match_appearance(pool, frame, cols, gate, free) if len(pool) else []
+        matched = (
+            self.match_appearance(pool, frame, cols, gate, free)
+            if gate is not None and len(pool)  # a pool only where appearance decides
+            else []
+        )
         taken = {r for r, _ in matched}
         geo_pool = np.sort(
             np.concatenate(

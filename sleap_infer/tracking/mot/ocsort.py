@@ -33,10 +33,13 @@ Defaults are sleap-nn's: ``track_high_threshold`` and ``new_track_threshold``
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from sleap_infer.tracking.common import boxes as mb
 from sleap_infer.tracking.mot.core import Association, Frame, MotCore, MotParams
+from sleap_infer.tracking.mot.tracks import FloatArray, TrackColumn, TrackTable, column
 
 DELTA_T = 3  # steps back the motion direction is measured from
 INERTIA = 0.2  # weight of the momentum term
@@ -44,27 +47,43 @@ HISTORY = 2 * DELTA_T + 1  # observations remembered per track (at the default d
 _D = mb.XYSR_DIM
 
 
+@dataclass
+class OcSortTracks(TrackTable):
+    """OC-SORT's per-track memory; ``empty(d=..., history=...)``: the filter's dimension and
+    the observations remembered (``2 * delta_t + 1``)."""
+
+    last_obs: FloatArray = column(4, fill=np.nan)  # latest matched padded box (not the spawn's)
+    velocity: FloatArray = column(2, fill=np.nan)  # unit (dy, dx) of the latest motion direction
+    obs_steps: FloatArray = column("history", fill=-1.0)  # steps of the observations, oldest first
+    obs_boxes: FloatArray = column("history", 4, fill=np.nan)
+    frozen_step: FloatArray = column(fill=-1.0)  # step the state was frozen at (-1: not frozen)
+    frozen_mean: FloatArray = column("d", fill=np.nan)
+    frozen_cov: FloatArray = column("d", "d", fill=np.nan)
+
+
 class OcSortTracker(MotCore):
     """OC-SORT; see the module docstring."""
 
     name = "ocsort"
+    tracks: OcSortTracks
+    last_obs = TrackColumn[FloatArray]()
+    velocity = TrackColumn[FloatArray]()
+    obs_steps = TrackColumn[FloatArray]()
+    obs_boxes = TrackColumn[FloatArray]()
+    frozen_step = TrackColumn[FloatArray]()
+    frozen_mean = TrackColumn[FloatArray]()
+    frozen_cov = TrackColumn[FloatArray]()
 
     def __init__(self, params: MotParams, carrier: str, n_nodes: int) -> None:
         self.delta_t = int(params.extra.get("delta_t", DELTA_T))
         self.inertia = float(params.extra.get("inertia", INERTIA))
         self.use_byte = bool(params.extra.get("use_byte", False))
-        history = 2 * self.delta_t + 1  # observations remembered per track
-        d = self.kalman_dim  # a subclass's filter (Deep OC-SORT: xywh)
-        self.extra_fields = (
-            ("last_obs", (4,), np.nan),  # latest matched padded box (the spawn box is not one)
-            ("velocity", (2,), np.nan),  # unit (dy, dx) of the latest motion direction
-            ("obs_steps", (history,), -1.0),  # steps of the remembered observations, oldest first
-            ("obs_boxes", (history, 4), np.nan),
-            ("frozen_step", (), -1.0),  # step the state was frozen at (-1: not frozen)
-            ("frozen_mean", (d,), np.nan),
-            ("frozen_cov", (d, d), np.nan),
-        )
         super().__init__(params, carrier, n_nodes)
+
+    def new_tracks(self) -> OcSortTracks:
+        """The memory of ``2 * delta_t + 1`` observations, on the tracker's filter (Deep
+        OC-SORT: xywh)."""
+        return OcSortTracks.empty(d=self.kalman_dim, history=2 * self.delta_t + 1)
 
     # ------------------------------------------------------- association
     def associate(self, frame: Frame) -> Association:
