@@ -44,6 +44,10 @@ class Detections:
     masks: list[MaskBitmap] | None = None  # mask carrier: one per detection
     embeddings: np.ndarray | None = None  # (I, D) float64, a NaN row = no vector
     image: np.ndarray | None = None  # (H, W, C) uint8, only when the tracker needs pixels
+    # (I, N) float64 predicted poses' point scores; None: user poses or masks. The MOT
+    # trackers score a predicted pose by its mean visible point score (sleap-nn's
+    # score_mode "auto"), not by its instance score.
+    point_scores: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.scores.shape[0])
