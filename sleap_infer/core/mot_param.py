@@ -23,7 +23,11 @@ from sleap_infer.core.errors import UsageError
 MotParam = tuple[tuple[str, Any], ...]
 
 # sleap-nn 0.3.5 MOTParams' fields (less ``tracker``) with their class defaults: the
-# default's type is the value's type (``None``: an optional number, below).
+# default's type is the value's type (``None``: an optional number, below). These are
+# not the values a tracker runs with: ``MOTParams.for_tracker`` lays each tracker's
+# preset over them, and the trackers carry those presets themselves (e.g. ``fuse_score``
+# is False here and in every preset but ByteTrack's and BoT-SORT's, whose "paper" and
+# "animal" presets set it True: :mod:`sleap_infer.tracking.mot_byte`).
 FIELDS: dict[str, Any] = dict(
     preset="animal",
     similarity="auto",

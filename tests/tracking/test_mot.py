@@ -372,3 +372,12 @@ def test_infer_track_scores_predicted_poses_by_their_point_scores() -> None:
     weak, strong = zip(*((i.track for i in lf.instances) for lf in labels.labeled_frames))
     assert all(t is None for t in weak)
     assert all(t is not None for t in strong)
+
+
+@pytest.mark.parametrize("name", ["bytetrack", "botsort"])
+def test_bytetrack_and_botsort_fuse_scores_unless_told_not_to(name: str) -> None:
+    """Issue 43: ``fuse_score`` is False among the MOTParams class defaults
+    (``core/mot_param.py``) but True in ByteTrack's and BoT-SORT's presets, which is what
+    sleap-nn 0.3.5 runs (its provenance records ``fuse_score: true`` for bytetrack)."""
+    assert tracker(name).fuse_score is True
+    assert tracker(name, mot_param=("fuse_score=false",)).fuse_score is False
