@@ -48,8 +48,39 @@ def run_job(cli, args: list[str], log_path: str) -> dict:
     return {"rc": rc, "error": error, "runtime_s": float(runtime[-1]) if runtime else None}
 
 
+_SHIM: list = []  # keeps the stand-in op library alive
+
+
+def torchvision_shim() -> None:
+    """Let torchvision import where its C extension cannot load.
+
+    A CUDA torchvision wheel next to a CPU torch (the only pair some machines'
+    package mirrors hold) fails to load ``torchvision/_C.so``, and torchvision's
+    import then dies registering fake kernels for ``nms``/``qnms``, ops that
+    were never defined; sleap-nn imports torchvision at start-up, so every job
+    would fail although tracking and the pose models never call those ops.
+    Defining the two schemas (no kernels: a call would still fail loudly) lets
+    the import finish; on a working install this does nothing.
+    """
+    import torch
+
+    try:
+        import torchvision
+    except RuntimeError as exc:
+        if "torchvision::nms" not in str(exc):
+            raise
+        for name in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
+            del sys.modules[name]
+        lib = torch.library.Library("torchvision", "DEF")
+        lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        _SHIM.append(lib)
+        import torchvision  # noqa: F401
+
+
 def main() -> int:
     jobs_path, results_path = sys.argv[1], sys.argv[2]
+    torchvision_shim()
     from loguru import logger
     from sleap_nn.cli import cli
 

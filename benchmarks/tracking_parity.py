@@ -1,43 +1,51 @@
 #!/usr/bin/env python
-"""Tracker parity: our ``retrack_file`` vs sleap-nn's retrack-only mode, same detections.
+"""Tracker parity at the CLI: ``infer track`` / ``infer predict -t`` vs sleap-nn's ``--tracking``.
 
-For each case, the same prediction file is re-tracked twice: by sleap-nn
-0.3.5 (``sleap-nn predict -i preds.slp --tracking [flags] -o out.slp``, in
-``.bench-venv/sleap-nn``) and by :func:`sleap_infer.pipeline.retrack.retrack_file` with
-the same options. Detections are paired by their coordinates (poses) or box
-and area (masks), since sleap-nn reorders a frame's detections under local
-queues and drops the ones it leaves untracked (those count as untracked).
-Inputs: the fixtures' mask and re-ID reference files, sleap-nn's top-down and
-centroid predictions on ``centered_pair_small.mp4`` (``benchmarks/agreement.py``
-keeps them in ``.bench-venv/agreement``; made here with ``sleap-nn predict`` if
-missing), and ``examples/tracking_synthetic.py``'s crossing animals (600
-frames, 4 animals, with a video for the optical-flow case, which needs
-OpenCV here too; ``synthetic_reid``: the same detections with re-ID vectors,
-``examples/tracking_scenes.py --reid``).
+Each case tracks the same detections twice: sleap-nn 0.3.5 (``sleap-nn predict -i
+preds.slp --tracking [flags] -o out.slp`` in ``.bench-venv/sleap-nn``; all its runs
+share one process, ``benchmarks/sleap_nn_batch.py``, and their outputs are cached
+under ``.bench-venv/tracking_parity/`` by input content and flags) and ours
+(``infer track preds.slp [the same flags] -o out.slp``, our CLI in this process).
+Prediction cases (``predict:``) run each tool's whole pipeline instead, ``infer
+predict VIDEO -m ... -t`` against ``sleap-nn predict --data_path VIDEO
+--model_paths ... --tracking``, on the fixture models.
+
+Inputs: the fixtures' mask and re-ID reference files; ``examples/tracking_synthetic.py``'s
+crossing animals (600 frames, 4 animals, with a video for the optical-flow case,
+which needs OpenCV here too; ``synthetic_reid``: the same detections with re-ID
+vectors); and REAL predictions (:data:`REAL`): top-down and bottom-up on
+``centered_pair_small.mp4`` (frames 0-299), bottom-up and single-instance on
+``small_robot.mp4``, each predicted both by us (``:ours``) and by sleap-nn
+(``:sleap_nn``), so each tool tracks the other's output too.
 
 Beyond the classic cases (:data:`CASES`), :func:`tracker_cases` adds, for every
 MOT tracker (sleap-nn's, and any new name in our ``TRACKERS``) and the classic
-one, the option groups (:data:`GROUPS`: defaults, pre-cull, clean, single-break
-joining, the MOT knobs, ``--mot_param``, ``--use_kalman``, ``--link_tracklets``)
-and the classic appearance blend. Appearance trackers track ``synthetic_reid``.
-A case our side cannot run yet (tracker not in ``TRACKERS``, no such
-``TrackingOptions`` field, or refused) is an "n/a" row with the reason.
+one, the option groups (:data:`GROUPS`) and the classic appearance blend, on the
+synthetic scene (appearance trackers: ``synthetic_reid``); :func:`real_cases` every
+MOT tracker by the groups sleap-nn accepts for one (defaults, the MOT knobs,
+``--mot_param``, ``--link_tracklets``) on every real input (the appearance trackers,
+which sleap-nn refuses without re-ID vectors, by their defaults only).
 
-Per detection (paired by coordinates): the same track name; "retro": untracked
-here, tracked by sleap-nn (its MOT trackers label a track's tentative frames once
-it confirms; online, ours cannot: docs/tracking-mot.md "Differences"), counted
-apart from "other" differences; and the same track after the best one-to-one
-renaming of our tracks onto sleap-nn's (same partition, other numbering).
-sleap-nn's runs share one process (``benchmarks/sleap_nn_batch.py``).
+Counting (:func:`compare`): detections are paired by their coordinates (poses) or
+box and area (masks): exactly in re-tracking cases, within :data:`PAIR_PX` (the
+two tools' predictions differ by decoding) in prediction cases. Every detection
+either side wrote counts: one written by one side only, or left untracked by
+either, is a difference (an untracked detection is a track of its own). "same" is
+the share with the same track after the best one-to-one renaming of our tracks
+onto sleap-nn's. A case one side cannot run is an "n/a" row with its reason.
 
-    .venv/bin/python benchmarks/tracking_parity.py [--out results.md] [--cases default greedy]
+    .venv/bin/python benchmarks/tracking_parity.py [--out results.md] [--cases default real]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import functools
+import hashlib
 import importlib.util
+import io
 import json
 import os
 import subprocess
@@ -54,7 +62,7 @@ import sleap_io as sio
 from scipy.optimize import linear_sum_assignment
 from vs_sleap_nn import sleap_nn_venv
 
-from sleap_infer.pipeline.retrack import retrack_file
+from sleap_infer.cli import main as infer_main
 from sleap_infer.tracking.options import TrackingOptions
 from sleap_infer.tracking.registry import NAMES as TRACKERS
 
@@ -63,7 +71,10 @@ FIXTURES = Path(os.environ.get("SLEAP_INFER_FIXTURES", ROOT.parent / "shared" / 
 BENCH = ROOT / ".bench-venv"
 SLEAP_NN = BENCH / "sleap-nn" / "bin" / "sleap-nn"
 VIDEO = FIXTURES / "videos" / "centered_pair_small.mp4"
+ROBOT = FIXTURES / "videos" / "small_robot.mp4"
 MODELS = FIXTURES / "models"
+CACHE = BENCH / "tracking_parity"  # sleap-nn's outputs, by input content and flags
+PAIR_PX = 2.0  # prediction cases: the two tools' poses of one animal are this close
 
 
 @dataclass(frozen=True)
@@ -192,10 +203,10 @@ GROUPS: tuple[tuple[str, dict[str, Any], tuple[str, ...], bool], ...] = (
         tuple(x for k, v in MOT_KNOBS.items() for x in (f"--{k}", str(v))),
         True,
     ),
-    (
-        "mot_param oks_stddev=0.05",
-        {"mot_param": ("oks_stddev=0.05",)},
-        ("--mot_param", "oks_stddev=0.05"),
+    (  # a key every MOT tracker reads (sleap-nn refuses oks_stddev off the oks similarity)
+        "mot_param box_padding=0.2",
+        {"mot_param": ("box_padding=0.2",)},
+        ("--mot_param", "box_padding=0.2"),
         True,
     ),
     ("link_tracklets", {"link_tracklets": True}, ("--link_tracklets",), False),
@@ -252,6 +263,46 @@ def mask_cases() -> tuple[Case, ...]:
     return tuple(out)
 
 
+# Real predictions: (video, models, frames); each predicted by us and by sleap-nn.
+REAL: dict[str, tuple[Path, tuple[str, ...], str]] = {
+    "topdown_pair": (
+        VIDEO,
+        ("minimal_instance_centroid", "minimal_instance_centered_instance"),
+        "0-299",
+    ),
+    "bottomup_pair": (VIDEO, ("minimal_instance_bottomup",), "0-299"),
+    "bottomup_robot": (ROBOT, ("minimal_instance_bottomup",), ""),
+    "single_robot": (ROBOT, ("minimal_instance_single_instance",), ""),
+}
+PREDICTORS = ("ours", "sleap_nn")
+# The groups sleap-nn runs with a MOT tracker (it refuses the classic cleanups there).
+REAL_GROUPS = ("default", "mot knobs", "mot_param box_padding=0.2", "link_tracklets")
+GEOMETRIC = tuple(t for t in MOT_TRACKERS if t not in REID_TRACKERS)
+
+
+def real_cases() -> tuple[Case, ...]:
+    """Every MOT tracker on every real input by :data:`REAL_GROUPS` (appearance trackers:
+    defaults only, which sleap-nn refuses without vectors), then ``infer predict -t`` vs
+    ``sleap-nn predict --tracking`` by defaults (a minute a case here: last)."""
+    groups = {g[0]: g for g in GROUPS}
+    out = []
+    for real in REAL:
+        for who in PREDICTORS:
+            source = f"{real}:{who}"
+            for tracker in MOT_TRACKERS:
+                for name in REAL_GROUPS if tracker in GEOMETRIC else ("default",):
+                    _, ours, theirs, _ = groups[name]
+                    flags = ("--tracker", tracker, *theirs)
+                    name = f"{source}: {tracker}: {name}"
+                    out.append(Case(name, source, {"tracker": tracker, **ours}, flags))
+    for real in REAL:
+        for tracker in GEOMETRIC:
+            flags = ("--tracker", tracker)
+            name = f"predict: {real}: {tracker}: default"
+            out.append(Case(name, f"predict:{real}", {"tracker": tracker}, flags))
+    return tuple(out)
+
+
 def not_ours(case: Case) -> str:
     """Why our side cannot run ``case`` yet ("" when it can)."""
     tracker = case.ours.get("tracker", "classic")
@@ -262,17 +313,74 @@ def not_ours(case: Case) -> str:
     return f"no TrackingOptions.{missing[0]} yet" if missing else ""
 
 
-def _sleap_nn_predictions(name: str, models: list[str], work: Path) -> Path:
-    kept = BENCH / "agreement" / f"{name}.sleap_nn.slp"
-    if kept.is_file():
-        return kept
-    out = work / f"{name}.slp"
-    cmd = [str(SLEAP_NN), "predict", "--data_path", str(VIDEO), "-o", str(out)]
-    cmd += ["--device", "cpu", "--batch_size", "4", "--peak_threshold", "0.2"]
+def run_infer(args: list[str]) -> tuple[int, str]:
+    """Our CLI (``infer ARGS``) in this process; ``(exit code, stderr)``."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            infer_main([str(a) for a in args])
+            code = 0
+        except SystemExit as exc:
+            code = int(exc.code or 0) if not isinstance(exc.code, str) else 1
+        except Exception as exc:  # a crash is a row's reason, not the benchmark's end
+            print(f"{type(exc).__name__}: {exc}", file=err)
+            code = 1
+    return code, err.getvalue()
+
+
+def _frames(frames: str) -> list[str]:
+    return ["--frames", frames] if frames else []
+
+
+def _sleap_nn_predict_args(video: Path, models: tuple[str, ...], frames: str) -> list[str]:
+    args = ["predict", "--data_path", str(video), "--device", "cpu", "--batch_size", "4"]
+    args += ["--peak_threshold", "0.2", *_frames(frames)]
     for model in models:
-        cmd += ["--model_paths", str(MODELS / model)]
-    subprocess.run(cmd, check=True, capture_output=True)
+        args += ["--model_paths", str(MODELS / model)]
+    return args
+
+
+def _our_predict_args(video: Path, models: tuple[str, ...], frames: str) -> list[str]:
+    args = ["predict", str(video), "--device", "cpu", "-b", "4", "-q", *_frames(frames)]
+    for model in models:
+        args += ["-m", str(MODELS / model)]
+    return args
+
+
+def _sleap_nn_predictions(
+    name: str, models: tuple[str, ...], work: Path, video: Path = VIDEO, frames: str = ""
+) -> Path:
+    """sleap-nn's predictions (untracked), made once and kept under ``.bench-venv``."""
+    kept = BENCH / "agreement" / f"{name}.sleap_nn.slp"
+    if kept.is_file() and not frames and video == VIDEO:
+        return kept
+    out = CACHE / f"{name}.predictions.sleap_nn.slp"
+    if not out.is_file():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        job = {"args": [*_sleap_nn_predict_args(video, models, frames), "-o", str(out)]}
+        outcome = run_sleap_nn([{**job, "log": str(work / f"{name}.predict.log")}], work)[0]
+        if outcome["rc"] != 0:
+            raise RuntimeError(f"sleap-nn predict: {outcome['error']}")
     return out
+
+
+def _our_predictions(name: str, work: Path) -> Path:
+    video, models, frames = REAL[name]
+    out = work / f"{name}.predictions.ours.slp"
+    code, err = run_infer(
+        [*_our_predict_args(video, models, frames), "-o", str(out), "--overwrite"]
+    )
+    if code != 0:
+        raise RuntimeError(f"infer predict: {err.strip().splitlines()[-1:]}")
+    return out
+
+
+def _real_input(key: str) -> Callable[[Path], Path]:
+    name, who = key.split(":")
+    video, models, frames = REAL[name]
+    if who == "ours":
+        return lambda w: _our_predictions(name, w)
+    return lambda w: _sleap_nn_predictions(name, models, w, video, frames)
 
 
 def _scenes() -> Any:
@@ -341,9 +449,9 @@ MASK_ARENA = 256  # examples/tracking_synthetic.py's arena, px
 
 INPUTS: dict[str, Callable[[Path], Path]] = {
     "topdown": lambda w: _sleap_nn_predictions(
-        "topdown", ["minimal_instance_centroid", "minimal_instance_centered_instance"], w
+        "topdown", ("minimal_instance_centroid", "minimal_instance_centered_instance"), w
     ),
-    "centroid": lambda w: _sleap_nn_predictions("centroid", ["minimal_instance_centroid"], w),
+    "centroid": lambda w: _sleap_nn_predictions("centroid", ("minimal_instance_centroid",), w),
     "synthetic": _synthetic,
     "synthetic_reid": _synthetic_reid,
     "masks": lambda w: FIXTURES / "reference" / "bottomup_segmentation.slp",
@@ -351,6 +459,7 @@ INPUTS: dict[str, Callable[[Path], Path]] = {
     "masks_crossing": lambda w: _scene_masks("crossing", False, w),
     "masks_occlusions": lambda w: _scene_masks("occlusions", False, w),
     "masks_occlusions_reid": lambda w: _scene_masks("occlusions", True, w),
+    **{f"{name}:{who}": _real_input(f"{name}:{who}") for name in REAL for who in PREDICTORS},
 }
 
 
@@ -361,19 +470,54 @@ def _key(det: Any) -> tuple[Any, ...]:
     return ("pose", *(None if np.isnan(v) else float(v) for v in pts.ravel()))
 
 
-def _tracks(path: Path, masks: bool) -> dict[int, dict[tuple[Any, ...], str | None]]:
-    out: dict[int, dict[tuple[Any, ...], str | None]] = {}
+Det = tuple[tuple[Any, ...], np.ndarray | None, str | None]  # (key, pose, track name)
+
+
+def _tracks(path: Path, masks: bool) -> dict[int, list[Det]]:
+    out: dict[int, list[Det]] = {}
     for lf in sio.load_slp(str(path)):
-        dets = lf.masks if masks else lf.instances
-        out[lf.frame_idx] = {_key(d): d.track.name if d.track is not None else None for d in dets}
+        dets = lf.masks if masks else lf.predicted_instances
+        out[lf.frame_idx] = [
+            (_key(d), None if masks else d.numpy(), d.track.name if d.track is not None else None)
+            for d in dets
+        ]
     return out
 
 
+def _pair_frame(
+    a: list[Det], b: list[Det], tol: float | None
+) -> list[tuple[int | None, int | None]]:
+    """Index pairs of one frame's detections (None: on one side only): by key, or with
+    ``tol`` by the nearest poses (mean distance over the nodes both show, at most ``tol``)."""
+    if tol is None:
+        where = {det[0]: j for j, det in enumerate(b)}
+        pairs: list[tuple[int | None, int | None]] = [
+            (i, where.pop(d[0], None)) for i, d in enumerate(a)
+        ]
+        return pairs + [(None, j) for j in sorted(where.values())]
+    cost = np.full((len(a), len(b)), np.inf)
+    for i, (_, pa, _) in enumerate(a):
+        for j, (_, pb, _) in enumerate(b):
+            d = np.linalg.norm(pa - pb, axis=-1)
+            if np.isfinite(d).any():
+                cost[i, j] = float(np.nanmean(d))
+    taken: list[tuple[int | None, int | None]] = []
+    if cost.size:
+        big = np.where(np.isfinite(cost), cost, 1e9)
+        rows, cols = linear_sum_assignment(big)
+        taken = [(int(r), int(c)) for r, c in zip(rows, cols) if cost[r, c] <= tol]
+    left_a = sorted(set(range(len(a))) - {i for i, _ in taken})
+    left_b = sorted(set(range(len(b))) - {j for _, j in taken})
+    return taken + [(i, None) for i in left_a] + [(None, j) for j in left_b]
+
+
 def _renamed_same(pairs: list[tuple[str | None, str | None]]) -> int:
-    """Detections with the same track after the best one-to-one renaming of ours."""
+    """Detections with the same track after the best one-to-one renaming of ours onto
+    sleap-nn's. Untracked (None) is a track of its own: the same only where both sides
+    left that detection untracked, a difference where one side tracked it."""
+    same = sum(a is None and b is None for a, b in pairs)
     mine = sorted({a for a, _ in pairs if a})
     theirs = sorted({b for _, b in pairs if b})
-    same = sum(a is None and b is None for a, b in pairs)
     if not mine or not theirs:
         return same
     ia, ib = {n: i for i, n in enumerate(mine)}, {n: i for i, n in enumerate(theirs)}
@@ -385,89 +529,133 @@ def _renamed_same(pairs: list[tuple[str | None, str | None]]) -> int:
     return same + int(counts[rows, cols].sum())
 
 
-def compare(ours: Path, theirs: Path, masks: bool) -> dict[str, Any]:
+ONE_SIDE = "<absent>"  # a detection the other side did not write
+
+
+def compare(ours: Path, theirs: Path, masks: bool, tol: float | None = None) -> dict[str, Any]:
+    """Every detection either side wrote, paired (see :func:`_pair_frame`); a detection
+    untracked on either side or written by one side only is a difference."""
     a, b = _tracks(ours, masks), _tracks(theirs, masks)
-    frames = instances = same_frames = same_frames_retro = same = dropped = retro = differ = 0
     pairs: list[tuple[str | None, str | None]] = []
-    for frame, dets in a.items():
-        if masks and not dets:
+    frames = same_frames = 0
+    for frame in sorted(set(a) | set(b)):
+        da, db = a.get(frame, []), b.get(frame, [])
+        if not da and not db:
             continue
-        other = b.get(frame, {})
-        agree = [name == other.get(key) for key, name in dets.items()]
-        late = [
-            name is None and other.get(key) is not None for key, name in dets.items()
-        ]  # tracked by sleap-nn only: its retroactive labels (MOT)
-        dropped += sum(key not in other for key in dets)
-        differ += sum(
-            key in other and name != other[key] and not x
-            for (key, name), x in zip(dets.items(), late)
-        )
-        pairs += [(name, other.get(key)) for key, name in dets.items()]  # dropped: None
+        here = [
+            (ONE_SIDE if i is None else da[i][2], ONE_SIDE if j is None else db[j][2])
+            for i, j in _pair_frame(da, db, tol)
+        ]
+        pairs += here
         frames += 1
-        instances += len(agree)
-        same += sum(agree)
-        retro += sum(late)
-        same_frames += all(agree)
-        same_frames_retro += all(x or y for x, y in zip(agree, late))
-    names = {n for d in a.values() for n in d.values() if n}
-    their_names = {n for d in b.values() for n in d.values() if n}
+        same_frames += all(x == y and x != ONE_SIDE for x, y in here)
+    both = [pair for pair in pairs if ONE_SIDE not in pair]  # one side only: a difference
+    named = [(x if x != ONE_SIDE else None, y if y != ONE_SIDE else None) for x, y in pairs]
+    n = len(pairs)
+    same = _renamed_same(both)
     return {
         "frames": frames,
-        "instances": instances,
+        "detections": n,
+        "same": same,
+        "same_pct": 100 * same / max(n, 1),
+        "same_name_pct": 100 * sum(x == y and x != ONE_SIDE for x, y in pairs) / max(n, 1),
         "frame_pct": 100 * same_frames / max(frames, 1),
-        "frame_retro_pct": 100 * same_frames_retro / max(frames, 1),
-        "instance_pct": 100 * same / max(instances, 1),
-        "renamed_pct": 100 * _renamed_same(pairs) / max(instances, 1),
-        "retro": retro,
-        "other": differ,  # both wrote it, with different tracks, not retro
-        "tracks": f"{len(names)} / {len(their_names)}",
-        "dropped": dropped,
+        "untracked": f"{sum(x is None for x, _ in pairs)} / {sum(y is None for _, y in pairs)}",
+        "one_side": f"{sum(x == ONE_SIDE for x, _ in pairs)} / "
+        f"{sum(y == ONE_SIDE for _, y in pairs)}",
+        "tracks": f"{len({x for x, _ in named if x})} / {len({y for _, y in named if y})}",
     }
 
 
-def run_ours(case: Case, source: Path, work: Path) -> tuple[Path, Path, float]:
-    """Ours on ``case`` (raises where it cannot run); ``(ours, theirs path, seconds)``."""
+@functools.cache
+def _digest(path: Path) -> str:
+    """The detections of ``path`` (coordinates, scores, re-ID vectors, masks), not its bytes:
+    our prediction files carry run times, so two equal runs differ byte for byte."""
+    h = hashlib.sha1()
+    for lf in sio.load_slp(str(path)):
+        h.update(str((lf.frame_idx, lf.video.filename)).encode())
+        for inst in lf.instances:
+            h.update(
+                np.ascontiguousarray(
+                    inst.numpy(scores=isinstance(inst, sio.PredictedInstance))
+                ).tobytes()
+            )
+            h.update(repr(getattr(inst, "score", None)).encode())
+            emb = getattr(inst, "identity_embedding", None)
+            if emb is not None:
+                h.update(np.asarray(emb.vector, np.float64).tobytes())
+        for m in lf.masks:
+            h.update(repr((tuple(m.bbox), m.area, getattr(m, "score", None))).encode())
+            emb = getattr(m, "identity_embedding", None)
+            if emb is not None:
+                h.update(np.asarray(emb.vector, np.float64).tobytes())
+    return h.hexdigest()
+
+
+def run_ours(case: Case, source: Path | None, work: Path) -> tuple[Path, float]:
+    """Ours on ``case`` at the CLI (raises with the CLI's last line where it fails)."""
     slug = "".join(c if c.isalnum() else "_" for c in case.name)
-    ours, theirs = work / f"{slug}.ours.slp", work / f"{slug}.sleap_nn.slp"
+    ours = work / f"{slug}.ours.slp"
     ours.unlink(missing_ok=True)
-    theirs.unlink(missing_ok=True)
+    if case.source.startswith("predict:"):
+        video, models, frames = REAL[case.source.split(":", 1)[1]]
+        args = [*_our_predict_args(video, models, frames), "-t", *case.theirs]
+    else:
+        args = ["track", str(source), *case.theirs]
     t0 = time.perf_counter()
-    retrack_file(source, ours, TrackingOptions(**case.ours))
-    return ours, theirs, time.perf_counter() - t0
+    code, err = run_infer([*args, "-o", str(ours), "--overwrite"])
+    if code != 0:
+        lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+        raise RuntimeError(lines[-1] if lines else f"exit {code}")
+    return ours, time.perf_counter() - t0
+
+
+def sleap_nn_job(case: Case, source: Path | None, work: Path) -> tuple[Path, dict[str, Any]]:
+    """sleap-nn's output path for ``case`` (in the cache) and its job."""
+    if case.source.startswith("predict:"):
+        video, models, frames = REAL[case.source.split(":", 1)[1]]
+        args = [*_sleap_nn_predict_args(video, models, frames), "--tracking", *case.theirs]
+        content = "predict"
+    else:
+        args = ["predict", "-i", str(source), "--tracking", *case.theirs]
+        content = _digest(source)  # type: ignore[arg-type]
+    key = hashlib.sha1(json.dumps([content, args[3:] if content != "predict" else args]).encode())
+    theirs = CACHE / f"{key.hexdigest()[:16]}.slp"
+    slug = "".join(c if c.isalnum() else "_" for c in case.name)
+    return theirs, {"args": [*args, "-o", str(theirs)], "log": str(work / f"{slug}.sleap_nn.log")}
 
 
 def run_sleap_nn(jobs: list[dict[str, Any]], work: Path) -> list[dict[str, Any]]:
-    """sleap-nn's retrack runs, all in one process; ``{"rc", "error"}`` per job."""
+    """sleap-nn's runs, all in one process; ``{"rc", "error"}`` per job."""
     if not jobs:
         return []
     (work / "jobs.json").write_text(json.dumps(jobs))
     python = SLEAP_NN.parent / "python"
     cmd = [str(python), str(Path(__file__).parent / "sleap_nn_batch.py")]
     cmd += [str(work / "jobs.json"), str(work / "results.json")]
-    with open(work / "sleap_nn_batch.log", "w") as log:
+    with open(work / "sleap_nn_batch.log", "a") as log:
         subprocess.run(cmd, stdout=log, stderr=log, check=True)
     return json.loads((work / "results.json").read_text())
 
 
 HEADER = (
-    "| case | frames | instances | frames agreeing | frames agreeing, retro aside "
-    "| instances agreeing | retro | other | same after renaming "
-    "| tracks (ours / sleap-nn) | untracked by sleap-nn (dropped) | ours s |\n"
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    "| case | frames | detections | same track (after renaming) | same name "
+    "| frames all same | untracked (ours / sleap-nn) | one side only (ours / sleap-nn) "
+    "| tracks (ours / sleap-nn) | ours s |\n"
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 )
 
 
 def row(name: str, r: dict[str, Any]) -> str:
     return (
-        f"| {name} | {r['frames']} | {r['instances']} | {r['frame_pct']:.1f}% "
-        f"| {r['frame_retro_pct']:.1f}% | {r['instance_pct']:.1f}% | {r['retro']} "
-        f"| {r['other']} | {r['renamed_pct']:.1f}% | {r['tracks']} | {r['dropped']} "
-        f"| {r['ours_s']:.2f} |"
+        f"| {name} | {r['frames']} | {r['detections']} | {r['same']} ({r['same_pct']:.1f}%) "
+        f"| {r['same_name_pct']:.1f}% | {r['frame_pct']:.1f}% | {r['untracked']} "
+        f"| {r['one_side']} | {r['tracks']} | {r['ours_s']:.2f} |"
     )
 
 
 def na_row(name: str, why: str) -> str:
-    return f"| {name} | n/a: {why.replace('|', '/')} |" + " |" * 11
+    return f"| {name} | n/a: {why.replace('|', '/')} |" + " |" * 8
 
 
 def main() -> None:
@@ -479,13 +667,15 @@ def main() -> None:
     if not FIXTURES.is_dir():
         sys.exit(f"needs the shared fixtures at {FIXTURES}")
     sleap_nn_venv(SLEAP_NN.parents[1])  # installs sleap-nn there on first use
+    CACHE.mkdir(parents=True, exist_ok=True)
     flow = importlib.util.find_spec("cv2") is not None
     work = args.work or Path(tempfile.mkdtemp(prefix="tracking_parity_"))
     work.mkdir(parents=True, exist_ok=True)
     sources: dict[str, Path] = {}
     lines: dict[str, str] = {}
     pending: list[tuple[Case, Path, Path, float]] = []
-    cases = [*CASES, *tracker_cases(), *mask_cases()]
+    jobs: list[dict[str, Any]] = []
+    cases = [*CASES, *tracker_cases(), *mask_cases(), *real_cases()]
     for case in cases:
         if args.cases and not any(c in case.name for c in args.cases):
             continue
@@ -495,33 +685,31 @@ def main() -> None:
         if why := not_ours(case):
             lines[case.name] = na_row(case.name, why)
             continue
-        if case.source not in sources:
-            sources[case.source] = INPUTS[case.source](work)
+        source = None
+        if not case.source.startswith("predict:"):
+            if case.source not in sources:
+                sources[case.source] = INPUTS[case.source](work)
+            source = sources[case.source]
+        theirs, job = sleap_nn_job(case, source, work)
         try:
-            ours, theirs, seconds = run_ours(case, sources[case.source], work)
+            ours, seconds = run_ours(case, source, work)
         except Exception as exc:  # a case ours refuses: n/a, with its one line
             lines[case.name] = na_row(case.name, f"ours: {exc}".splitlines()[0][:160])
             continue
         pending.append((case, ours, theirs, seconds))
+        if not theirs.is_file() and job["args"] not in [j["args"] for j in jobs]:
+            jobs.append(job)
         lines[case.name] = ""
-    jobs = [
-        {
-            "args": [
-                *("predict", "-i", str(sources[c.source]), "--tracking", "-o", str(theirs)),
-                *c.theirs,
-            ],
-            "log": str(theirs.with_suffix(".log")),
-        }
-        for c, _, theirs, _ in pending
-    ]
-    for (case, ours, theirs, seconds), outcome in zip(
-        pending, run_sleap_nn(jobs, work), strict=True
-    ):
-        if outcome["rc"] != 0:
-            lines[case.name] = na_row(case.name, f"sleap-nn: {outcome['error'][:160]}")
+    outcomes = {json.dumps(j["args"]): o for j, o in zip(jobs, run_sleap_nn(jobs, work))}
+    for case, ours, theirs, seconds in pending:
+        if not theirs.is_file():
+            outcome = next((o for k, o in outcomes.items() if str(theirs) in k), None)
+            why = outcome["error"] if outcome else "no output"
+            lines[case.name] = na_row(case.name, f"sleap-nn: {why[:160]}")
             continue
         masks = case.source in ("masks", "embedding") or case.source.startswith("masks_")
-        lines[case.name] = row(case.name, {**compare(ours, theirs, masks), "ours_s": seconds})
+        tol = PAIR_PX if case.source.startswith("predict:") else None
+        lines[case.name] = row(case.name, {**compare(ours, theirs, masks, tol), "ours_s": seconds})
     table = "\n".join([HEADER, *lines.values()])
     print(f"\n{table}")
     if args.out:

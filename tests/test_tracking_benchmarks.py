@@ -7,6 +7,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -59,3 +60,29 @@ def test_parity_case_with_an_unknown_option_is_na(field):
     parity = _load("tracking_parity")
     case = parity.Case("x", "synthetic", {"tracker": "classic", field: True})
     assert parity.not_ours(case) == f"no TrackingOptions.{field} yet"
+
+
+def test_parity_counts_every_untracked_or_unpaired_detection_as_a_difference():
+    """Issue 43: nothing is set aside. Untracked on one side only, or written by one side
+    only, is a difference; untracked by both is the same (a track of its own)."""
+    parity = _load("tracking_parity")
+    pairs = [("a", "x"), ("a", "x"), ("b", "y"), (None, None), (None, "y"), ("a", None)]
+    assert parity._renamed_same(pairs) == 4  # a->x twice, b->y, both untracked
+    pose = np.zeros((2, 2))
+    ours = [(("k1",), pose, "a"), (("k2",), pose + 50, None)]
+    theirs = [(("k1",), pose + 0.5, "x"), (("k3",), pose + 100, "y")]
+    assert parity._pair_frame(ours, theirs, None) == [(0, 0), (1, None), (None, 1)]
+    # by position: within PAIR_PX only
+    assert parity._pair_frame(ours, theirs, 1.0) == [(0, 0), (1, None), (None, 1)]
+    assert parity._pair_frame(ours, theirs, 0.1) == [(0, None), (1, None), (None, 0), (None, 1)]
+
+
+def test_parity_has_real_prediction_cases_for_every_mot_tracker():
+    parity = _load("tracking_parity")
+    names = {c.name for c in parity.real_cases()}
+    for real in parity.REAL:
+        for who in parity.PREDICTORS:
+            for tracker in parity.MOT_TRACKERS:
+                assert f"{real}:{who}: {tracker}: default" in names
+            assert f"{real}:{who}: ocsort: link_tracklets" in names
+        assert f"predict: {real}: bytetrack: default" in names

@@ -140,6 +140,7 @@ def _detections(
     lf: sio.LabeledFrame, targets: list[Any], carrier: str, vectors: bool, image: bool
 ) -> Detections:
     n = len(targets)
+    point_scores = None  # predicted poses only (the MOT trackers' detection scores)
     if carrier == MASKS:
         points = np.zeros((n, 0, 2))
         masks = [MaskBitmap(m.data, tuple(m.scale), tuple(m.offset)) for m in targets]
@@ -149,6 +150,8 @@ def _detections(
             raise UsageError(f"frame {lf.frame_idx}: instances of different skeletons")
         points = np.stack([t.numpy() for t in targets]) if n else np.zeros((0, 0, 2))
         masks = None
+        if n and all(isinstance(t, sio.PredictedInstance) for t in targets):
+            point_scores = np.stack([np.asarray(t.numpy(scores=True))[:, 2] for t in targets])
     pixels = None
     if image:
         try:
@@ -162,6 +165,7 @@ def _detections(
         masks=masks,
         embeddings=_vectors(targets) if vectors else None,
         image=pixels,
+        point_scores=None if point_scores is None else np.asarray(point_scores, np.float64),
     )
 
 

@@ -44,6 +44,10 @@ class Detections:
     masks: list[MaskBitmap] | None = None  # mask carrier: one per detection
     embeddings: np.ndarray | None = None  # (I, D) float64, a NaN row = no vector
     image: np.ndarray | None = None  # (H, W, C) uint8, only when the tracker needs pixels
+    # (I, N) float64 predicted poses' point scores; None: user poses or masks. The MOT
+    # trackers score a predicted pose by its mean visible point score (sleap-nn's
+    # score_mode "auto"), not by its instance score.
+    point_scores: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.scores.shape[0])
@@ -95,3 +99,26 @@ class Tracker(Protocol):
 def track_name(track_id: int) -> str:
     """sleap-nn's name for a track id."""
     return f"track_{track_id}"
+
+
+def pose_scores(
+    points: np.ndarray, point_scores: np.ndarray | None, instance_scores: np.ndarray
+) -> np.ndarray:
+    """sleap-nn's ``score_mode="auto"`` for predicted poses: the mean point score over
+    the visible nodes, or the instance score when those are all missing or all 0 (1.0
+    where that is not finite); then clipped to ``[0, 1]``. ``point_scores`` None: user
+    poses, 1.0."""
+    n = len(points)
+    if point_scores is None:
+        return np.ones(n)
+    visible = np.isfinite(points).all(axis=-1)
+    ps = np.asarray(point_scores, dtype=np.float64)
+    has = visible & np.isfinite(ps)
+    ps = np.where(has, ps, 0.0)
+    count = has.sum(axis=1)
+    mean = ps.sum(axis=1) / np.maximum(count, 1)
+    informative = (count > 0) & (np.abs(ps).sum(axis=1) > 0)
+    inst = np.asarray(instance_scores, dtype=np.float64)
+    inst = np.where(np.isfinite(inst), inst, 1.0)
+    out = np.where(informative, mean, inst)
+    return np.clip(np.where(np.isfinite(out), out, 1.0), 0.0, 1.0)

@@ -147,6 +147,7 @@ def _subset(det: Detections, rows: list[int]) -> Detections:
         points=det.points[pick],
         scores=det.scores[pick],
         embeddings=None if det.embeddings is None else det.embeddings[pick],
+        point_scores=None if det.point_scores is None else det.point_scores[pick],
     )
 
 

@@ -143,6 +143,7 @@ class OnlineTracker:
                     frame_idx=int(frame_idx),
                     points=np.asarray(preds.points[b, slots], np.float64),
                     scores=np.asarray(preds.instance_scores[b, slots], np.float64),
+                    point_scores=np.asarray(preds.point_scores[b, slots], np.float64),
                     embeddings=vectors,
                     image=self._image(preds, b),
                 )

@@ -230,9 +230,10 @@ def test_read_export_rejects_an_unknown_kind(tmp_path: Path) -> None:
     (info.path / METADATA_NAME).write_text(json.dumps(data))
     with pytest.raises(ExportError, match="unknown graph_outputs 'tokens'"):
         read_export(info.path)
-    del data["graph_outputs"]  # layout-3 exports from before raw maps: they decode in-graph
+    del data["graph_outputs"]  # required since layout 4: no guessing what a graph returns
     (info.path / METADATA_NAME).write_text(json.dumps(data))
-    assert not read_export(info.path).raw_maps
+    with pytest.raises(ExportError, match="export metadata lacks graph_outputs"):
+        read_export(info.path)
 
 
 # ------------------------------------------------------------ top-down segmentation pair

@@ -211,3 +211,14 @@ def test_max_instances_gives_the_target_count_and_track_cap_as_sleap_nns_cli_doe
     assert spec.tracking is not None and spec.tracking.tracking_target_instance_count is None
     with pytest.raises(UsageError, match="only matter with --tracking"):
         bind(["m"], tracking_clean_instance_count=2)
+
+
+def test_pre_cull_hands_a_mot_tracker_the_kept_poses_point_scores() -> None:
+    """Issue 43: the culled frame must keep its point scores row for row (the MOT trackers
+    score a pose by them); they were left whole and crashed OC-SORT's scoring."""
+    t = cleaned(tracker="ocsort", tracking_target_instance_count=2, tracking_pre_cull_to_target=1)
+    for f in range(6):
+        det = poses(f, [(10 + f, 10), (60 + f, 10), (110 + f, 10)], [0.9, 0.1, 0.8])
+        det.point_scores = np.array([[0.9] * N_NODES, [0.05] * N_NODES, [0.8] * N_NODES])
+        ids = t.step(det).track_ids
+    assert ids[1] == -1 and ids[0] >= 0 and ids[2] >= 0  # the culled one stays untracked

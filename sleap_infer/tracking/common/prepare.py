@@ -25,7 +25,7 @@ from typing import Protocol, cast
 
 import numpy as np
 
-from sleap_infer.tracking.base import MASKS, Detections
+from sleap_infer.tracking.base import MASKS, Detections, pose_scores
 from sleap_infer.tracking.common import boxes as mb
 from sleap_infer.tracking.common.appearance import unit_rows
 from sleap_infer.tracking.common.appearance_memory import frame_vectors
@@ -61,8 +61,14 @@ class MotCalibration:
 
 
 def detection_scores(det: Detections) -> np.ndarray:
-    """Scores as the MOT trackers read them: missing (NaN) counts as 1, clipped to [0, 1]."""
+    """Scores as the MOT trackers read them (sleap-nn's ``score_mode="auto"``): a predicted
+    pose's mean visible point score (its instance score where that says nothing), a mask's
+    or user pose's own score; missing (NaN) counts as 1, clipped to [0, 1]. A top-down
+    instance score is the centroid's confidence, which can sit far from the poses' point
+    scores, so reading it would move every score threshold and the per-video normalizer."""
     scores = np.asarray(det.scores, np.float64).reshape(-1)
+    if det.masks is None and det.point_scores is not None and len(scores):
+        return pose_scores(det.points, det.point_scores, scores)
     return np.clip(np.where(np.isfinite(scores), scores, 1.0), 0.0, 1.0)
 
 

@@ -23,32 +23,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sleap_infer.tracking.base import pose_scores
+
 # frame position int32 + track int32 + extent 4 x float32 + score float64 + visible int16
 BYTES_PER_DETECTION = 4 + 4 + 16 + 8 + 2
 FLUSH_FRAMES = 1024  # frames whose small arrays are joined into one
-
-
-def pose_scores(
-    points: np.ndarray, point_scores: np.ndarray | None, instance_scores: np.ndarray
-) -> np.ndarray:
-    """sleap-nn's ``score_mode="auto"`` for predicted poses: the mean point score over
-    the visible nodes, or the instance score when those are all missing or all 0 (1.0
-    where that is not finite); then clipped to ``[0, 1]``. ``point_scores`` None: user
-    poses, 1.0."""
-    n = len(points)
-    if point_scores is None:
-        return np.ones(n)
-    visible = np.isfinite(points).all(axis=-1)
-    ps = np.asarray(point_scores, dtype=np.float64)
-    has = visible & np.isfinite(ps)
-    ps = np.where(has, ps, 0.0)
-    count = has.sum(axis=1)
-    mean = ps.sum(axis=1) / np.maximum(count, 1)
-    informative = (count > 0) & (np.abs(ps).sum(axis=1) > 0)
-    inst = np.asarray(instance_scores, dtype=np.float64)
-    inst = np.where(np.isfinite(inst), inst, 1.0)
-    out = np.where(informative, mean, inst)
-    return np.clip(np.where(np.isfinite(out), out, 1.0), 0.0, 1.0)
 
 
 @dataclass

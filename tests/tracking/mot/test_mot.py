@@ -310,3 +310,62 @@ def test_a_lost_bytetrack_track_stops_growing_taller_and_a_botsort_one_wider_too
         velocities[name] = t.mean[0, 6:8]
     assert velocities["bytetrack"][0] != 0 and velocities["bytetrack"][1] == 0
     assert (velocities["botsort"] == 0).all()
+
+
+@pytest.mark.parametrize("name", ["bytetrack", "ocsort"])
+def test_a_pose_scores_by_its_mean_visible_point_score_not_its_instance_score(name: str) -> None:
+    """Issue 43: a top-down pose's instance score is its centroid's confidence; sleap-nn's
+    MOT trackers (``score_mode="auto"``) read the mean point score over the visible nodes.
+    An animal with a confident centroid but weak nodes (0.3 < the new-track threshold 0.6)
+    must never start a track; weak centroid, confident nodes: it must."""
+    weak_nodes = np.array([0.3, 0.3, 0.3, 0.95])  # the last node hidden: not counted
+    strong_nodes = np.full(4, 0.9)
+    for nodes, instance, tracked in ((weak_nodes, 0.99, False), (strong_nodes, 0.2, True)):
+        t = tracker(name)
+        ids = []
+        for f in range(8):
+            pose = body(40 + 2 * f, 50)
+            pose[3] = np.nan
+            det = frame(f, [pose], [instance])
+            det.point_scores = nodes[None].copy()
+            ids.append(int(t.step(det).track_ids[0]))
+        assert (max(ids) >= 0) == tracked, (nodes, instance, ids)
+
+
+def test_infer_track_scores_predicted_poses_by_their_point_scores() -> None:
+    """Issue 43 through ``retrack_labels`` (``infer track``): the file's point scores reach
+    the tracker and its per-video normalizer. One animal has a confident centroid and weak
+    nodes, the other the reverse; sleap-nn tracks the second only."""
+    import sleap_io as sio
+
+    from sleap_infer.pipeline.retrack import retrack_labels
+
+    skeleton = sio.Skeleton(nodes=["a", "b", "c", "d"], name="s")
+    video = sio.Video(
+        filename="v.mp4",
+        backend_metadata={"shape": [12, 128, 128, 1], "fps": 30.0, "grayscale": True},
+        open_backend=False,
+    )
+    frames = []
+    for f in range(12):
+        insts = [
+            sio.PredictedInstance.from_numpy(
+                body(10 + 2 * f, y), skeleton=skeleton, point_scores=np.full(4, nodes), score=inst
+            )
+            for y, nodes, inst in ((20.0, 0.3, 0.99), (80.0, 0.9, 0.2))
+        ]
+        frames.append(sio.LabeledFrame(video=video, frame_idx=f, instances=insts))
+    labels = sio.Labels(labeled_frames=frames, videos=[video], skeletons=[skeleton])
+    retrack_labels(labels, TrackingOptions(tracker="bytetrack"))
+    weak, strong = zip(*((i.track for i in lf.instances) for lf in labels.labeled_frames))
+    assert all(t is None for t in weak)
+    assert all(t is not None for t in strong)
+
+
+@pytest.mark.parametrize("name", ["bytetrack", "botsort"])
+def test_bytetrack_and_botsort_fuse_scores_unless_told_not_to(name: str) -> None:
+    """Issue 43: ``fuse_score`` is False among the MOTParams class defaults
+    (``core/mot_param.py``) but True in ByteTrack's and BoT-SORT's presets, which is what
+    sleap-nn 0.3.5 runs (its provenance records ``fuse_score: true`` for bytetrack)."""
+    assert tracker(name).fuse_score is True
+    assert tracker(name, mot_param=("fuse_score=false",)).fuse_score is False
