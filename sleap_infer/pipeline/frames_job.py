@@ -23,10 +23,12 @@ import sleap_io as sio
 from sleap_infer.core.errors import UsageError
 from sleap_infer.core.late_tracks import lay_over
 from sleap_infer.core.predictions import BatchPredictions
+from sleap_infer.core.products import Product
 from sleap_infer.core.provenance import now_iso
 from sleap_infer.pipeline.linked import link_batches, relabelled
 from sleap_infer.pipeline.loaded import Loaded
 from sleap_infer.pipeline.models import tracking_carrier
+from sleap_infer.pipeline.prepared import prepares, retrack_batches, with_tracks
 from sleap_infer.pipeline.result import Prediction, stack
 from sleap_infer.pipeline.video_job import (
     open_source,
@@ -178,11 +180,21 @@ def predict_in_memory(
     n_tracks = online.tracker.n_tracks if online is not None else 0
     names = track_names(n_tracks) if pipeline.tracking else tuple(config.class_names)
     linking: dict[str, Any] = {}
+    if prepares(pipeline.tracking):  # sleap-nn's MOT tracks after the pre-pass, as a file's
+        assert pipeline.tracking is not None
+        carrier = tracking_carrier(pipeline.models)
+        retracked = retrack_batches(
+            lambda: batches, pipeline.tracking, carrier, len(pipeline.node_names),
+            Product.EMBEDDINGS in pipeline.products,
+        )  # fmt: skip
+        batches = list(with_tracks(batches, retracked, carrier))
+        names = track_names(retracked.n_tracks)
+        linking["prepare"] = [retracked.calibration] if retracked.calibration else []
     if pipeline.tracking is not None and pipeline.tracking.links:  # as a file's run does
         masks = tracking_carrier(pipeline.models) == MASKS
         linked = link_batches(lambda: batches, pipeline.tracking, masks)
         batches = list(relabelled(batches, linked.relabel, masks))
-        names, linking = linked.names, {"linking": asdict(linked.result)}
+        names, linking["linking"] = linked.names, asdict(linked.result)
     record = provenance(pipeline, opened.name, opened.indices)
     if pipeline.tracking is not None:
         record["tracking"] = {**tracking_provenance(pipeline.tracking, online), **linking}

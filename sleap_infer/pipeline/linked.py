@@ -24,10 +24,11 @@ import numpy as np
 from sleap_infer.core.polygons import packaged
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.journal import Journal
-from sleap_infer.tracking.base import track_name
+from sleap_infer.tracking.base import MASKS, POSES, track_name
 from sleap_infer.tracking.options import TrackingOptions
 
 if TYPE_CHECKING:  # the linker (and scipy) load when a run links, not with every predict
+    from sleap_infer.pipeline.prepared import Retracked
     from sleap_infer.tracking.linking.inputs import LinkInput
     from sleap_infer.tracking.linking.link import LinkResult
 
@@ -39,16 +40,24 @@ class LinkedJournal(Journal):
     relabel: np.ndarray | None = None  # (D,) int32: each detection's new id, journal order
     masks: bool = False  # ``relabel`` is for the masks (as the output holds them)
     names: tuple[str, ...] = ()  # the kept identities' track names; ``relabel`` indexes them
+    # predict -t with a MOT tracker: every detection's track after the whole-video
+    # pre-pass, in place of the online tracker's (pipeline/prepared.py); linking reads these
+    retracked: Retracked | None = None
 
     @property
     def n_tracks(self) -> int:
         return len(self.names)
 
     def batches(self) -> Iterator[BatchPredictions]:
+        base: Iterable[BatchPredictions] = super().batches()
+        if self.retracked is not None:
+            from sleap_infer.pipeline.prepared import with_tracks
+
+            base = with_tracks(base, self.retracked, MASKS if self.masks else POSES)
         if self.relabel is None:
-            yield from super().batches()
+            yield from base
             return
-        yield from relabelled(super().batches(), self.relabel, self.masks)
+        yield from relabelled(base, self.relabel, self.masks)
 
 
 def relabelled(
@@ -205,8 +214,24 @@ def link_journal(
         return journal, LinkResult()
     linked = link_batches(journal.batches, options, masks)
     values = {f.name: getattr(journal, f.name) for f in fields(journal)}
-    out = LinkedJournal(**values, relabel=linked.relabel, masks=masks, names=linked.names)
-    return out, linked.result
+    values.update(relabel=linked.relabel, masks=masks, names=linked.names)
+    return LinkedJournal(**values), linked.result
+
+
+def prepare_journal(
+    journal: Journal, options: TrackingOptions, masks: bool, n_nodes: int, vectors: bool
+) -> tuple[Journal, dict[str, Any] | None]:
+    """``journal`` with sleap-nn's MOT tracks after the whole-video pre-pass (the journal
+    itself when ``options`` name no MOT tracker), and what the pre-pass measured."""
+    from sleap_infer.pipeline.prepared import prepares, retrack_batches
+
+    if not prepares(options):
+        return journal, None
+    carrier = MASKS if masks else POSES
+    retracked = retrack_batches(journal.batches, options, carrier, n_nodes, vectors)
+    values = {f.name: getattr(journal, f.name) for f in fields(journal)}
+    values.update(masks=masks, names=track_names(retracked.n_tracks), retracked=retracked)
+    return LinkedJournal(**values), retracked.calibration
 
 
 def output_track_names(journal: Journal) -> tuple[str, ...]:
@@ -214,3 +239,8 @@ def output_track_names(journal: Journal) -> tuple[str, ...]:
     if isinstance(journal, LinkedJournal):
         return journal.names
     return tuple(track_name(i) for i in range(journal.n_tracks))
+
+
+def track_names(n_tracks: int) -> tuple[str, ...]:
+    """Track ids 0..n-1 under sleap-nn's names."""
+    return tuple(track_name(i) for i in range(n_tracks))

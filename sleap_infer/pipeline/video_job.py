@@ -42,7 +42,7 @@ from sleap_infer.journal import (
     mark_failed,
     read_journal,
 )
-from sleap_infer.pipeline.linked import link_journal, output_track_names
+from sleap_infer.pipeline.linked import link_journal, output_track_names, prepare_journal
 from sleap_infer.pipeline.loaded import Loaded
 from sleap_infer.pipeline.request import REQUEST_KEY, checkpoint_hashes, request_record
 from sleap_infer.runner import RunStats
@@ -322,6 +322,12 @@ class VideoJob:
                 extra["tracking"] = tracking_provenance(pipeline.tracking, online)
                 # the video's end: identity linking reads the whole journal (linked.py)
                 masks = _carrier(pipeline) == MASKS
+                finished, calibration = prepare_journal(
+                    finished, pipeline.tracking, masks, len(pipeline.node_names),
+                    Product.EMBEDDINGS in pipeline.products,
+                )  # fmt: skip
+                if calibration is not None:  # as infer track records its pre-pass
+                    extra["tracking"]["prepare"] = [calibration]
                 finished, linking = link_journal(finished, pipeline.tracking, masks)
                 if pipeline.tracking.links:
                     extra["tracking"]["linking"] = asdict(linking)

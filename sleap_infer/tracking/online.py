@@ -23,7 +23,7 @@ empty masks dropped, frame order), since those are what sleap-nn's tracker sees.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,21 +133,9 @@ class OnlineTracker:
         ids = np.full(preds.valid.shape, -1, np.int32)
         scores = np.full(preds.valid.shape, np.nan, np.float32)
         assert preds.frame_indices is not None
-        for b, frame_idx in enumerate(preds.frame_indices.tolist()):
+        for b in range(len(preds.frame_indices)):
             slots = np.flatnonzero(preds.valid[b])
-            vectors = None
-            if preds.embeddings is not None:
-                vectors = np.asarray(preds.embeddings[b, slots], np.float64)
-            found = self.tracker.step(
-                Detections(
-                    frame_idx=int(frame_idx),
-                    points=np.asarray(preds.points[b, slots], np.float64),
-                    scores=np.asarray(preds.instance_scores[b, slots], np.float64),
-                    point_scores=np.asarray(preds.point_scores[b, slots], np.float64),
-                    embeddings=vectors,
-                    image=self._image(preds, b),
-                )
-            )
+            found = self.tracker.step(pose_detections(preds, b, slots, self._image(preds, b)))
             ids[b, slots] = found.track_ids
             scores[b, slots] = found.scores
             late.extend(found.late)
@@ -170,6 +158,36 @@ class OnlineTracker:
         masks.track = track
         masks.tracking_score = tracking_score
         preds.masks = masks
+
+
+def pose_detections(
+    preds: BatchPredictions, b: int, slots: np.ndarray, image: np.ndarray | None = None
+) -> Detections:
+    """The poses ``slots`` of frame ``b`` of ``preds`` as the trackers read them."""
+    assert preds.frame_indices is not None
+    vectors = None
+    if preds.embeddings is not None:
+        vectors = np.asarray(preds.embeddings[b, slots], np.float64)
+    return Detections(
+        frame_idx=int(preds.frame_indices[b]),
+        points=np.asarray(preds.points[b, slots], np.float64),
+        scores=np.asarray(preds.instance_scores[b, slots], np.float64),
+        point_scores=np.asarray(preds.point_scores[b, slots], np.float64),
+        embeddings=vectors,
+        image=image,
+    )
+
+
+def batch_detections(preds: BatchPredictions, carrier: str) -> Iterator[Detections]:
+    """Every frame of ``preds`` as the trackers read it, in order: its valid poses, or
+    (``carrier`` :data:`MASKS`) its masks."""
+    assert preds.frame_indices is not None
+    masks = packaged(preds.masks) if carrier == MASKS else None
+    for b, frame_idx in enumerate(preds.frame_indices.tolist()):
+        if masks is not None:
+            yield mask_detections(masks, masks.in_frame(b), int(frame_idx))
+        else:
+            yield pose_detections(preds, b, np.flatnonzero(preds.valid[b]))
 
 
 def mask_detections(

@@ -367,3 +367,43 @@ def test_linking_in_memory_gives_the_file_s_tracks(shared: Path, tmp_path: Path)
     assert memory.provenance["tracking"]["linking"]["identities"] == len(names) == 1
     unlinked = pipeline([model], device="cpu", tracking=TrackingOptions(tracker="sort"))
     assert len(unlinked.predict(video, frames="0-39").track_names) > 1
+
+
+@pytest.mark.parametrize("name", ["bytetrack", "ocsort"])
+def test_predict_t_with_a_mot_tracker_tracks_as_infer_track_after_the_pre_pass(
+    shared: Path, tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sleap-nn's predictor tracks with a MOT tracker once the video is predicted, after
+    the whole-video pre-pass (scores divided by their q95: 0.67 for this model, so online
+    tracks differ). ``predict -t`` does the same at the video's end: its file and its
+    in-memory result hold exactly the tracks ``infer track`` gives the untracked file,
+    and the pre-pass is recorded."""
+    video = shared / "videos" / "centered_pair_small.mp4"
+    model = fixture_model(shared, "bottomup")
+    options = TrackingOptions(tracker=name)
+    untracked = tmp_path / "untracked.slp"
+    pipeline([model], device="cpu").predict_to_file(video, output=untracked, frames="0-59")
+    retracked = tmp_path / "retracked.slp"
+    retrack_file(untracked, retracked, options)
+    pipe = pipeline([model], device="cpu", tracking=options, batch_size=4)
+    tracked = tmp_path / "tracked.slp"
+    pipe.predict_to_file(video, output=tracked, frames="0-59")
+    want, got = tracked_poses(retracked), tracked_poses(tracked)
+    assert [f[0] for f in want] == [f[0] for f in got]
+    for (frame, names_a, pts_a, sc_a), (_, names_b, pts_b, sc_b) in zip(want, got):
+        assert names_a == names_b, frame
+        np.testing.assert_array_equal(pts_a, pts_b)
+        np.testing.assert_array_equal(sc_a, sc_b)
+    prepare = sio.load_slp(str(tracked)).provenance["tracking"]["prepare"]
+    assert prepare == sio.load_slp(str(retracked)).provenance["tracking"]["prepare"]
+    assert 0.5 < prepare[0]["score_normalizer"] < 0.9
+    memory = pipe.predict(video, frames="0-59")
+    names = list(memory.track_names)
+    in_file = {f[0]: f[1] for f in got}
+    for row, frame in enumerate(memory.frame_indices.tolist()):
+        slots = np.flatnonzero(memory.valid[row])
+        assert [names[t] if t >= 0 else None for t in memory.tracks[row, slots]] == in_file[frame]
+    # Online alone (no pre-pass), this model's tracks are not sleap-nn's: the step matters.
+    monkeypatch.setattr("sleap_infer.pipeline.frames_job.prepares", lambda options: False)
+    online = pipe.predict(video, frames="0-59")
+    assert not np.array_equal(online.tracks, memory.tracks)
