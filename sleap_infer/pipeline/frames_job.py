@@ -25,10 +25,9 @@ from sleap_infer.core.late_tracks import lay_over
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.core.products import Product
 from sleap_infer.core.provenance import now_iso
-from sleap_infer.pipeline.linked import link_batches, relabelled
+from sleap_infer.pipeline.linked import link_batches, prepares, relabelled
 from sleap_infer.pipeline.loaded import Loaded
 from sleap_infer.pipeline.models import tracking_carrier
-from sleap_infer.pipeline.prepared import prepares, retrack_batches, with_tracks
 from sleap_infer.pipeline.result import Prediction, stack
 from sleap_infer.pipeline.video_job import (
     open_source,
@@ -181,6 +180,8 @@ def predict_in_memory(
     names = track_names(n_tracks) if pipeline.tracking else tuple(config.class_names)
     linking: dict[str, Any] = {}
     if prepares(pipeline.tracking):  # sleap-nn's MOT tracks after the pre-pass, as a file's
+        from sleap_infer.pipeline.prepared import retrack_batches, with_tracks
+
         assert pipeline.tracking is not None
         carrier = tracking_carrier(pipeline.models)
         retracked = retrack_batches(

@@ -24,6 +24,7 @@ import numpy as np
 from sleap_infer.core.polygons import packaged
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.journal import Journal
+from sleap_infer.tracking import registry
 from sleap_infer.tracking.base import MASKS, POSES, track_name
 from sleap_infer.tracking.options import TrackingOptions
 
@@ -218,15 +219,21 @@ def link_journal(
     return LinkedJournal(**values), linked.result
 
 
+def prepares(options: TrackingOptions | None) -> bool:
+    """Whether ``predict -t`` tracks again at the video's end (pipeline/prepared.py): with
+    sleap-nn's MOT trackers, as sleap-nn's predictor tracks them after its pre-pass."""
+    return options is not None and registry.entry(options.tracker).family == registry.MOT
+
+
 def prepare_journal(
     journal: Journal, options: TrackingOptions, masks: bool, n_nodes: int, vectors: bool
 ) -> tuple[Journal, dict[str, Any] | None]:
     """``journal`` with sleap-nn's MOT tracks after the whole-video pre-pass (the journal
     itself when ``options`` name no MOT tracker), and what the pre-pass measured."""
-    from sleap_infer.pipeline.prepared import prepares, retrack_batches
-
     if not prepares(options):
         return journal, None
+    from sleap_infer.pipeline.prepared import retrack_batches
+
     carrier = MASKS if masks else POSES
     retracked = retrack_batches(journal.batches, options, carrier, n_nodes, vectors)
     values = {f.name: getattr(journal, f.name) for f in fields(journal)}

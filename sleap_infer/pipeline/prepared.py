@@ -27,7 +27,6 @@ import numpy as np
 
 from sleap_infer.core.polygons import packaged
 from sleap_infer.core.predictions import BatchPredictions
-from sleap_infer.tracking import registry
 from sleap_infer.tracking.base import MASKS, Tracker
 from sleap_infer.tracking.common.prepare import calibrate_mot, prepare_args
 from sleap_infer.tracking.online import OnlineTracker, batch_detections
@@ -45,11 +44,6 @@ class Retracked:
     scores: np.ndarray  # (D,) float32 tracking score, NaN where untracked
     n_tracks: int
     calibration: dict[str, Any] | None  # what the pre-pass measured (provenance)
-
-
-def prepares(options: TrackingOptions | None) -> bool:
-    """Whether ``predict -t`` tracks again at the video's end: sleap-nn's MOT trackers."""
-    return options is not None and registry.entry(options.tracker).family == registry.MOT
 
 
 def _mot(tracker: Tracker) -> Any:
