@@ -26,6 +26,7 @@ from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.journal import Journal
 from sleap_infer.tracking import registry
 from sleap_infer.tracking.base import MASKS, POSES, track_name
+from sleap_infer.tracking.online import track_names
 from sleap_infer.tracking.options import TrackingOptions
 
 if TYPE_CHECKING:  # the linker (and scipy) load when a run links, not with every predict
@@ -245,9 +246,4 @@ def output_track_names(journal: Journal) -> tuple[str, ...]:
     """The output's track list: the tracker's ids, or the identities linking kept."""
     if isinstance(journal, LinkedJournal):
         return journal.names
-    return tuple(track_name(i) for i in range(journal.n_tracks))
-
-
-def track_names(n_tracks: int) -> tuple[str, ...]:
-    """Track ids 0..n-1 under sleap-nn's names."""
-    return tuple(track_name(i) for i in range(n_tracks))
+    return track_names(journal.n_tracks)

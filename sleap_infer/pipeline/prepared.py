@@ -27,8 +27,8 @@ import numpy as np
 
 from sleap_infer.core.polygons import packaged
 from sleap_infer.core.predictions import BatchPredictions
-from sleap_infer.tracking.base import MASKS, Tracker
-from sleap_infer.tracking.common.prepare import calibrate_mot, prepare_args
+from sleap_infer.tracking.base import MASKS
+from sleap_infer.tracking.common.prepare import prepare_tracker
 from sleap_infer.tracking.online import OnlineTracker, batch_detections
 from sleap_infer.tracking.options import TrackingOptions
 
@@ -46,24 +46,14 @@ class Retracked:
     calibration: dict[str, Any] | None  # what the pre-pass measured (provenance)
 
 
-def _mot(tracker: Tracker) -> Any:
-    """The MOT tracker inside ``tracker`` (the clean-up wrappers unwrapped)."""
-    inner: Any = tracker
-    while not hasattr(inner, "prepare") and hasattr(inner, "inner"):
-        inner = inner.inner
-    return inner
-
-
 def retrack_batches(
     batches: Batches, options: TrackingOptions, carrier: str, n_nodes: int, vectors: bool
 ) -> Retracked:
     """Track ``batches()`` (read twice) as sleap-nn's predictor does with a MOT tracker:
     the pre-pass over every frame, then the tracker frame by frame."""
     online = OnlineTracker.start(options, carrier, n_nodes, vectors)
-    inner = _mot(online.tracker)
     frames = (d for preds in batches() for d in batch_detections(preds, carrier))
-    calibration = calibrate_mot(frames, carrier, *prepare_args(inner))
-    inner.prepare(calibration)
+    calibration = prepare_tracker(online.tracker, frames, carrier)
     ids: list[np.ndarray] = []
     scores: list[np.ndarray] = []
     where: dict[int, np.ndarray] = {}  # frame index -> its detections' positions

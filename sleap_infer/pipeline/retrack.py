@@ -50,7 +50,7 @@ from sleap_infer.tracking import (
 )
 from sleap_infer.tracking.cleanup import with_cleanup
 from sleap_infer.tracking.common.boxes import raw_boxes
-from sleap_infer.tracking.common.prepare import MotCalibration, calibrate_mot, prepare_args
+from sleap_infer.tracking.common.prepare import MotCalibration, mot_inside, prepare_tracker
 from sleap_infer.tracking.linking.inputs import LinkInput
 from sleap_infer.tracking.linking.link import link_tracks
 from sleap_infer.tracking.options import TrackingOptions
@@ -233,24 +233,12 @@ def _prepare(
     stats: RetrackStats,
 ) -> MotCalibration | None:
     """sleap-nn's ``prepare()``: a MOT tracker first measures the whole video (the file is
-    all there; ``infer predict -t`` tracks online and does not). None: not a MOT tracker."""
-    inner = _mot(tracker)
-    if inner is None:
-        return None
-    dets = [_detections(lf, _targets(lf, carrier), carrier, vectors, False) for lf in frames]
-    cal = calibrate_mot(dets, carrier, *prepare_args(inner))
-    inner.prepare(cal)
+    all there). None: not a MOT tracker."""
+    dets = (_detections(lf, _targets(lf, carrier), carrier, vectors, False) for lf in frames)
+    cal = prepare_tracker(tracker, dets, carrier)
     if cal is not None:
         stats.calibrations.append(cal.record())
     return cal
-
-
-def _mot(tracker: Any) -> Any:
-    """The MOT tracker inside ``tracker`` (wrappers unwrapped), or None: classic."""
-    inner = tracker
-    while not hasattr(inner, "prepare") and hasattr(inner, "inner"):
-        inner = inner.inner
-    return inner if hasattr(inner, "prepare") else None
 
 
 def _n_nodes(labels: sio.Labels) -> int:
@@ -306,7 +294,7 @@ def _track_video(
     at: dict[int, int] = {}  # frame index -> its entry in ``done``
     # sleap-nn steps a MOT tracker on every frame (its tracks age), the classic one only
     # on frames with masks; its identity linking reads every frame either way
-    skip_empty = carrier == MASKS and _mot(tracker) is None
+    skip_empty = carrier == MASKS and mot_inside(tracker) is None
     for lf in frames:
         targets = _targets(lf, carrier)
         _clear(lf, targets)

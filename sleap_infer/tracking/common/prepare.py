@@ -1,27 +1,25 @@
-"""sleap-nn 0.3.5's whole-video MOT pre-pass (``BaseMOTTracker.prepare``), for ``infer track``.
+"""sleap-nn 0.3.5's whole-video MOT pre-pass (``BaseMOTTracker.prepare``).
 
-sleap-nn's ``track`` CLI measures the whole video before its MOT tracker sees
-the first frame: the processing stride and time base, the animals' body size
-(the pseudo box of one-node poses and the ``centroid`` similarity's unit) and
-the 95th-percentile detection score, by which every score is divided (then
-clipped to [0, 1]) so the preset's thresholds mean the same on every model.
-Run online (``infer predict -t``) nothing of the video is known ahead and the
-trackers learn those as frames come; ``infer track`` re-tracks a file that is
-all there, so it measures first and matches sleap-nn's CLI. The geometry comes
-from :func:`~sleap_infer.tracking.common.calibration.calibrate_geometry`, the
-same port the identity linker uses; the calibration is a pure function of the
+sleap-nn measures the whole video before its MOT tracker sees the first frame:
+the processing stride and time base, the animals' body size (the pseudo box of
+one-node poses and the ``centroid`` similarity's unit) and the 95th-percentile
+detection score, by which every score is divided (then clipped to [0, 1]) so
+the preset's thresholds mean the same on every model; the appearance trackers
+also get their association gates (:mod:`~.prepare_appearance`). ``infer track``
+re-tracks a file that is all there, so it measures first; ``infer predict -t``
+tracks online (nothing of the video known ahead) and, at the video's end,
+again over its journal after this pre-pass (``pipeline/prepared.py``), as
+sleap-nn's predictor does. The geometry comes from
+:func:`~sleap_infer.tracking.common.calibration.calibrate_geometry`, the same
+port the identity linker uses; the calibration is a pure function of the
 detections, so a resumed run recomputes it rather than saving it.
-
-Not ported: the appearance half (calibrated re-ID gates and the ``auto``
-appearance threshold), so the appearance trackers stay on their uncalibrated
-gates.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -173,3 +171,26 @@ def prepare_args(tracker: object) -> tuple[float | None, tuple[float, int] | Non
         return body, None
     knobs = cast(_MemoryKnobs, tracker)
     return body, (float(knobs.ema_alpha), int(knobs.gallery_size))
+
+
+def mot_inside(tracker: object) -> Any | None:
+    """The MOT tracker inside ``tracker`` (the clean-up wrappers unwrapped): the one that
+    takes a pre-pass; None for the others (classic, infer_bytetrack)."""
+    inner: Any = tracker
+    while not hasattr(inner, "prepare") and hasattr(inner, "inner"):
+        inner = inner.inner
+    return inner if hasattr(inner, "prepare") else None
+
+
+def prepare_tracker(
+    tracker: object, frames: Iterable[Detections], carrier: str
+) -> MotCalibration | None:
+    """sleap-nn's ``prepare()``: the MOT tracker inside ``tracker`` measures one video's
+    ``frames`` (in tracking order, read once) and takes the calibration. None: no MOT
+    tracker (``frames`` left unread), or no frame."""
+    inner = mot_inside(tracker)
+    if inner is None:
+        return None
+    calibration = calibrate_mot(frames, carrier, *prepare_args(inner))
+    inner.prepare(calibration)
+    return calibration
