@@ -26,18 +26,12 @@ WINDOW_SIZE = 5  # sleap-nn's tracking_window_size
 MASK_WINDOW_SIZE = 25  # sleap-nn's DEFAULT_MASK_WINDOW_SIZE
 OKS_STDDEV = 0.025
 MATCH_IOU_THRESHOLD = 0.2  # infer_bytetrack: minimum IoU of a first-stage match (1 - 0.8 cost)
-# The knobs every tracker's options carry, and their value where a tracker's config has
-# no such field (the classic tracker's; ByteTrack's published values): ``None`` on the
-# options means "this tracker's own", filled by :meth:`TrackingOptions.with_tracker_defaults`
-# from the tracker's config (:func:`sleap_infer.tracking.registry.preset`).
-TRACKER_DEFAULTS: dict[str, float] = dict(
-    track_high_threshold=0.5,
-    track_low_threshold=0.1,
-    new_track_threshold=0.6,
-    track_buffer=30,
-    min_hits=3,
-    min_match_similarity=0.3,
-)
+# The knobs every tracker's options carry (the --mot_param keys that are options of their
+# own), and their value where a tracker's config has no such field: sleap-nn's MOTParams
+# class defaults, ByteTrack's published values. ``None`` on the options means "this
+# tracker's own", filled by :meth:`TrackingOptions.with_tracker_defaults` from the
+# tracker's config (:func:`sleap_infer.tracking.registry.preset`).
+TRACKER_DEFAULTS: dict[str, float] = {k: mot_param.FIELDS[k] for k in mot_param.NAMED}
 
 
 def tracker_defaults(tracker: str) -> dict[str, float]:
