@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from sleap_infer.tracking import registry
+from sleap_infer.tracking import mot_param, registry
 from sleap_infer.tracking.base import MASKS, Assignment, Detections, LateLabel, TrackerState
 from sleap_infer.tracking.common import body_size as body
 from sleap_infer.tracking.common import boxes as mb
@@ -475,7 +475,7 @@ def mot_params(options: TrackingOptions) -> MotParams:
     ``extra``, so every tracker finds each key it reads."""
     filled = options.with_tracker_defaults()
     given = dict(filled.mot_param)
-    given.update({k: getattr(filled, k) for k in (*_FLOAT_KNOBS, "track_buffer", "min_hits")})
+    given.update({k: getattr(filled, k) for k in mot_param.NAMED})  # filled: never None
     fields = registry.preset(options.tracker)
     config = registry.config_class(options.tracker)(
         **{k: v for k, v in given.items() if k in fields}
@@ -497,4 +497,4 @@ _FLOAT_KNOBS = (
     "new_track_threshold",
     "min_match_similarity",
 )
-_NAMED = (*_FLOAT_KNOBS, "track_buffer", "min_hits", "preset")
+_NAMED = (*mot_param.NAMED, "preset")  # MotParams' own fields, and the preset's name
