@@ -194,6 +194,7 @@ def _own_spelling(args: list[str]) -> list[str]:
     and ``-q`` taken out for commands without their own: the console prints only errors."""
     console.errors_only = False  # a test may call main() again in the same process
     notes: list[str] = []
+    sleap_nn_flags.check_switch_values(args, switch_options)
     args = sleap_nn_flags.translate(args, notes, value_options)
     sleap_nn_flags.check_lists(args)
     options = args[: args.index("--")] if "--" in args else args
@@ -214,6 +215,24 @@ def value_options(command: str) -> frozenset[str]:
     return frozenset(
         name for p in params if p.param_type_name == "option" and not p.is_flag for name in p.opts
     )
+
+
+@functools.cache
+def switch_options(command: str) -> dict[str, str]:
+    """``command``'s switches (options that take no value), each with its opposite
+    (``--mask-cleanup``: ``--no-mask-cleanup`` and back; empty where there is none)."""
+    if command not in COMMANDS:
+        return {}
+    click_command = typer.main.get_command(build_app([command]))
+    params = click_command.commands[command].params  # type: ignore[attr-defined]
+    found: dict[str, str] = {}
+    for p in params:
+        if p.param_type_name != "option" or not p.is_flag or p.name in ("help", "version"):
+            continue
+        on, off = list(p.opts), list(p.secondary_opts)
+        found |= {name: off[0] if off else "" for name in on}
+        found |= {name: on[0] for name in off}
+    return found
 
 
 def _interrupted() -> None:

@@ -19,6 +19,8 @@ Only tokens that name a flag are rewritten, never values (a file called
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,7 +45,8 @@ class Flag:
     values: Mapping[str, tuple[str, ...] | str] = field(default_factory=dict)  # str: refusal
     takes_value: bool = False  # IGNORED: swallow the next token (a refusal stops there)
     reason: str = ""  # IGNORED: the note; REFUSED: why
-    one_value: str = ""  # VALUE: refused when given twice with different values, saying this
+    many: bool = False  # VALUE, POSITIONAL: every occurrence counts (else the last one wins)
+    clears: str = ""  # IGNORED: our switch this turns back off (an earlier one is dropped)
 
     def describe(self) -> str:
         """The docs table's 'ours' column."""
@@ -68,16 +71,16 @@ def alias(to: str) -> Flag:
     return Flag(ALIAS, to=to)
 
 
-def by_value(to: str, values: Mapping[str, tuple[str, ...] | str], one_value: str = "") -> Flag:
-    return Flag(VALUE, to=to, values=values, one_value=one_value)
+def by_value(to: str, values: Mapping[str, tuple[str, ...] | str], many: bool = False) -> Flag:
+    return Flag(VALUE, to=to, values=values, many=many)
 
 
-def ignored(reason: str, takes_value: bool = True) -> Flag:
-    return Flag(IGNORED, takes_value=takes_value, reason=reason)
+def ignored(reason: str, takes_value: bool = True, clears: str = "") -> Flag:
+    return Flag(IGNORED, takes_value=takes_value, reason=reason, clears=clears)
 
 
-def positional(name: str) -> Flag:
-    return Flag(POSITIONAL, to=name, takes_value=True)
+def positional(name: str, many: bool = False) -> Flag:
+    return Flag(POSITIONAL, to=name, takes_value=True, many=many)
 
 
 def refused(reason: str) -> Flag:
@@ -102,14 +105,16 @@ HDF5_VIDEO = (
 
 # --------------------------------------------------------------- inputs and outputs
 PREDICT_IO: dict[str, Flag] = {
-    "-i": positional("VIDEOS"),
-    "--data_path": positional("VIDEOS"),
+    # Repeatable in infer: every one is predicted (sleap-nn's one input keeps the last).
+    "-i": positional("VIDEOS", many=True),
+    "--data_path": positional("VIDEOS", many=True),
     "--model_paths": alias("--model"),
     "--output_path": alias("--output"),
     "--output_format": by_value(
         "--format",
         # Repeatable, as sleap-nn's: each one more --format, all from one prediction pass.
         {"slp": ("--format", "slp"), "analysis_h5": ("--format", "analysis-h5")},
+        many=True,
     ),
     "--headers": refused(REMOTE),
     "--stream-mode": refused(REMOTE),
@@ -146,6 +151,10 @@ PREDICT_IO: dict[str, Flag] = {
 }
 
 # ------------------------------------------------------- what only a model run uses
+_MERGE_OFF = "fragment merging is off unless --merge-fragments is given (the last one counts)"
+_FULL_RES_OFF = (
+    "full-resolution masks are off unless --full-res-masks is given (the last one counts)"
+)
 PREDICT_ONLY: dict[str, Flag] = {
     # Spelt as ours in predict; listed so that infer track without -m can refuse them.
     "--device": alias("--device"),
@@ -188,11 +197,11 @@ PREDICT_ONLY: dict[str, Flag] = {
     "--mask_cleanup": alias("--mask-cleanup"),
     "--no-mask_cleanup": alias("--no-mask-cleanup"),
     "--merge_fragments": alias("--merge-fragments"),
-    "--no-merge_fragments": ignored("fragment merging is off by default", takes_value=False),
-    "--no-merge-fragments": ignored("fragment merging is off by default", takes_value=False),
+    "--no-merge_fragments": ignored(_MERGE_OFF, False, clears="--merge-fragments"),
+    "--no-merge-fragments": ignored(_MERGE_OFF, False, clears="--merge-fragments"),
     "--full_res_masks": alias("--full-res-masks"),
-    "--no-full_res_masks": ignored("full-resolution masks are off by default", False),
-    "--no-full-res-masks": ignored("full-resolution masks are off by default", False),
+    "--no-full_res_masks": ignored(_FULL_RES_OFF, False, clears="--full-res-masks"),
+    "--no-full-res-masks": ignored(_FULL_RES_OFF, False, clears="--full-res-masks"),
     "--mask_backend": refused(SAM),
     "--mask-backend": refused(SAM),
     "--filter_min_centroid_distance": refused(
@@ -379,10 +388,8 @@ EVAL: dict[str, Flag] = {
     "--ground_truth_path": positional("GROUND_TRUTH"),
     "-p": positional("PREDICTIONS"),
     "--predicted_path": positional("PREDICTIONS"),
-    "-s": refused("sleap-nn writes metrics as .npz; infer writes JSON: use --json PATH"),
-    "--save_metrics": refused(
-        "sleap-nn writes metrics as .npz; infer writes JSON: use --json PATH"
-    ),
+    "-s": alias("--npz"),
+    "--save_metrics": alias("--npz"),
     "--oks_stddev": alias("--oks-stddev"),
     "--oks_scale": alias("--oks-scale"),
     "--match_threshold": alias("--match-threshold"),
@@ -415,6 +422,11 @@ TABLES: dict[str, dict[str, Flag]] = {
 # (``infer eval gt.slp -p pred.slp`` and ``-g gt.slp pred.slp`` both keep the order).
 FIRST_ARGUMENTS = ("GROUND_TRUTH",)
 MODEL_FLAGS = ("-m", "--model", "--model_paths")
+TRACKING_FLAGS = ("-t", "--tracking")
+RETRACK_NOTE = (
+    "--tracking without -m: re-tracking the predictions in the input file, no model "
+    "(as infer track does)"
+)
 
 
 def _names(token: str) -> tuple[str, str | None]:
@@ -436,6 +448,14 @@ def translate(
     one adds a line to ``notes``. Commands without a table pass unchanged.
     ``value_options(command)``: our options of ``command`` that take a value (the
     token after one is a value, never rewritten).
+
+    A flag given twice keeps its last value, as click (and so sleap-nn) does: our
+    options get that from click itself, but a flag whose value becomes other tokens
+    (``--integral_refinement none`` -> ``--no-refine``, ``integral`` -> nothing) or
+    none at all would otherwise keep whatever an earlier one added. So each such flag
+    is turned into tokens once, from its last value (a refused value given before a
+    good one is no error, as in click), and a switch turned back off
+    (``--no-merge_fragments``) takes out the earlier ``--merge-fragments``.
     """
     args = list(args)
     if not args or args[0] not in TABLES:
@@ -443,25 +463,22 @@ def translate(
     command = args[0]
     head = args[1 : args.index("--")] if "--" in args else args[1:]
     tail = args[len(head) + 2 :]
-    if command == "track" and any(_names(t)[0] in MODEL_FLAGS for t in head):
-        command = "predict"  # sleap-nn's track with a model predicts, then tracks
-        head = ["--tracking", *head]
+    command, head = _what_runs(command, head, notes)
     table = TABLES[command]
-    out: list[str] = []
+    takes_value = value_options(command) if value_options is not None else frozenset()
+    line = _Line()
     arguments: dict[str, list[str]] = {}
-    chosen: dict[str, tuple[str, ...]] = {}
     i = 0
     while i < len(head):
         token = head[i]
         name, inline = _names(token)
         flag = table.get(name)
         i += 1
-        if flag is not None and i >= 2 and value_options is not None:
-            before = head[i - 2]  # passed on as it was: one of ours, or an argument
-            if before.startswith("-") and before not in table and before in value_options(command):
-                flag = None  # the value of our option (``-o --batch_size``): left as it is
-        if flag is None:
-            out.append(token)
+        before = head[i - 2] if i >= 2 else ""
+        # The value of our option (``-o --batch_size``) is left as it is.
+        is_value = before.startswith("-") and before not in table and before in takes_value
+        if flag is None or is_value:
+            line.add([token], group=None if is_value or name in takes_value else name)
             continue
         if flag.kind == REFUSED:
             raise UsageError(f"{name}: {flag.reason}")
@@ -473,24 +490,75 @@ def translate(
             value = head[i]
             i += 1
         if flag.kind == ALIAS:
-            out.extend(flag.to.split())
-            if inline is not None:
-                out.append(inline)
+            line.add([*flag.to.split(), *([inline] if inline is not None else [])], flag.to)
         elif flag.kind == POSITIONAL:
-            arguments.setdefault(flag.to, []).append(str(value))
+            given = arguments.setdefault(flag.to, [])
+            if not flag.many:
+                given.clear()  # sleap-nn's -g/-p/-i take one file: the last one
+            given.append(str(value))
         elif flag.kind == IGNORED:
+            if flag.clears:
+                line.clear(flag.clears)
             if notes is not None:
                 notes.append(f"{name}: {flag.reason}")
+        elif flag.many:
+            line.add(list(_by_value(name, flag, str(value))))
         else:
-            out.extend(_by_value(name, flag, str(value), chosen))
+            line.last(flag.to, functools.partial(_by_value, name, flag, str(value)))
     first = [v for key, values in arguments.items() if key in FIRST_ARGUMENTS for v in values]
     last = [v for key, values in arguments.items() if key not in FIRST_ARGUMENTS for v in values]
+    out = line.tokens()
     return [command, *first, *out, *last, *(["--", *tail] if "--" in args else [])]
 
 
-def _by_value(
-    name: str, flag: Flag, value: str, chosen: dict[str, tuple[str, ...]]
-) -> tuple[str, ...]:
+def _what_runs(command: str, head: list[str], notes: list[str] | None) -> tuple[str, list[str]]:
+    """sleap-nn's ``track`` with a model predicts, then tracks: our ``predict --tracking``;
+    its ``predict -t`` without a model re-tracks the input's predictions: our ``track``."""
+    names = {_names(t)[0] for t in head}
+    if command == "track" and names & set(MODEL_FLAGS):
+        return "predict", ["--tracking", *head]
+    if command == "predict" and not names & set(MODEL_FLAGS) and names & set(TRACKING_FLAGS):
+        if notes is not None:
+            notes.append(RETRACK_NOTE)
+        return "track", [t for t in head if t not in TRACKING_FLAGS]
+    return command, head
+
+
+class _Line:
+    """The translated options, in order, as pieces that a later flag can take back.
+
+    A piece may belong to a group (our switch, or the option a sleap-nn flag decides):
+    :meth:`clear` empties the group's pieces, :meth:`last` puts a flag's tokens where it
+    was last given, made from that last value only when the line is read.
+    """
+
+    def __init__(self) -> None:
+        self.pieces: list[list[str]] = []
+        self.groups: dict[str, list[int]] = {}
+        self.pending: dict[int, Callable[[], tuple[str, ...]]] = {}
+
+    def add(self, tokens: list[str], group: str | None = None) -> None:
+        if group is not None:
+            self.groups.setdefault(group, []).append(len(self.pieces))
+        self.pieces.append(tokens)
+
+    def clear(self, group: str) -> None:
+        for index in self.groups.pop(group, []):
+            self.pieces[index] = []
+            self.pending.pop(index, None)
+
+    def last(self, group: str, make: Callable[[], tuple[str, ...]]) -> None:
+        self.clear(group)
+        self.pending[len(self.pieces)] = make
+        self.add([], group)
+
+    def tokens(self) -> list[str]:
+        for index, make in self.pending.items():
+            self.pieces[index] = list(make())
+        return [token for piece in self.pieces for token in piece]
+
+
+def _by_value(name: str, flag: Flag, value: str) -> tuple[str, ...]:
     key = value.strip().lower()
     tokens = flag.values.get(key)
     if tokens is None:
@@ -498,13 +566,47 @@ def _by_value(
         raise UsageError(f"{name} {value!r}: choose one of {', '.join(taken)}")
     if isinstance(tokens, str):
         raise UsageError(f"{name} {value}: {tokens}")
-    if flag.one_value:
-        earlier = chosen.setdefault(name, tokens)
-        if earlier != tokens:
-            raise UsageError(f"{name}: {flag.one_value}")
-        if earlier is not tokens:
-            return ()  # the same value again: once is enough
     return tokens
+
+
+# ------------------------------------------------------------ switches take no value
+_SWITCH_WORDS = {"true": True, "yes": True, "on": True, "1": True}
+_SWITCH_WORDS |= {"false": False, "no": False, "off": False, "0": False}
+
+
+def check_switch_values(
+    args: Sequence[str], switches: Callable[[str], Mapping[str, str]] | None = None
+) -> None:
+    """``--tracking false``: a switch takes no value, so ``false`` would become an input
+    (click makes it a video, which then is not found) and tracking would be on. sleap-nn's
+    switches are click flags too (its predict fails on the extra argument), so this is
+    refused, saying how to say it (exit 2). A word that is an existing file is left alone:
+    it really is an argument.
+
+    ``switches(command)``: our switches of ``command``, each with its off spelling
+    (``--no-mask-cleanup``; empty where leaving it out is off). sleap-nn's spellings of
+    switches (``--use_kalman``, ``-t`` on ``track``) are checked as ours.
+    """
+    if not args:
+        return
+    ours = dict(switches(args[0])) if switches is not None else {}
+    for name, flag in TABLES.get(args[0], {}).items():
+        if flag.kind == ALIAS and flag.to in ours:
+            ours.setdefault(name, ours[flag.to])
+        elif flag.kind == IGNORED and not flag.takes_value:
+            ours.setdefault(name, "")
+    options = args[: args.index("--")] if "--" in args else list(args)
+    for flag_name, word in itertools.pairwise(options[1:]):
+        on = _SWITCH_WORDS.get(word.strip().lower())
+        if flag_name not in ours or on is None or Path(word).exists():
+            continue
+        if on:
+            fix = f"drop {word!r}"
+        elif ours[flag_name]:
+            fix = f"use {ours[flag_name]}"
+        else:
+            fix = f"leave {flag_name} out to turn it off"
+        raise UsageError(f"{flag_name} {word}: {flag_name} takes no value; {fix}")
 
 
 # --------------------------------------------------------------- lists take commas

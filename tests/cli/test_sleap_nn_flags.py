@@ -323,3 +323,161 @@ def markdown() -> str:
 
 if __name__ == "__main__":
     print(markdown())
+
+
+# ------------------------------------------------------------ the last one counts (#45.6)
+def _other(option: Any, value: str) -> str:
+    """A second value for ``option``, unlike ``value`` (and valid for it)."""
+    kind = option.type_descriptor.annotation
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        return next(m.value for m in kind if m.value != value)
+    if kind is int:
+        return str(int(value) + 1)
+    if kind is float:
+        for step in (0.125, -0.125, 0.0625, -0.0625):
+            if NUMBER_RANGES.get(option.name, NumberRange()).holds(float(value) + step):
+                return str(float(value) + step)
+    return "0.8,0.4"
+
+
+def _single_valued() -> list[tuple[str, str]]:
+    """(command, flag) of every sleap-nn flag that takes one value (not a list, a switch,
+    or a refusal): given twice, click keeps the last one, in sleap-nn and here."""
+    found = []
+    for command, name in sleap_nn_flags():
+        flag = snf.TABLES[command].get(name)
+        if flag is None or flag.many or flag.kind not in (snf.ALIAS, snf.VALUE, snf.POSITIONAL):
+            continue
+        if command == "track" and name in snf.MODEL_FLAGS:
+            continue
+        found.append((command, name))
+    return found
+
+
+@pytest.mark.parametrize(("command", "name"), _single_valued())
+def test_a_flag_given_twice_keeps_its_last_value(command: str, name: str) -> None:
+    flag = snf.TABLES[command][name]
+    base = BASE[command]
+    if flag.kind == snf.POSITIONAL:
+        base = [a for a in base if not a.endswith((".mp4", ".slp"))]
+        # eval's other file stays an argument (its place keeps the order)
+        extra = {"GROUND_TRUTH": ["p.slp"], "PREDICTIONS": ["g.slp"]}[flag.to]
+        extra = extra if command == "eval" else []
+        twice = parse([*base, *extra, name, "a.slp", name, "b.slp"])[1]
+        assert twice == parse([*base, *extra, name, "b.slp"])[1]
+        return
+    if flag.kind == snf.VALUE:
+        accepted = [v for v, t in flag.values.items() if not isinstance(t, str)]
+        refusals = [v for v, t in flag.values.items() if isinstance(t, str)]
+        for first in [*accepted, *refusals]:
+            for last in accepted:
+                twice = parse([*base, name, first, name, last])[1]
+                assert twice == parse([*base, name, last])[1], f"{name} {first} {name} {last}"
+        return
+    ours = flag.to.split()
+    option = _option(command, ours[0])
+    if option.is_flag or ours[1:] or option.multiple:
+        return  # a switch (checked below), or a list (every one counts, as in sleap-nn)
+    (last,) = _sample(option)
+    first = _other(option, last)
+    twice = parse([*base, name, first, name, last])[1]
+    assert twice == parse([*base, name, last])[1]
+    assert twice != parse([*base, name, first])[1]
+
+
+def _switch_pairs() -> list[tuple[str, str, str]]:
+    """(command, --x, --no-x) of sleap-nn's switches that can be turned back off."""
+    pairs = []
+    for command, table in snf.TABLES.items():
+        for name, flag in table.items():
+            on = f"--{name[len('--no-') :]}"
+            if not name.startswith("--no-") or on not in table:
+                continue
+            kinds = (flag.kind, table[on].kind)
+            if snf.REFUSED not in kinds and kinds != (snf.IGNORED, snf.IGNORED):
+                pairs.append((command, on, name))  # (export's --verify: both no-ops)
+    return pairs
+
+
+@pytest.mark.parametrize(("command", "on", "off"), _switch_pairs())
+def test_a_switch_turned_on_and_off_ends_as_the_last_says(command: str, on: str, off: str) -> None:
+    base = BASE[command]
+    assert parse([*base, on, off])[1] == parse([*base, off])[1]
+    assert parse([*base, off, on])[1] == parse([*base, on])[1]
+    assert parse([*base, on, off])[1] != parse([*base, on])[1]
+
+
+def test_integral_refinement_given_twice_keeps_the_last() -> None:
+    """#45.6: ``none`` then ``integral`` refined nothing (the first value stuck)."""
+    base = BASE["predict"]
+    assert not parse([*base, "--integral_refinement", "none", "--integral_refinement", "integral"])[
+        1
+    ]["no_refine"]
+    assert parse([*base, "--integral_refinement", "integral", "--integral_refinement", "none"])[1][
+        "no_refine"
+    ]
+    # mixed with our own spelling: the last one counts too
+    assert not parse([*base, "--no-refine", "--integral_refinement", "integral"])[1]["no_refine"]
+    assert parse([*base, "--integral_refinement", "integral", "--no-refine"])[1]["no_refine"]
+    # a refused value given before a good one is no error (click converts only the last)
+    assert parse([*base, "--embed", "true", "--embed", "false"])[1] == parse(base)[1]
+    with pytest.raises(UsageError, match="^--embed true: "):
+        parse([*base, "--embed", "false", "--embed", "true"])
+
+
+def test_predict_tracking_without_a_model_retracks() -> None:
+    """#44.4: sleap-nn's ``predict -i preds.slp -t`` (no model) re-tracks the file."""
+    notes: list[str] = []
+    args = ["predict", "-i", "p.slp", "-t", "--tracker", "bytetrack", "-o", "out.slp"]
+    assert snf.translate(args, notes, value_options) == [
+        "track", "--tracker", "bytetrack", "-o", "out.slp", "p.slp",
+    ]  # fmt: skip
+    assert notes == [snf.RETRACK_NOTE]
+    ran, parsed, _ = parse(["predict", "--data_path", "p.slp", "--tracking", "--window-size", "3"])
+    assert (ran, parsed["predictions"], parsed["window_size"]) == ("track", Path("p.slp"), 3)
+    # a model-only flag there says why, and predict without -t still needs a model
+    with pytest.raises(UsageError, match="^--batch_size: only with -m"):
+        snf.translate(["predict", "-i", "p.slp", "-t", "--batch_size", "4"])
+    assert snf.translate(["predict", "-i", "v.mp4"])[0] == "predict"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["predict", "v.mp4", "-m", "m", "--tracking", "false"],
+            "--tracking false: --tracking takes no value; leave --tracking out to turn it off",
+        ),
+        (["predict", "v.mp4", "-m", "m", "-t", "True"], "-t True: -t takes no value; drop 'True'"),
+        (
+            ["predict", "v.mp4", "-m", "m", "--use_kalman", "no"],
+            "--use_kalman no: --use_kalman takes no value; leave --use_kalman out",
+        ),
+        (
+            ["predict", "v.mp4", "-m", "m", "--mask-cleanup", "off"],
+            "--mask-cleanup off: --mask-cleanup takes no value; use --no-mask-cleanup",
+        ),
+        (
+            ["eval", "g.slp", "p.slp", "--user_labels_only", "false"],
+            "--user_labels_only false: --user_labels_only takes no value; use --all-labels",
+        ),
+        (["track", "p.slp", "-t", "1"], "-t 1: -t takes no value; drop '1'"),
+    ],
+)
+def test_a_switch_given_a_value_is_refused(args: list[str], message: str) -> None:
+    """#45.20: ``--tracking false`` turned tracking on and failed a video named 'false'."""
+    from sleap_infer.cli import switch_options
+
+    with pytest.raises(UsageError, match=f"^{re.escape(message)}"):
+        snf.check_switch_values(args, switch_options)
+
+
+def test_a_switch_before_an_existing_file_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sleap_infer.cli import switch_options
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "false").write_bytes(b"")
+    snf.check_switch_values(["predict", "-m", "m", "--tracking", "false"], switch_options)
+    snf.check_switch_values(["predict", "-m", "m", "-o", "false", "x.mp4"], switch_options)
