@@ -3,7 +3,8 @@
 Same pairing, matching and metrics as sleap-nn 0.3.5 (see
 :mod:`sleap_infer.evaluation`), so the numbers can be quoted side by side.
 The headline numbers go to the terminal; ``--json`` keeps everything, in the
-layout of sleap-nn's metrics ``.json``.
+layout of sleap-nn's metrics ``.json``; ``--npz`` (sleap-nn's ``-s/--save_metrics``)
+writes sleap-nn's pickled ``.npz`` and, as sleap-nn does, its ``.json`` sibling.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from sleap_infer.core.options import check_number
 
 EVAL_SCHEMA = "sleap_infer.eval_metrics/1"
 EPILOG = exit_codes(
-    ok="scored (and --json written)",
-    failed="a file could not be read, or --json could not be written",
+    ok="scored (and --json / --npz written)",
+    failed="a file could not be read, or --json / --npz could not be written",
 )
 
 
@@ -90,6 +91,17 @@ def eval_cmd(
             show_default=False,
         ),
     ] = None,
+    npz: Annotated[
+        Path | None,
+        typer.Option(
+            "--npz",
+            metavar="PATH",
+            help="Also save the metrics as sleap-nn's eval -s does: a .npz holding one "
+            "pickled 'metrics' dict (np.load(PATH, allow_pickle=True)['metrics'].item()), "
+            "and its .json sibling (PATH with the suffix .json) unless --json is given.",
+            show_default=False,
+        ),
+    ] = None,
     oks_stddev: Annotated[
         str,
         typer.Option(
@@ -133,15 +145,21 @@ def eval_cmd(
     """Score predictions against ground truth: OKS mAP/mAR, PCK, distances, visibility."""
     from sleap_infer.evaluation import evaluate_files, metrics_json
     from sleap_infer.evaluation.nodes import parse_node_map
+    from sleap_infer.evaluation.report import npz_paths, write_npz
     from sleap_infer.writers.side_files import check_side_file, write_json
 
+    inputs = (ground_truth, predictions)
+    npz_path = None
+    if npz is not None:
+        npz_path, sibling = npz_paths(npz)
+        _check_npz(npz_path, inputs, overwrite)
+        if json_path is None:  # sleap-nn writes the .json beside its .npz
+            json_path = sibling
     if json_path is not None:
+        option = "--json" if npz is None or json_path != npz_paths(npz)[1] else "--npz"
+        outputs = () if npz_path is None else (npz_path,)
         check_side_file(
-            json_path,
-            "--json",
-            EVAL_SCHEMA,
-            overwrite=overwrite,
-            inputs=(ground_truth, predictions),
+            json_path, option, EVAL_SCHEMA, overwrite=overwrite, inputs=inputs, outputs=outputs
         )
 
     options = {
@@ -168,3 +186,25 @@ def eval_cmd(
             json_path, payload, failure, indent=None, schema=EVAL_SCHEMA, overwrite=overwrite
         )
         console.print(f"metrics -> {escape(str(json_path))}", highlight=False, soft_wrap=True)
+    if npz_path is not None:
+        write_npz(npz_path, metrics, f"--npz {npz_path}: cannot write the metrics", overwrite)
+        console.print(f"metrics -> {escape(str(npz_path))}", highlight=False, soft_wrap=True)
+
+
+def _check_npz(path: Path, inputs: tuple[Path, ...], overwrite: bool) -> None:
+    """The side-file rule for the ``.npz`` (one line, before scoring): never an input; an
+    existing file only when it is a metrics ``.npz`` of ours, or with ``--overwrite``."""
+    from sleap_infer.core.errors import OutputError
+    from sleap_infer.evaluation.report import is_our_npz
+    from sleap_infer.writers.side_files import same_file
+
+    where = f"--npz {path}"
+    if path.is_dir():
+        raise OutputError(f"{where}: is a folder; give a file name")
+    if any(same_file(path, given) for given in inputs):
+        raise UsageError(f"{where}: is an input of this run; give another name")
+    if path.exists() and not overwrite and not is_our_npz(path):
+        raise UsageError(
+            f"{where}: exists and is not a metrics .npz written by sleap_infer; pass "
+            "--overwrite to replace it, or give another name"
+        )

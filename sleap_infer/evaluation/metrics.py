@@ -128,13 +128,14 @@ def visibility_metrics(matches: Sequence[Match]) -> dict[str, Any]:
         fp += int((~gt_seen & pr_seen).sum())
         tn += int((~gt_seen & ~pr_seen).sum())
         fn += int((gt_seen & ~pr_seen).sum())
+    # numpy scalars, as sleap-nn's (its counts are numpy sums): the same types in the .npz.
     return {
-        "tp": tp,
-        "fp": fp,
-        "tn": tn,
-        "fn": fn,
-        "precision": tp / (tp + fp) if tp + fp else np.nan,
-        "recall": tp / (tp + fn) if tp + fn else np.nan,
+        "tp": np.int64(tp),
+        "fp": np.int64(fp),
+        "tn": np.int64(tn),
+        "fn": np.int64(fn),
+        "precision": np.float64(tp / (tp + fp) if tp + fp else np.nan),
+        "recall": np.float64(tp / (tp + fn) if tp + fn else np.nan),
     }
 
 

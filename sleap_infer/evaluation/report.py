@@ -2,15 +2,24 @@
 
 The JSON data has the layout of the ``.json`` sibling sleap-nn writes next to its
 metrics ``.npz`` (arrays as lists, NaN/inf as ``null``, the per-pair
-``pck_metrics.pcks`` cube left out), so a script reading one reads the other.
+``pck_metrics.pcks`` cube left out), so a script reading one reads the other. The
+``.npz`` is sleap-nn's own (one pickled ``metrics`` dict): scripts written for
+``sleap-nn eval -s`` load ours unchanged.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import zipfile
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from sleap_infer.core.errors import OutputError
+from sleap_infer.core.leftovers import owner_tag, remove_stale
 
 # (label, section, key, unit): the numbers sleap-nn's eval logs, in its order.
 HEADLINE = (
@@ -57,3 +66,53 @@ def metrics_json(metrics: dict[str, Any]) -> dict[str, Any]:
         for key in keys:
             data.get(section, {}).pop(key, None)
     return data
+
+
+# --------------------------------------------------------------------- sleap-nn's .npz
+NPZ_SCHEMA = "sleap_infer.eval_metrics_npz/1"  # beside ``metrics``: marks the file as ours
+_OURS_ONLY = ("counts",)  # our block, not in sleap-nn's dict
+
+
+def npz_paths(given: Path) -> tuple[Path, Path]:
+    """Where ``-s/--npz PATH`` writes: ``PATH`` (``.npz`` appended when it lacks it, as
+    numpy does for sleap-nn) and the ``.json`` sibling sleap-nn writes beside it
+    (``PATH`` with its suffix replaced: ``m.npz`` -> ``m.json``)."""
+    npz = given if given.name.endswith(".npz") else given.with_name(given.name + ".npz")
+    return npz, given.with_suffix(".json")
+
+
+def is_our_npz(path: Path) -> bool:
+    """Whether ``path`` is a metrics ``.npz`` this tool wrote (read without unpickling)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return "schema" in data.files and str(data["schema"]) == NPZ_SCHEMA
+    except (OSError, ValueError, zipfile.BadZipFile):
+        return False
+
+
+def write_npz(path: Path, metrics: dict[str, Any], failure: str, overwrite: bool) -> None:
+    """``metrics`` as sleap-nn 0.3.5's ``eval -s`` saves them: ``np.savez_compressed(path,
+    metrics=<the dict>)``, so ``np.load(path, allow_pickle=True)["metrics"].item()`` gives
+    its dict (same blocks, keys, array shapes and dtypes; our ``counts`` left out). A
+    ``schema`` entry beside it lets a rerun know the file as ours and replace it.
+
+    Written atomically (temporary sibling, fsync, rename); a file that is not ours and
+    appeared meanwhile is kept unless ``overwrite`` (``failure`` starts the error line).
+    """
+    data = {k: v for k, v in metrics.items() if k not in _OURS_ONLY}
+    tmp = path.with_name(f".{path.name}.{owner_tag()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale(path.parent, f".{path.name}.", ".tmp")  # left by killed runs
+        with open(tmp, "wb") as f:
+            np.savez_compressed(f, metrics=np.array(data, dtype=object), schema=NPZ_SCHEMA)
+            f.flush()
+            os.fsync(f.fileno())
+        if not overwrite and path.exists() and not is_our_npz(path):
+            tmp.unlink()
+            raise OutputError(f"{failure} (a file that is not ours appeared there; kept it)")
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OutputError(f"{failure} ({exc.strerror or exc})") from exc

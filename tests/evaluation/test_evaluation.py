@@ -369,3 +369,107 @@ def test_matches_sleap_nn_on_its_own_reference_predictions(
     assert got == pytest.approx(expected, rel=1e-12)
     assert m["visibility_metrics"]["precision"] == m["visibility_metrics"]["recall"] == 1.0
     assert m["counts"]["frame_pairs"] == 12
+
+
+# ------------------------------------------------------------- sleap-nn's -s metrics.npz
+# The layout of sleap-nn 0.3.5's ``eval -s m.npz`` (read back from its file on the
+# fixtures above): one pickled 0-d ``metrics`` dict, these blocks and keys.
+SLEAP_NN_NPZ_KEYS = {
+    "voc_metrics": {
+        f"{kind}.{key}"
+        for kind in ("oks_voc", "pck_voc")
+        for key in [
+            "match_score_thresholds",
+            "recall_thresholds",
+            "match_scores",
+            "precisions",
+            "recalls",
+            "AP",
+            "AR",
+            "mAP",
+            "mAR",
+        ]
+    },
+    "mOKS": {"mOKS"},
+    "distance_metrics": set(
+        ["frame_idxs", "video_paths", "dists", "avg", "p50", "p75", "p90", "p95", "p99"]
+    ),
+    "pck_metrics": {"thresholds", "pcks", "mPCK_parts", "mPCK", "PCK@5", "PCK@10"},
+    "visibility_metrics": {"tp", "fp", "tn", "fn", "precision", "recall"},
+}
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return a == b
+    x, y = np.asarray(a), np.asarray(b)
+    nan = x.dtype.kind == "f"
+    return type(a) is type(b) and x.shape == y.shape and np.array_equal(x, y, equal_nan=nan)
+
+
+def _eval_files(tmp_path: Path) -> tuple[Path, Path]:
+    gt_path, pred_path = tmp_path / "gt.slp", tmp_path / "pred.slp"
+    sio.save_slp(gt_two_animals(), str(gt_path))
+    sio.save_slp(make_labels({0: [ANIMAL + 2.0], 1: [OTHER]}, predicted=True), str(pred_path))
+    return gt_path, pred_path
+
+
+def _run(args: list[str]) -> int:
+    from sleap_infer.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    return int(exit_.value.code or 0)
+
+
+def test_save_metrics_writes_sleap_nn_npz_and_its_json(tmp_path: Path) -> None:
+    """#44.4: ``infer eval ... -s metrics.npz`` (sleap-nn's spelling) writes the .npz its
+    users' scripts load, with the numbers our eval computes, and the .json beside it."""
+    gt_path, pred_path = _eval_files(tmp_path)
+    npz = tmp_path / "out" / "metrics.npz"
+    assert _run(["eval", "-g", str(gt_path), "-p", str(pred_path), "-s", str(npz)]) == 0
+    with np.load(npz, allow_pickle=True) as data:
+        assert data["metrics"].shape == () and data["metrics"].dtype == object
+        saved = data["metrics"].item()
+    assert {k: set(v) for k, v in saved.items()} == SLEAP_NN_NPZ_KEYS
+    ours = evaluate_files(gt_path, pred_path)
+    ours.pop("counts")
+    assert _same(saved, ours)
+    assert saved["pck_metrics"]["pcks"].dtype == bool
+    assert saved["pck_metrics"]["pcks"].shape == (2, 4, 10)  # pairs x nodes x thresholds
+    assert saved["voc_metrics"]["oks_voc.precisions"].shape == (10, 101)
+    assert isinstance(saved["visibility_metrics"]["tp"], np.int64)
+    sibling = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert sibling["voc_metrics"]["oks_voc.mAR"] == ours["voc_metrics"]["oks_voc.mAR"]
+    assert sorted(p.name for p in npz.parent.iterdir()) == ["metrics.json", "metrics.npz"]
+    # a rerun replaces its own files
+    assert _run(["eval", str(gt_path), str(pred_path), "--save_metrics", str(npz)]) == 0
+
+
+def test_npz_name_and_json_as_sleap_nn_writes_them(tmp_path: Path) -> None:
+    """``-s m`` writes m.npz (numpy appends it) and m.json; with --json, the JSON goes there."""
+    gt_path, pred_path = _eval_files(tmp_path)
+    assert _run(["eval", str(gt_path), str(pred_path), "--npz", str(tmp_path / "m")]) == 0
+    assert (tmp_path / "m.npz").is_file() and (tmp_path / "m.json").is_file()
+    other = tmp_path / "other.json"
+    args = ["eval", str(gt_path), str(pred_path), "--npz", str(tmp_path / "n.npz")]
+    assert _run([*args, "--json", str(other)]) == 0
+    assert other.is_file() and not (tmp_path / "n.json").exists()
+
+
+def test_npz_never_replaces_a_file_that_is_not_ours(tmp_path: Path) -> None:
+    gt_path, pred_path = _eval_files(tmp_path)
+    foreign = tmp_path / "theirs.npz"
+    np.savez_compressed(foreign, metrics=np.array({"x": 1}, dtype=object))
+    before = foreign.read_bytes()
+    args = ["eval", str(gt_path), str(pred_path), "-s", str(foreign)]
+    assert _run(args) == 2
+    assert foreign.read_bytes() == before and not (tmp_path / "theirs.json").exists()
+    assert _run([*args, "--overwrite"]) == 0
+    assert "schema" in np.load(foreign).files
+    (tmp_path / "notes.json").write_text("{}")  # sleap-nn's .json sibling: the same rule
+    assert _run(["eval", str(gt_path), str(pred_path), "-s", str(tmp_path / "notes.npz")]) == 2
+    assert (tmp_path / "notes.json").read_text() == "{}"
+    assert not (tmp_path / "notes.npz").exists()
