@@ -25,7 +25,6 @@ from typing import Any
 
 from sleap_infer.batch.execute import BatchEvents, JobSettings
 from sleap_infer.batch.run import Batch, BatchResult, device_list, plan_batch
-from sleap_infer.batch.tasks import check_output_for_formats
 from sleap_infer.core.errors import UsageError
 from sleap_infer.pipeline.pipeline import Pipeline
 from sleap_infer.pipeline.spec import PipelineSpec, bind
@@ -110,7 +109,6 @@ def plan_spec(
     worker_devices = device_list(devices, device)
     inputs = [videos] if isinstance(videos, (str, Path)) else list(videos)
     out = Path(output) if output is not None else None
-    check_output_for_formats(out, formats)
     tasks = plan_batch(inputs, out, fmt, recursive, parse_shard(shard), _video_index(spec))
     if merge_into_project:
         check_merge(tasks, format_names(formats))

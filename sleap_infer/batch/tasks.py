@@ -175,19 +175,6 @@ def check_output_arg(output: Path, inputs: Sequence[VideoInput], fmt: OutputForm
         )
 
 
-def check_output_for_formats(output: Path | None, formats: tuple[OutputFormat, ...]) -> None:
-    """Several formats need a name each: ``-o`` must then be a folder (or absent), not
-    one file name (one line, exit 2)."""
-    if output is None or len(formats) < 2 or output.is_dir():
-        return
-    if output.name.endswith(_FILE_SUFFIXES) or output.is_file():
-        names = ", ".join(f.name for f in formats)
-        raise UsageError(
-            f"-o/--output {output}: several formats ({names}) are written per video, "
-            "so -o must be a folder (each output is named <video>.predictions<suffix>)"
-        )
-
-
 def plan_tasks(
     inputs: Sequence[VideoInput],
     output: Path | None,

@@ -21,7 +21,7 @@ import typer
 from sleap_infer.core.errors import UsageError
 from sleap_infer.core.options import MERGE_THRESHOLDS
 from sleap_infer.runtimes.runtime import RUNTIMES
-from sleap_infer.writers.registry import FORMATS
+from sleap_infer.writers.registry import FORMATS, OutputFormat
 
 
 def _choices(name: str, values: Iterable[str]) -> type[Enum]:
@@ -307,3 +307,64 @@ BboxNmsIou = Annotated[
         rich_help_panel="Box detectors",
     ),
 ]
+
+
+def _ending(name: str, fmt: OutputFormat) -> int:
+    """How long a suffix of ``fmt`` the file name ``name`` ends in (0: none)."""
+    return max((len(s) for s in fmt.suffixes if name.endswith(s)), default=0)
+
+
+def _named_format(name: str) -> OutputFormat | None:
+    """The format a file called ``name`` is: its own suffix first (``.csv`` is csv, though
+    dlc-csv and via-csv take it too), then the longest ending (``.h5``: analysis-h5)."""
+    found = max(
+        FORMATS.values(),
+        key=lambda f: (len(f.suffix) if name.endswith(f.suffix) else 0, _ending(name, f)),
+    )
+    return found if _ending(name, found) else None
+
+
+def formats_for_output(output: Path | None, names: list[str], given: bool) -> list[str]:
+    """The run's formats, main one first, as ``-o`` names them.
+
+    An ``-o`` ending in a format's suffix (``.slp``, ``.nwb``, ``.analysis.h5``,
+    ``.h5``, ``.csv``, ``.dlc.csv``, ``.via.csv``) is a file of that format, never a
+    folder: without ``--format`` the run writes that format; with several formats it
+    is the main one (its file is ``-o``, the others are named from ``-o``'s stem:
+    ``-o bu.slp`` -> ``bu.slp``, ``bu.analysis.h5``, as sleap-nn names them); a
+    ``--format`` list without it is refused in one line. An ``-o`` ending in a
+    format's *name* (``x.analysis-h5``) is refused too: it is a misspelt file name far
+    more often than a folder. An existing folder is a folder whatever its name.
+    """
+    if output is None or output.is_dir():
+        return names
+    from sleap_infer.writers.registry import get_formats
+
+    formats = get_formats(names)
+    named = _named_format(output.name)
+    if named is None:
+        _refuse_format_name(output)
+        return names
+    if not given:
+        return [named.name]
+    matching = [f for f in formats if _ending(output.name, f)]
+    if not matching:
+        listed = ", ".join(f.name for f in formats)
+        raise UsageError(
+            f"-o/--output {output}: a {named.name} file name, but --format is {listed}: "
+            f"end it in {formats[0].suffix}, or add --format {named.name}"
+        )
+    main = max(matching, key=lambda f: _ending(output.name, f))
+    return [main.name, *(f.name for f in formats if f != main)]
+
+
+def _refuse_format_name(output: Path) -> None:
+    last = output.name.rsplit(".", 1)[-1].lower().replace("_", "-")
+    fmt = FORMATS.get(last) if "." in output.name else None
+    if fmt is None:
+        return
+    stem = output.name[: -len(last) - 1]
+    raise UsageError(
+        f"-o/--output {output}: ends in a format's name, not its suffix: name a --format "
+        f"{fmt.name} file {stem}{fmt.suffix} (and a folder so that it does not end in .{last})"
+    )

@@ -55,6 +55,7 @@ from sleap_infer.cli.options import (
     PolygonEpsilon,
     ProgressMode,
     check_device,
+    formats_for_output,
 )
 from sleap_infer.cli.progress import Reporter, make_reporter, show_export_notice
 from sleap_infer.cli.summary import (
@@ -144,8 +145,9 @@ def predict(
             "--output",
             "-o",
             metavar="PATH",
-            help="Output file (one video) or folder (several; folder inputs keep their "
-            "layout). Default: <video>.predictions.<ext> next to each video.",
+            help="Output file (one video; a name ending in a format's suffix is a file of "
+            "that format) or folder (several; folder inputs keep their layout). Default: "
+            "<video>.predictions.<ext> next to each video.",
         ),
     ] = None,
     output_format: OutputFormatOption = DEFAULT_FORMAT,
@@ -363,6 +365,8 @@ def predict(
     # (By name: typer carries its own copy of click, whose enum is not click's.)
     given = getattr(ctx.get_parameter_source("backend"), "name", "DEFAULT") != "DEFAULT"
     spec = bind(model, backend.value if given else None, notify=print_export_notice, **options)
+    given = getattr(ctx.get_parameter_source("output_format"), "name", "DEFAULT") != "DEFAULT"
+    output_format = formats_for_output(output, output_format, given)
     cli_args = {
         "videos": list(videos),
         "model": [str(m) for m in model],

@@ -114,7 +114,9 @@ def test_a_foreign_file_at_one_format_is_refused(
     ("extra", "needle"),
     [
         (["--format", "slp,via-csv"], "--format via-csv cannot hold pose instances"),
-        (["--format", "slp,csv", "-o", "{tmp}/out.slp"], "-o must be a folder"),
+        (["--format", "slp,csv", "-o", "{tmp}/out.nwb"], "a nwb file name, but --format is"),
+        (["-o", "{tmp}/out.analysis-h5"], "name a --format analysis-h5 file out.analysis.h5"),
+        (["-o", "{tmp}/out.dlc_csv"], "name a --format dlc-csv file out.dlc.csv"),
         (["--format", "slp,xyz"], "unknown --format 'xyz'"),
     ],
 )
@@ -208,3 +210,60 @@ def test_the_summary_never_goes_over_another_formats_output(
     assert code == 2
     (line,) = error_lines(err)
     assert "--summary-json" in line and not summary.exists()
+
+
+def test_o_file_names_each_format_from_its_stem_as_sleap_nn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#44.4: sleap-nn's own example, ``-i v.mp4 -o bu.slp --output_format slp
+    --output_format analysis_h5``, writes bu.slp and bu.analysis.h5 (its names: the
+    analysis file is the .slp's name with .analysis.h5 for .slp)."""
+    video = _video(tmp_path / "in")
+    out = tmp_path / "out"
+    code, err = run_cli(capsys, "predict", "-i", video, "-m", SYNTHETIC_MODEL, "-o", out / "bu.slp",
+                        "--output_format", "slp", "--output_format", "analysis_h5",
+                        "--device", "cpu")  # fmt: skip
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["bu.analysis.h5", "bu.slp"]
+    # the same predictions as one format per run into a folder
+    for fmt in ("slp", "analysis-h5"):
+        folder = tmp_path / fmt
+        folder.mkdir()
+        assert _predict(capsys, video, "--format", fmt, "-o", folder)[0] == 0
+        assert_same_output(fmt, folder / _out(video, fmt).name, out / f"bu{SUFFIX[fmt]}")
+    # -o's format is the main one whatever the order of --format; the others from its stem
+    code, err = _predict(capsys, video, "--format", "csv,analysis-h5", "-o", out / "b2.h5")
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith("b2")) == ["b2.csv", "b2.h5"]
+
+
+def test_o_file_with_several_inputs_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one, two = _video(tmp_path, "a.mp4"), _video(tmp_path, "b.mp4")
+    code, err = run_cli(capsys, "predict", one, two, "-m", SYNTHETIC_MODEL, "--device", "cpu",
+                        "--format", "slp,csv", "-o", tmp_path / "x.slp")  # fmt: skip
+    assert code == 2
+    (line,) = error_lines(err)
+    assert line.endswith("x.slp: must be a folder when predicting 2 videos")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.mp4", "b.mp4"]
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [("x.analysis.h5", "analysis-h5"), ("x.h5", "analysis-h5"), ("x.csv", "csv"),
+     ("x.dlc.csv", "dlc-csv")],
+)  # fmt: skip
+def test_o_file_without_format_is_a_file_of_its_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, fmt: str
+) -> None:
+    """#45.24: ``-o x.analysis.h5`` without --format writes that file (it was refused as
+    not .slp; ``-o x.analysis-h5`` made a folder)."""
+    video = _video(tmp_path / "in")
+    code, err = _predict(capsys, video, "-o", tmp_path / name)
+    assert code == 0, err
+    from sleap_infer.writers.outputs import is_complete
+    from sleap_infer.writers.registry import FORMATS
+
+    assert is_complete(tmp_path / name, FORMATS[fmt])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["in", name])
