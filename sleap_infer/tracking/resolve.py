@@ -139,6 +139,7 @@ def resolve_options(
     ByteTrack's for the others); a value given explicitly is kept, whatever it equals.
     """
     options = options.with_tracker_defaults()
+    check_node_indices(options, n_nodes)
     entry = registry.entry(options.tracker)
     if entry.vectors == registry.NEEDS_VECTORS and not has_embeddings:
         raise UsageError(
@@ -160,6 +161,23 @@ def resolve_options(
     if resolved.max_tracks is not None and resolved.candidates == "fixed_window":
         resolved = replace(resolved, candidates="local_queues")
     return resolved
+
+
+def check_node_indices(options: TrackingOptions, n_nodes: int) -> None:
+    """``--kf-node-indices`` must name nodes of the skeleton tracked (``n_nodes``; 0:
+    unknown, unchecked). The Kalman shift (as sleap-nn's) keeps only the indices below
+    the node count, so ``99`` on a 2-node skeleton was dropped without a word while the
+    provenance recorded ``[99]``: refused here, before the first frame. Negative
+    indices count from the end, as in sleap-nn (a Python index)."""
+    if not options.kf_node_indices or n_nodes <= 0:
+        return
+    bad = [i for i in options.kf_node_indices if not -n_nodes <= i < n_nodes]
+    if bad:
+        given = ",".join(str(i) for i in options.kf_node_indices)
+        raise UsageError(
+            f"--kf-node-indices {given}: node index {bad[0]} is out of range; the skeleton "
+            f"has {n_nodes} node{'s' if n_nodes != 1 else ''} (indices 0 to {n_nodes - 1})"
+        )
 
 
 # Geometric scores a cosine can be blended with as they are (bounded above by 1).

@@ -237,6 +237,14 @@ def test_an_appearance_blend_without_vectors_on_the_tracked_poses_is_refused() -
             "centroid or keypoints",
         ),
         (["--kf-node-indices", "0,1"], "--kf-node-indices only apply with --use-kalman"),
+        (  # #45.18: was dropped without a word while the provenance recorded [99]
+            ["--use-kalman", "--tracking-target-instance-count", "2", "--kf-node-indices", "99"],
+            "--kf-node-indices 99: node index 99 is out of range; the skeleton has 2 nodes",
+        ),
+        (
+            ["--use_kalman", "--max-tracks", "2", "--kf_node_indices", "1,-3"],
+            "node index -3 is out of range; the skeleton has 2 nodes (indices 0 to 1)",
+        ),
         (["--kf-reset-gap-size", "3"], "--kf-reset-gap-size"),
         (["--appearance-threshold", "0.4"], "--appearance-threshold"),
         (["--appearance-weight", "0.5"], "--appearance-weight"),  # no vectors in the file
@@ -354,3 +362,58 @@ def test_mot_trackers_measure_the_whole_video_first_and_record_it(tmp_path: Path
 def test_the_classic_tracker_gets_no_pre_pass() -> None:
     stats = retrack_labels(_labels([_video()], 4), TrackingOptions())
     assert stats.calibrations == []
+
+
+def test_negative_kalman_node_indices_count_from_the_end_as_in_sleap_nn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, dst = tmp_path / "in.slp", tmp_path / "out.slp"
+    sio.save_slp(_labels([_video()], 12), str(src))
+    flags = ["--use_kalman", "--tracking-target-instance-count", "2", "--kf-node-indices", "-1"]
+    code, err = run_cli(capsys, "track", src, "-o", dst, *flags)
+    assert code == 0, err
+
+
+def test_predict_kalman_node_indices_are_checked_against_the_model_skeleton(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#45.18 on ``predict -t``: refused when the model is checked, before any frame."""
+    import scene
+    from conftest import SYNTHETIC_MODEL
+
+    video = tmp_path / "clip.mp4"
+    scene.write_video(video, n_frames=4, seed=3)
+    flags = ["-t", "--use-kalman", "-n", "2", "--kf-node-indices", "0,99", "--device", "cpu"]
+    code, err = run_cli(capsys, "predict", video, "-m", SYNTHETIC_MODEL, *flags)
+    assert code == 2
+    (line,) = [x for x in err.splitlines() if x.startswith("error:")]
+    assert "--kf-node-indices 0,99: node index 99 is out of range; the skeleton has" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.mp4"]
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--tracker", "bytetrack"],
+        ["--tracking_window_size", "3", "--max-tracks", "2"],
+    ],
+)
+def test_sleap_nn_predict_tracking_without_a_model_is_infer_track(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str]
+) -> None:
+    """#44.4: sleap-nn's ``predict -i preds.slp -t ...`` (no model) re-tracks the file:
+    the same output as ``infer track`` with the same tracker options."""
+    src = tmp_path / "preds.slp"
+    sio.save_slp(_labels([_video()], 12), str(src))
+    theirs, ours = tmp_path / "theirs.slp", tmp_path / "ours.slp"
+    code, err = run_cli(capsys, "predict", "-i", src, "-t", *flags, "-o", theirs)
+    assert code == 0, err
+    assert "re-tracking the predictions in the input file" in err
+    assert run_cli(capsys, "track", src, *flags, "-o", ours)[0] == 0
+    a, b = sio.load_slp(str(theirs)), sio.load_slp(str(ours))
+    assert [lf.frame_idx for lf in a.labeled_frames] == [lf.frame_idx for lf in b.labeled_frames]
+    for x, y in zip(a.labeled_frames, b.labeled_frames, strict=True):
+        assert _names(x) == _names(y)
+        assert np.array_equal(x.numpy(), y.numpy(), equal_nan=True)
+    assert a.provenance["tracking"] == b.provenance["tracking"]
+    assert len({i.track.name for lf in a.labeled_frames for i in lf.instances if i.track}) == 2

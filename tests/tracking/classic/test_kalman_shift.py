@@ -125,3 +125,15 @@ def test_resume_from_state_is_bit_identical(candidates: str, features: str, cut:
     for key, values in end.arrays.items():
         assert values.tobytes() == again.arrays[key].tobytes(), key
     assert whole.kalman.filters  # the shift ran
+
+
+def test_node_indices_outside_the_skeleton_are_refused_before_tracking() -> None:
+    """#45.18: an index past the skeleton was dropped silently (the provenance kept it)."""
+    from sleap_infer.tracking import resolve_options
+
+    with pytest.raises(UsageError, match=r"^--kf-node-indices 0,4: node index 4 is out of range"):
+        resolve_options(kalman(kf_node_indices="0,4"), POSES, 4)
+    with pytest.raises(UsageError, match="the skeleton has 1 node "):
+        make_tracker(kalman(kf_node_indices="1"), POSES, 1)
+    assert resolve_options(kalman(kf_node_indices="3,-4"), POSES, 4).kf_node_indices == (3, -4)
+    assert resolve_options(kalman(kf_node_indices="9"), POSES, 0).kf_node_indices == (9,)  # unknown
