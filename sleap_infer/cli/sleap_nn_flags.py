@@ -464,6 +464,7 @@ def translate(
     head = args[1 : args.index("--")] if "--" in args else args[1:]
     tail = args[len(head) + 2 :]
     command, head = _what_runs(command, head, notes)
+    names = {_names(t)[0] for t in head}
     table = TABLES[command]
     takes_value = value_options(command) if value_options is not None else frozenset()
     line = _Line()
@@ -507,8 +508,23 @@ def translate(
             line.last(flag.to, functools.partial(_by_value, name, flag, str(value)))
     first = [v for key, values in arguments.items() if key in FIRST_ARGUMENTS for v in values]
     last = [v for key, values in arguments.items() if key not in FIRST_ARGUMENTS for v in values]
-    out = line.tokens()
+    out = _analysis_only_name(line.tokens(), names)
     return [command, *first, *out, *last, *(["--", *tail] if "--" in args else [])]
+
+
+def _analysis_only_name(out: list[str], names: Collection[str]) -> list[str]:
+    """sleap-nn's ``-o`` always names the ``.slp``, and its analysis HDF5 is named from
+    it (``bu.slp`` or ``bu.predictions.slp`` -> ``bu.analysis.h5``), also when
+    ``--output_format analysis_h5`` alone writes no ``.slp``. Ours names the file
+    written, so that ``-o`` becomes the analysis file's name."""
+    formats = [value for flag, value in itertools.pairwise(out) if flag == "--format"]
+    if "--output_format" not in names or "slp" in formats:
+        return out
+    for i, (flag, value) in enumerate(itertools.pairwise(out)):
+        if flag in ("-o", "--output") and value.endswith(".slp"):
+            stem = value.removesuffix(".slp").removesuffix(".predictions")
+            out[i + 1] = f"{stem}.analysis.h5"
+    return out
 
 
 def _what_runs(command: str, head: list[str], notes: list[str] | None) -> tuple[str, list[str]]:

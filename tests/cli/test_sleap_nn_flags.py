@@ -481,3 +481,26 @@ def test_a_switch_before_an_existing_file_is_left_alone(
     (tmp_path / "false").write_bytes(b"")
     snf.check_switch_values(["predict", "-m", "m", "--tracking", "false"], switch_options)
     snf.check_switch_values(["predict", "-m", "m", "-o", "false", "x.mp4"], switch_options)
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (["-o", "d/bu.slp"], ["-o", "d/bu.analysis.h5"]),
+        (["--output_path", "d/bu.predictions.slp"], ["--output", "d/bu.analysis.h5"]),
+        (["-o", "d/bu.h5"], ["-o", "d/bu.h5"]),  # a name of the format written: as it is
+    ],
+)
+def test_analysis_only_output_is_named_from_the_slp_name_as_sleap_nn(
+    given: list[str], expected: list[str]
+) -> None:
+    """sleap-nn's ``-o bu.slp --output_format analysis_h5`` writes only bu.analysis.h5."""
+    args = ["predict", "-i", "v.mp4", "-m", "m", *given, "--output_format", "analysis_h5"]
+    assert snf.translate(args, value_options=value_options) == [
+        "predict", "-m", "m", *expected, "--format", "analysis-h5", "v.mp4",
+    ]  # fmt: skip
+    both = [*args, "--output_format", "slp"]  # with the .slp too, -o stays the .slp's name
+    assert snf.translate(both, value_options=value_options)[3:5] == [
+        "--output" if given[0] == "--output_path" else "-o",
+        given[1],
+    ]
