@@ -423,6 +423,18 @@ TABLES: dict[str, dict[str, Flag]] = {
 FIRST_ARGUMENTS = ("GROUND_TRUTH",)
 MODEL_FLAGS = ("-m", "--model", "--model_paths")
 TRACKING_FLAGS = ("-t", "--tracking")
+# Our switches a sleap-nn flag can turn back (``--integral_refinement integral`` after
+# ``--no-refine``, ``--no-merge_fragments`` after ``--merge-fragments``).
+# (A by-value flag whose every value is the switch or nothing is one, too.)
+SWITCHES = frozenset(
+    {f.clears for t in TABLES.values() for f in t.values() if f.clears}
+    | {
+        f.to
+        for t in TABLES.values()
+        for f in t.values()
+        if f.kind == VALUE and all(v in ((), (f.to,)) for v in f.values.values())
+    }
+)
 RETRACK_NOTE = (
     "--tracking without -m: re-tracking the predictions in the input file, no model "
     "(as infer track does)"
@@ -466,7 +478,10 @@ def translate(
     command, head = _what_runs(command, head, notes)
     names = {_names(t)[0] for t in head}
     table = TABLES[command]
-    takes_value = value_options(command) if value_options is not None else frozenset()
+
+    def takes_value(option: str) -> bool:  # asked only where it matters: building it costs
+        return value_options is not None and option in value_options(command)
+
     line = _Line()
     arguments: dict[str, list[str]] = {}
     i = 0
@@ -477,9 +492,15 @@ def translate(
         i += 1
         before = head[i - 2] if i >= 2 else ""
         # The value of our option (``-o --batch_size``) is left as it is.
-        is_value = before.startswith("-") and before not in table and before in takes_value
+        is_value = (
+            (flag is not None or name in SWITCHES)
+            and before.startswith("-")
+            and before not in table
+            and takes_value(before)
+        )
         if flag is None or is_value:
-            line.add([token], group=None if is_value or name in takes_value else name)
+            # One of our switches that a sleap-nn flag can turn back: in its group.
+            line.add([token], group=name if name in SWITCHES and not is_value else None)
             continue
         if flag.kind == REFUSED:
             raise UsageError(f"{name}: {flag.reason}")
@@ -605,16 +626,15 @@ def check_switch_values(
     """
     if not args:
         return
-    ours = dict(switches(args[0])) if switches is not None else {}
-    for name, flag in TABLES.get(args[0], {}).items():
-        if flag.kind == ALIAS and flag.to in ours:
-            ours.setdefault(name, ours[flag.to])
-        elif flag.kind == IGNORED and not flag.takes_value:
-            ours.setdefault(name, "")
+    ours: dict[str, str] = {}
     options = args[: args.index("--")] if "--" in args else list(args)
     for flag_name, word in itertools.pairwise(options[1:]):
         on = _SWITCH_WORDS.get(word.strip().lower())
-        if flag_name not in ours or on is None or Path(word).exists():
+        if on is None or not flag_name.startswith("-") or Path(word).exists():
+            continue
+        if not ours:  # built only for a line that may need it (it costs ~80 ms)
+            ours = _switches(args[0], switches)
+        if flag_name not in ours:
             continue
         if on:
             fix = f"drop {word!r}"
@@ -623,6 +643,17 @@ def check_switch_values(
         else:
             fix = f"leave {flag_name} out to turn it off"
         raise UsageError(f"{flag_name} {word}: {flag_name} takes no value; {fix}")
+
+
+def _switches(command: str, switches: Callable[[str], Mapping[str, str]] | None) -> dict[str, str]:
+    """Our switches of ``command`` and sleap-nn's spellings of them, each with its opposite."""
+    ours = dict(switches(command)) if switches is not None else {}
+    for name, flag in TABLES.get(command, {}).items():
+        if flag.kind == ALIAS and flag.to in ours:
+            ours.setdefault(name, ours[flag.to])
+        elif flag.kind == IGNORED and not flag.takes_value:
+            ours.setdefault(name, "")
+    return ours
 
 
 # --------------------------------------------------------------- lists take commas
