@@ -57,6 +57,9 @@ class VideoInfo:
     # An image sequence's frames, in order (absolute): the output references these
     # instead of ``path``, which is then the folder they were found in.
     files: tuple[str, ...] = ()
+    # One-line warnings about the input that do not stop a run (a container overcounting
+    # its frames, a video sleap-io cannot open, images sleap-io leaves out of a folder).
+    notes: tuple[str, ...] = ()
 
     def channels_for(self, model_channels: int) -> int:
         """Channels to emit: 1 only when the model wants gray and the content is gray."""
