@@ -237,3 +237,19 @@ def test_a_checkpoint_that_is_not_a_regular_file_is_named(tmp_path: Path, alarm:
     _not_regular(src / "best.ckpt", "fifo")
     with pytest.raises(ModelError, match=r"best\.ckpt: is a FIFO"):
         load_model(src)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool, torch.complex64])
+def test_non_float_weights_are_refused_by_name(tmp_path: Path, dtype: torch.dtype) -> None:
+    src = write_model_dir(tmp_path / "m", config_dict("single_instance"))
+    ckpt = torch.load(src / "best.ckpt", weights_only=False)
+    key = next(k for k, v in ckpt["state_dict"].items() if v.ndim == 4)  # the first conv
+    ckpt["state_dict"][key] = (ckpt["state_dict"][key] * 10).to(dtype)
+    torch.save(ckpt, src / "best.ckpt")
+    name = str(dtype).removeprefix("torch.")
+    with pytest.raises(ModelError) as err:
+        load_model(src)
+    assert str(err.value) == (
+        f"{src / 'best.ckpt'}: weight {key.removeprefix('model.')!r} is {name}, not a float "
+        "(1 such tensor(s)); the checkpoint is damaged or was not saved by sleap-nn"
+    )
