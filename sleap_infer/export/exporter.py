@@ -133,11 +133,11 @@ def refuse_export_folder(path: str | Path) -> None:
     folder = Path(path).expanduser()
     source = "an unrecorded model folder"
     with contextlib.suppress(Exception):  # any unreadable metadata: say less, still refuse
-        data = read_export(stage_dirs(folder)[0]).data
-        source = str(data["source"]["model_dir"])
+        stages = [read_export(stage).data for stage in stage_dirs(folder)]
+        source = " + ".join(str(data["source"]["model_dir"]) for data in stages)
+    what = "model folders" if " + " in source else "model folder"
     raise ModelError(
-        f"{folder} is already an export folder (made from {source}); "
-        "export the model folder instead"
+        f"{folder} is already an export folder (made from {source}); export the {what} instead"
     )
 
 

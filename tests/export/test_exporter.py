@@ -39,3 +39,20 @@ def test_exporting_an_export_folder_names_the_model_folder(
     code, stderr = run_cli(capsys, "export", folder, "-o", tmp_path / "again", "--device", "cpu")
     assert code == 1 and error_lines(stderr) == [f"error: {expected}"]
     assert "Traceback" not in stderr and not (tmp_path / "again").exists()
+
+
+def test_exporting_a_pair_export_names_both_model_folders(tmp_path: Path) -> None:
+    from sleap_infer.export.pipeline import export_topdown
+
+    centroid = write_model_dir(tmp_path / "centroid", config_dict("centroid"), seed=1)
+    instance = write_model_dir(tmp_path / "instance", config_dict("centered_instance"), seed=2)
+    settings = ExportSettings(frame_size=(64, 64))
+    folder, _, _ = export_topdown([centroid, instance], tmp_path / "pair", settings, device="cpu")
+    with pytest.raises(ModelError) as err:
+        export_model(folder, tmp_path / "again", device="cpu")
+    assert str(err.value) == (
+        f"{folder} is already an export folder (made from {centroid.absolute()} + "
+        f"{instance.absolute()}); export the model folders instead"
+    )
+    with pytest.raises(ModelError, match="already an export folder"):
+        export_topdown([folder, instance], tmp_path / "again", settings, device="cpu")
