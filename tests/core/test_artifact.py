@@ -61,6 +61,11 @@ def test_a_graph_swapped_for_another_models_is_refused(
     assert "\n" not in line
     assert line.startswith(f"{swapped / ONNX_NAME}: not the graph this export wrote")
     assert "re-export it: infer export " in line and "model_a" in line
+    pytest.importorskip("openvino")
+    from sleap_infer.backends.openvino_backend import OpenVINOBackend
+
+    with pytest.raises(ExportError, match="not the graph this export wrote"):
+        OpenVINOBackend(info, "cpu")
 
 
 def test_the_hash_is_computed_once_per_unchanged_file(
