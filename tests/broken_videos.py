@@ -57,9 +57,24 @@ def zero_frame_mp4(path: Path) -> Path:
     return path
 
 
-def avi_claiming(path: Path, frames: np.ndarray, claimed: int) -> Path:
+def mjpeg_avi(path: Path, frames: np.ndarray) -> Path:
+    """A Motion-JPEG AVI (every frame a keyframe), as many lab cameras record."""
+    with av.open(str(path), mode="w") as container:
+        stream = container.add_stream("mjpeg", rate=30)
+        stream.height, stream.width = frames.shape[1:3]
+        stream.pix_fmt = "yuvj420p"
+        for frame in frames:
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
+        container.mux(stream.encode())
+    return path
+
+
+def avi_claiming(path: Path, frames: np.ndarray, claimed: int, mjpeg: bool = False) -> Path:
     """An AVI whose headers claim ``claimed`` frames while it holds ``len(frames)``."""
-    write_video(path, frames, codec="mpeg4", options={"qscale": "2"})
+    if mjpeg:
+        mjpeg_avi(path, frames)
+    else:
+        write_video(path, frames, codec="mpeg4", options={"qscale": "2"})
     data = bytearray(path.read_bytes())
     avih = data.find(b"avih")
     strh = data.find(b"strh")

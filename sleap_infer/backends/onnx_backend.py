@@ -102,6 +102,7 @@ class ONNXBackend:
             # default is TF32 on Ampere and newer; an fp16 export is unaffected).
             cuda = {"device_id": self.device.index or 0, "use_tf32": 0}
             providers.insert(0, ("CUDAExecutionProvider", cuda))
+        export.check_graph()
         try:
             self.session = ort.InferenceSession(
                 str(export.onnx_path), sess_options=options, providers=providers

@@ -75,6 +75,7 @@ class OpenVINOBackend:
         self.precision = precision
         self.does_baked_postproc = not export.raw_maps
         self.host_threads = HOST_THREADS_BESIDE_POOL
+        export.check_graph()
         self.onnx_path = str(export.onnx_path)
         self.core = ov.Core()
         self.config = {

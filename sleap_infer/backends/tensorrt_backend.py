@@ -23,6 +23,7 @@ import torch
 from sleap_infer.backends.base import refuse_misfit, resolve_device
 from sleap_infer.core.artifact import ExportInfo
 from sleap_infer.core.errors import BackendError, ExportError
+from sleap_infer.core.files import CONFIG_MAX_BYTES, read_text_bounded
 from sleap_infer.core.options import DecodeSettings
 
 INSTALL_HINT = "pip install 'sleap-infer[tensorrt]'"
@@ -72,7 +73,7 @@ def read_engine_metadata(engine_path: Path) -> dict[str, Any]:
     if not engine_path.is_file():
         raise ExportError(f"{engine_path}: TensorRT engine not found")
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(read_text_bounded(path, CONFIG_MAX_BYTES, OSError))
     except (OSError, ValueError) as exc:
         raise ExportError(
             f"{path}: missing or unreadable engine metadata, so {engine_path.name} cannot be "

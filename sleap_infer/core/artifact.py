@@ -10,12 +10,19 @@ a reason instead of producing wrong keypoints.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sleap_infer.core.errors import ExportError
+from sleap_infer.core.files import (
+    CONFIG_MAX_BYTES,
+    WEIGHTS_MAX_BYTES,
+    check_file,
+    read_text_bounded,
+)
 from sleap_infer.core.options import DecodeSettings
 
 EXPORT_LAYOUT_VERSION = 4
@@ -120,9 +127,52 @@ class ExportInfo:
             return f"it has a static batch of {expected[0]}, not {shape[0]}"
         return None
 
+    def check_graph(self) -> None:
+        """Refuse a graph file that is not the one this export wrote (see :func:`check_graph`)."""
+        check_graph(self)
+
     def decode_misfit(self, want: DecodeSettings) -> str | None:
         """Why this export's baked decoding cannot serve ``want``, or None."""
         return decode_misfit(self.decode, want, self.decode_fields)
+
+
+_VERIFIED: dict[tuple[str, int, int, int], str] = {}
+"""Graph files already hashed in this process, by (path, inode, size, mtime): a backend
+made again for the same unchanged file (each video of a batch) does not hash it again."""
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def check_graph(info: ExportInfo) -> None:
+    """Raise :class:`ExportError` unless ``model.onnx`` hashes to the ``onnx_sha256`` that
+    ``infer export`` recorded.
+
+    A graph swapped for another model's (copied over by hand, a sync gone wrong) ran
+    silently with the other weights. Hashing costs about a second per few hundred MB,
+    once per file and process, when a backend loads it. Metadata without the hash
+    (written by hand) is not checked.
+    """
+    recorded = info.data.get("onnx_sha256")
+    if not isinstance(recorded, str):
+        return
+    path = info.onnx_path
+    st = path.stat()
+    key = (str(path.absolute()), st.st_ino, st.st_size, st.st_mtime_ns)
+    digest = _VERIFIED.get(key)
+    if digest is None:
+        digest = _VERIFIED[key] = _sha256(path)
+    if digest != recorded:
+        source = info.data.get("source", {}).get("model_dir", "the model folder")
+        raise ExportError(
+            f"{path}: not the graph this export wrote (its SHA-256 is not the onnx_sha256 "
+            f"recorded in {METADATA_NAME}); re-export it: infer export {source}"
+        )
 
 
 def write_metadata(directory: Path, data: dict[str, Any]) -> Path:
@@ -134,11 +184,12 @@ def write_metadata(directory: Path, data: dict[str, Any]) -> Path:
 def read_export(directory: Path) -> ExportInfo:
     """Parse ``directory/export_metadata.json``; every failure names the file."""
     path = directory / METADATA_NAME
-    if not path.is_file():
+    if not path.exists():
         raise ExportError(f"{directory}: not an export directory (no {METADATA_NAME})")
+    text = read_text_bounded(path, CONFIG_MAX_BYTES, ExportError)
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
+        data = json.loads(text)
+    except ValueError as exc:
         raise ExportError(f"{path}: unreadable export metadata ({exc})") from exc
     required = ("model_type", "source", "input", "outputs", "decode", "files", "layout_version")
     required += (GRAPH_OUTPUTS,)
@@ -154,8 +205,9 @@ def read_export(directory: Path) -> ExportInfo:
     if kind not in (DECODED, RAW_MAPS):
         raise ExportError(f"{path}: unknown {GRAPH_OUTPUTS} {kind!r}; export the model again")
     info = ExportInfo(directory, data)
-    if not info.onnx_path.is_file():
+    if not info.onnx_path.exists():
         raise ExportError(f"{directory}: metadata names {info.onnx_path.name}, which is missing")
+    check_file(info.onnx_path, WEIGHTS_MAX_BYTES, ExportError)
     return info
 
 

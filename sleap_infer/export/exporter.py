@@ -30,13 +30,14 @@ from sleap_infer.core.artifact import (
     read_export,
     write_metadata,
 )
-from sleap_infer.core.errors import ExportError, UsageError
+from sleap_infer.core.errors import ExportError, ModelError, UsageError
 from sleap_infer.core.leftovers import owner_tag, remove_stale
 from sleap_infer.export.metadata import build_metadata
 from sleap_infer.export.onnx_export import embed_metadata, export_onnx, verify_numerics
 from sleap_infer.export.settings import ExportSettings, check_opset
 from sleap_infer.export.wrappers import ExportWrapper, wrapper_for_model
 from sleap_infer.layers.preprocessing import Preprocessor
+from sleap_infer.model.exported import is_export_dir, stage_dirs
 from sleap_infer.model.loader import LoadedModel, load_model
 from sleap_infer.model.registry import MODEL_TYPES
 
@@ -123,6 +124,33 @@ def staged_directory(out_dir: Path) -> Iterator[Path]:
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def refuse_export_folder(path: str | Path) -> None:
+    """A :class:`ModelError` when ``path`` is an ``infer export`` folder: it holds a graph,
+    not a network, so there is nothing to trace (it used to end in a traceback). The line
+    names the model folder it was made from, which is what to export."""
+    if not is_export_dir(path):
+        return
+    folder = Path(path).expanduser()
+    source = "an unrecorded model folder"
+    with contextlib.suppress(Exception):  # any unreadable metadata: say less, still refuse
+        stages = [read_export(stage).data for stage in stage_dirs(folder)]
+        source = " + ".join(str(data["source"]["model_dir"]) for data in stages)
+    what = "model folders" if " + " in source else "model folder"
+    raise ModelError(
+        f"{folder} is already an export folder (made from {source}); export the {what} instead"
+    )
+
+
+def load_for_export(model: str | Path | LoadedModel) -> LoadedModel:
+    """The model to export, loaded; an export folder (given or loaded) is refused in one line."""
+    if isinstance(model, LoadedModel):
+        if model.export_dir is not None:
+            refuse_export_folder(model.export_dir)
+        return model
+    refuse_export_folder(model)
+    return load_model(model)
+
+
 def export_model(
     model_path: str | Path | LoadedModel,
     out_dir: str | Path | None = None,
@@ -142,7 +170,7 @@ def export_model(
     """
     settings = settings or ExportSettings()
     check_opset(settings.opset)
-    model = model_path if isinstance(model_path, LoadedModel) else load_model(model_path)
+    model = load_for_export(model_path)
     wrapper_cls = wrapper_for_model(model)
     trt_target = _trt_target(device) if settings.wants_trt else None  # fail before the slow part
     out = Path(out_dir).expanduser() if out_dir is not None else model.path / EXPORT_FOLDER

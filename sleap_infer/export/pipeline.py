@@ -38,9 +38,9 @@ from sleap_infer.core.artifact import (
     read_export,
 )
 from sleap_infer.core.errors import UsageError
-from sleap_infer.export.exporter import Notify, export_model, staged_directory
+from sleap_infer.export.exporter import Notify, export_model, load_for_export, staged_directory
 from sleap_infer.export.settings import ExportSettings
-from sleap_infer.model.loader import LoadedModel, load_model
+from sleap_infer.model.loader import LoadedModel
 from sleap_infer.model.registry import MODEL_TYPES, PairSpec, pair_roles
 
 _CROPS = [
@@ -106,7 +106,7 @@ def export_topdown(
     graph for a segmentation model: the centroid stage still decodes in-graph).
     """
     settings = settings or ExportSettings()
-    loaded = [m if isinstance(m, LoadedModel) else load_model(m) for m in models]
+    loaded = [load_for_export(m) for m in models]
     centroid, instance, pair = split_pair(loaded)
     out = (
         Path(out_dir).expanduser()

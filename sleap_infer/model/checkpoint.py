@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from sleap_infer.core.errors import ModelError
+from sleap_infer.core.files import WEIGHTS_MAX_BYTES, check_file
 
 # (module, name) pairs that may be resolved for real. Everything here only builds
 # tensors, storages, dtypes or plain containers.
@@ -130,8 +131,9 @@ class _SafePickleModule:
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
     """Unpickle a checkpoint with the allow-list; raise :class:`ModelError` naming the file."""
-    if not path.is_file():
+    if not path.exists():
         raise ModelError(f"{path}: checkpoint not found")
+    check_file(path, WEIGHTS_MAX_BYTES, ModelError)
     if not zipfile.is_zipfile(path):
         raise ModelError(f"{path}: not a torch checkpoint (expected a zip archive)")
     try:

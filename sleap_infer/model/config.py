@@ -24,6 +24,7 @@ from sleap_infer.core.config import (
     Tiling,
 )
 from sleap_infer.core.errors import ConfigError
+from sleap_infer.core.files import CONFIG_MAX_BYTES, read_text_bounded
 from sleap_infer.model.backbones import first_non_null, get, parse_backbone
 from sleap_infer.model.config_values import check_config_values
 from sleap_infer.model.registry import (
@@ -404,10 +405,7 @@ def parse_config(
 
 def load_config(path: Path) -> ModelConfig:
     """Read and parse ``training_config.yaml``; every failure names the file."""
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    text = read_text_bounded(path, CONFIG_MAX_BYTES, ConfigError)
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from sleap_infer.core.artifact import METADATA_NAME, PIPELINE_NAME, read_export
 from sleap_infer.core.errors import ExportError, ModelError
+from sleap_infer.core.files import CONFIG_MAX_BYTES, read_text_bounded
 
 if TYPE_CHECKING:
     from sleap_infer.model.loader import LoadedModel
@@ -35,17 +36,17 @@ def is_export_dir(path: str | Path) -> bool:
     p = Path(path).expanduser()
     if not p.is_dir() or any((p / name).exists() for name in CHECKPOINTS):
         return False
-    return (p / METADATA_NAME).is_file() or (p / PIPELINE_NAME).is_file()
+    return (p / METADATA_NAME).exists() or (p / PIPELINE_NAME).exists()
 
 
 def stage_dirs(path: str | Path) -> list[Path]:
     """The export folders ``path`` stands for: itself, or a pair's stages (centroid first)."""
     p = Path(path).expanduser()
     manifest = p / PIPELINE_NAME
-    if not manifest.is_file():
+    if not manifest.exists():
         return [p]
     try:
-        stages = json.loads(manifest.read_text())["stages"]
+        stages = json.loads(read_text_bounded(manifest, CONFIG_MAX_BYTES, ModelError))["stages"]
         order = sorted(stages, key=lambda s: s.get("role") != "centroid")
         return [p / str(stage["dir"]) for stage in order]
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -72,7 +73,7 @@ def export_runtime(paths: list[str] | tuple[str, ...]) -> str | None:
 
 def _engine(folder: Path) -> bool:
     try:
-        data = json.loads((folder / METADATA_NAME).read_text())
+        data = json.loads(read_text_bounded(folder / METADATA_NAME, CONFIG_MAX_BYTES, OSError))
         return bool(data.get("files", {}).get("tensorrt"))
     except (OSError, ValueError, AttributeError):
         return False
@@ -87,7 +88,7 @@ def load_exported(folder: Path) -> LoadedModel:
         info = read_export(folder)
     except ExportError as exc:
         raise ModelError(str(exc)) from exc
-    config_file = next((folder / n for n in CONFIG_NAMES if (folder / n).is_file()), None)
+    config_file = next((folder / n for n in CONFIG_NAMES if (folder / n).exists()), None)
     if config_file is None:
         raise ModelError(
             f"{folder}: export folder without its training config ({CONFIG_NAMES[0]}); "
@@ -114,9 +115,9 @@ def _refuse_sleap_nn_export(folder: Path) -> None:
     theirs decode differently (one top-down graph, their output names), so they are named
     and refused rather than misread."""
     try:
-        data = json.loads((folder / METADATA_NAME).read_text())
+        data = json.loads(read_text_bounded(folder / METADATA_NAME, CONFIG_MAX_BYTES, OSError))
     except (OSError, ValueError):
-        return
+        return  # read_export names the problem
     if isinstance(data, dict) and "sleap_nn_version" in data:
         raise ModelError(
             f"{folder}: exported by sleap-nn {data['sleap_nn_version']} "
@@ -134,7 +135,7 @@ def _config(config_file: Path, data: dict[str, Any]) -> Any:
     from sleap_infer.model.legacy.errors import LegacyError
 
     try:
-        raw = to_sleap_nn(json.loads(config_file.read_text()))
+        raw = to_sleap_nn(json.loads(read_text_bounded(config_file, CONFIG_MAX_BYTES, ModelError)))
     except (OSError, ValueError, LegacyError) as exc:
         raise ModelError(f"{config_file}: cannot read the SLEAP 1.x config ({exc})") from exc
     # The Keras weights told the channels; the exported graph's input says them too.

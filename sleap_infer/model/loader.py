@@ -124,9 +124,31 @@ def _load_sleap_nn(model_dir: Path) -> tuple[ModelConfig, torch.nn.Module]:
             f"in shape, e.g. {k}: checkpoint {tuple(state[k].shape)} vs config "
             f"{tuple(expected[k].shape)})"
         )
+    _refuse_non_float(ckpt_path, expected, state)
     with span("load_state_dict"):
         network.load_state_dict(state, strict=True)
     return config, network
+
+
+def _refuse_non_float(
+    path: Path, expected: dict[str, torch.Tensor], state: dict[str, torch.Tensor]
+) -> None:
+    """Refuse integer, bool or complex tensors where the network holds floats.
+
+    ``load_state_dict`` casts them silently (complex drops its imaginary part), so such a
+    checkpoint predicted junk. Integer buffers the network itself keeps as integers
+    (BatchNorm's ``num_batches_tracked``) are fine.
+    """
+    bad = [
+        k for k, v in expected.items() if v.is_floating_point() and not state[k].is_floating_point()
+    ]
+    if bad:
+        k = bad[0]
+        raise ModelError(
+            f"{path}: weight {k!r} is {str(state[k].dtype).removeprefix('torch.')}, not a "
+            f"float ({len(bad)} such tensor(s)); the checkpoint is damaged or was not "
+            "saved by sleap-nn"
+        )
 
 
 def first_non_finite(network: torch.nn.Module) -> str | None:

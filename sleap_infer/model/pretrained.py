@@ -23,6 +23,7 @@ from typing import Any
 
 from sleap_infer.core.config import PretrainedConfig
 from sleap_infer.core.errors import ConfigError
+from sleap_infer.core.files import CONFIG_MAX_BYTES, read_text_bounded
 
 PRETRAINED_DIR = "pretrained_backbone"
 HF_CONFIG = "config.json"
@@ -36,9 +37,10 @@ def _get(raw: dict[str, Any], key: str, default: Any) -> Any:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
+    text = read_text_bounded(path, CONFIG_MAX_BYTES, ConfigError)
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
+        data = json.loads(text)
+    except ValueError as exc:
         raise ConfigError(f"{path}: not a readable HuggingFace config ({exc})") from exc
     if not isinstance(data, dict) or "model_type" not in data:
         raise ConfigError(f"{path}: not a HuggingFace config (no model_type)")

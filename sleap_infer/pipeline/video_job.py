@@ -297,7 +297,9 @@ class VideoJob:
         request = request_record(
             pipeline.spec, checkpoint_hashes(pipeline.spec.model_paths), frames
         )
-        warnings = [w for w in (clamped, small_frame_warning(pipeline, info, video)) if w]
+        warnings = [
+            w for w in (clamped, small_frame_warning(pipeline, info, video), *info.notes) if w
+        ]
         journal = self._open_journal(jpath, prints, warnings)
         result = VideoResult(
             video=info.path,

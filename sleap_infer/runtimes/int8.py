@@ -88,6 +88,7 @@ def int8_export(
         nodes = quantize_int8(info.onnx_path, staging / ONNX_NAME, samples, input_name)
         data = dict(info.data)
         data["files"] = {"onnx": ONNX_NAME}
+        data["onnx_sha256"] = file_sha256(staging / ONNX_NAME)  # the int8 graph's, not its source's
         data["precision"] = "int8"
         data["int8"] = {
             "layout": INT8_LAYOUT,

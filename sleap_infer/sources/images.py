@@ -1,12 +1,20 @@
 """Read a folder of images (or a glob's images) as one video, frame k = k-th name.
 
 Labs export frames as PNG/JPEG/TIFF folders; sleap-io calls such a folder an
-``ImageVideo`` and sleap-nn predicts it frame by frame. Images are ordered by
-natural name order (``frame2`` before ``frame10``), which is what their names
-mean; sleap-io's own ``find_images`` sorts plainly, so it is never asked to
-list them: the output stores our list. Pixels are decoded with imageio
-(Pillow), the same decoder sleap-io uses, so JPEG pixels match what sleap-nn
-sees (PyAV's JPEG colour conversion differs by a few levels).
+``ImageVideo`` and sleap-nn predicts it frame by frame. A folder's frames are
+exactly sleap-io's ``ImageVideo.find_images(folder)``: names whose suffix is one
+of its lower-case extensions, sorted plainly (``f10`` before ``f2``), so frame
+``i`` in every output (CSV, analysis HDF5, NWB) is ``sio.load_video(folder)[i]``.
+Natural order (``f2`` before ``f10``) read better but pointed those indices at
+other images than sleap-io shows. Images sleap-io leaves out (an upper-case
+``.PNG`` beside lower-case ones) are left out too, with a note naming them; a
+folder whose images all have upper-case suffixes (sleap-io finds none) is read
+in the same plain order. A glob's matches are sorted plainly as well. Pixels are
+decoded with imageio (Pillow), the same decoder sleap-io uses, so JPEG pixels
+match what sleap-nn sees (PyAV's JPEG colour conversion differs by a few levels).
+CMYK (and other non-RGB colour) images are converted to RGB by Pillow, as
+sleap-io's OpenCV reader does (within one level): imageio returns CMYK's four
+channels, and reading them as RGBA dropped K and moved keypoints by 170 px.
 
 A sequence has no container to promise a shape, so the first image that
 decodes sets it. Images of another size are refused when the sequence is opened
@@ -23,6 +31,8 @@ frame is scaled by it (values beyond it clip), so frames stay comparable.
 
 from __future__ import annotations
 
+import glob
+import io
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -31,7 +41,7 @@ import numpy as np
 from PIL import Image
 
 from sleap_infer.core.errors import VideoError
-from sleap_infer.sources.inputs import sequence_images
+from sleap_infer.sources.inputs import is_image
 from sleap_infer.sources.slp import error_reason
 from sleap_infer.sources.video import (
     ABSENT,
@@ -41,6 +51,30 @@ from sleap_infer.sources.video import (
     RunCollector,
     VideoInfo,
 )
+
+# sleap-io's ImageVideo.EXTS, matched case-sensitively as its find_images does.
+SLEAP_IO_IMAGE_EXTS = ("png", "jpg", "jpeg", "tif", "tiff", "bmp")
+# Colour models that are not RGB: Pillow converts them, imageio would hand back raw channels.
+_CONVERTED_MODES = frozenset({"CMYK", "YCbCr", "LAB", "HSV"})
+
+
+def sequence_files(path: str | Path) -> tuple[list[Path], list[Path]]:
+    """The frames of an image folder or glob, and the images left out of them.
+
+    A folder's frames are sleap-io's ``find_images`` list (every entry whose suffix is
+    a lower-case image extension, hidden ones included, sorted plainly), so index ``i``
+    means ``sio.load_video(folder)[i]``; images with other-case suffixes are returned
+    as left out. When sleap-io finds none, those are the frames (in the same order).
+    """
+    path = Path(path)
+    if path.is_dir():
+        entries = sorted(path.glob("*"), key=lambda p: p.as_posix())
+        frames = [p for p in entries if p.suffix[1:] in SLEAP_IO_IMAGE_EXTS]
+        taken = set(frames)
+        others = [p for p in entries if p not in taken and p.is_file() and is_image(p)]
+        return (frames, others) if frames else (others, [])
+    matches = (Path(m) for m in glob.glob(str(path), recursive=True))
+    return sorted((m for m in matches if m.is_file() and is_image(m)), key=str), []
 
 
 class _BadImage(Exception):
@@ -72,7 +106,7 @@ def _read_raw(path: Path) -> np.ndarray:
     data = path.read_bytes()
     if not data:
         raise _BadImage("empty file")
-    img = np.asarray(iio.imread(data, extension=path.suffix.lower()))
+    img = np.asarray(_decode(data, path.suffix.lower()))
     if img.ndim == 2:
         img = img[..., None]
     if img.ndim != 3 or img.shape[-1] not in (1, 2, 3, 4):
@@ -84,6 +118,17 @@ def _read_raw(path: Path) -> np.ndarray:
     return img
 
 
+def _decode(data: bytes, extension: str) -> np.ndarray:
+    """Pixels as imageio gives them, except non-RGB colour models, which Pillow turns to RGB."""
+    try:
+        with Image.open(io.BytesIO(data)) as im:  # reads the header only
+            if im.mode in _CONVERTED_MODES:
+                return np.asarray(im.convert("RGB"))
+    except Exception:  # not something Pillow knows: let imageio try (and name the error)
+        pass
+    return np.asarray(iio.imread(data, extension=extension))
+
+
 def _coerce(frame: np.ndarray, channels: int) -> np.ndarray:
     """A gray image repeated for a colour model; the first channel for a gray one."""
     if frame.shape[-1] == channels:
@@ -91,6 +136,17 @@ def _coerce(frame: np.ndarray, channels: int) -> np.ndarray:
     if channels == 1:
         return np.ascontiguousarray(frame[..., :1])
     return np.repeat(frame, channels, axis=-1)
+
+
+def _left_out_note(folder: Path, left_out: list[Path]) -> tuple[str, ...]:
+    """One line naming the images sleap-io (and so this run) leaves out of a folder."""
+    if not left_out:
+        return ()
+    return (
+        f"{folder}: {len(left_out)} image(s) with an upper-case suffix left out "
+        f"(first: {left_out[0].name}), as sleap-io leaves them out of the folder's frames; "
+        "rename them with a lower-case suffix to include them",
+    )
 
 
 class ImageSequenceReader:
@@ -103,7 +159,8 @@ class ImageSequenceReader:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.files = [p.absolute() for p in sequence_images(self.path)]
+        files, left_out = sequence_files(self.path)
+        self.files = [p.absolute() for p in files]
         if not self.files:
             raise VideoError(f"{self.path}: no images (png, jpg, tif, bmp) found")
         raw = self._reference()
@@ -124,6 +181,7 @@ class ImageSequenceReader:
             ),
             codec=self.files[0].suffix.lower().lstrip("."),
             files=tuple(str(p) for p in self.files),
+            notes=_left_out_note(self.path, left_out),
         )
 
     def _check_sizes(self, size: tuple[int, ...]) -> None:

@@ -15,10 +15,11 @@ and glob matches are sorted, so every SLURM array task sees the same list and
 ``--shard`` splits it the same way.
 
 Image files (png, jpg, tif, bmp) are frames, not videos: a folder holding
-images and no videos is ONE input, an image sequence (its images in natural
-name order); with ``recursive`` so is every subfolder like it. A folder that
-holds videos contributes only its videos, as before (stray snapshots or plots
-next to recordings must not become a task). A glob's images form one
+images and no videos is ONE input, an image sequence (its frames in sleap-io's
+order: see :mod:`sleap_infer.sources.images`); with ``recursive`` so is every
+subfolder like it. A folder that holds videos contributes only its videos, as
+before (stray snapshots or plots next to recordings must not become a task).
+A glob's images form one
 sequence per folder: the folder itself when the glob matched all of its
 images, else ``folder/<the glob's last part>`` (``frames/cam1_*.png``), which
 the video reader expands again to exactly those files.

@@ -37,6 +37,15 @@ from sleap_infer.sources.slp import error_reason
 SEEK_GAP_FRAMES = 256
 # sleap-io knows no rate for embedded frames or image folders; VideoReader assumes the same.
 DEFAULT_FPS = 30.0
+# The names sleap-io's Video opens (its ``Video.EXTS``, matched at the end of the lower-case
+# name): an output referencing any other video (.webm, .m4v, .mpg, .wmv...) does not open
+# its video in sleap-io or SLEAP, though the predictions in it are fine.
+SLEAP_IO_VIDEO_EXTS = (
+    *("mp4", "avi", "mov", "mj2", "mkv"),
+    *("h5", "hdf5", "slp"),
+    *("png", "jpg", "jpeg", "tif", "tiff", "bmp"),
+    "seq",
+)
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,9 @@ class VideoInfo:
     # An image sequence's frames, in order (absolute): the output references these
     # instead of ``path``, which is then the folder they were found in.
     files: tuple[str, ...] = ()
+    # One-line warnings about the input that do not stop a run (a container overcounting
+    # its frames, a video sleap-io cannot open, images sleap-io leaves out of a folder).
+    notes: tuple[str, ...] = ()
 
     def channels_for(self, model_channels: int) -> int:
         """Channels to emit: 1 only when the model wants gray and the content is gray."""
@@ -257,6 +269,15 @@ class VideoReader:
             # but never come out of the decoder.
             discarded = sum(1 for entry in stream.index_entries if entry.is_discard)
             n_frames = int(stream.frames or 0) - discarded
+            indexed = len(stream.index_entries) - discarded
+            notes = list(self._sleap_io_note())
+            if 0 < indexed < n_frames and self._holds_only(indexed):
+                notes.append(
+                    f"{self.path}: its header says {n_frames} frames but the file holds "
+                    f"{indexed}, all present (the header overcounts; nothing is cut off or "
+                    f"damaged): predicting and recording {indexed} frames"
+                )
+                n_frames = indexed
             if n_frames <= 0:
                 duration = stream.duration or 0
                 if duration:
@@ -277,9 +298,35 @@ class VideoReader:
                 ),
                 codec=stream.codec_context.name,
                 rotation=90 * self._turns,
+                notes=tuple(notes),
             )
         finally:
             container.close()
+
+    def _holds_only(self, indexed: int) -> bool:
+        """Whether the stream holds exactly the ``indexed`` frames its container's index
+        lists, while the header promises more.
+
+        An AVI's header (``dwTotalFrames``) can overcount by a frame or more that was never
+        written, while its ``idx1`` index and its data agree: a healthy file, not a
+        truncated one (it used to fail the run as "truncated"). A truncated file's index
+        disagrees with its data: an MP4 indexes frames whose bytes are gone, a cut AVI
+        loses its index and FFmpeg lists only what it has read so far. One demux pass
+        (no decoding) counts the packets; its table is the one frame placement uses anyway.
+        """
+        table = self.frame_table()
+        return table is not None and len(table) == indexed
+
+    def _sleap_io_note(self) -> tuple[str, ...]:
+        """A warning when sleap-io cannot open this video by its name (.webm and others)."""
+        if self.path.name.lower().endswith(SLEAP_IO_VIDEO_EXTS):
+            return ()
+        suffix = self.path.suffix or "(no suffix)"
+        return (
+            f"{self.path}: sleap-io (and so SLEAP) cannot open {suffix} videos, so an .slp "
+            f"of it will not open its video there (the predictions are fine); convert it, "
+            f"e.g. ffmpeg -i {self.path.name} {self.path.stem}.mp4, to view them in SLEAP",
+        )
 
     def channels_for(self, model_channels: int) -> int:
         return self.info.channels_for(model_channels)

@@ -851,3 +851,12 @@ def test_public_legacy_model_in_a_top_down_pair_with_a_sleap_nn_one(
     for gt in truth.labeled_frames[0].instances:  # frame 0 of the video
         gap = min(float(np.abs(p.numpy() - gt.numpy()).max()) for p in frames[0].instances)
         assert gap < 3.0
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.complex64, np.bool_])
+def test_non_float_keras_weights_are_refused_by_name(tmp_path: Path, dtype: type) -> None:
+    layers = legacy_layers("single_instance", interpolate=False)
+    layers[1].weights["kernel"] = (layers[1].weights["kernel"] * 10).astype(dtype)
+    folder = write_legacy_dir(tmp_path / "m", legacy_json("single_instance", False), layers)
+    with pytest.raises(ModelError, match=rf"weight '{layers[1].name}/kernel:0' is .*not a float"):
+        load_model(folder)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import types
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
+import h5py
 import pytest
 import torch
 import yaml
@@ -16,6 +20,7 @@ from sleap_infer.model.checkpoint import load_checkpoint, load_state_dict
 from sleap_infer.model.config import load_config, parse_config
 from sleap_infer.model.loader import load_model, resolve_model_dir
 
+from cli_runs import error_lines, run_cli
 from conftest import FIXTURE_MODELS, fixture_model
 from model_factory import config_dict, write_model_dir
 
@@ -172,3 +177,79 @@ def test_foreign_classes_become_placeholders(
     assert type(loaded["config"]).__name__ == "TrainingJobConfig"
     assert type(loaded["config"]).__module__.startswith("sleap_infer.placeholder")
     assert load_state_dict(path)["w"].tolist() == [1.0, 1.0]
+
+
+@pytest.fixture()
+def alarm() -> Iterator[None]:
+    """Fail instead of hanging: reading a FIFO blocked forever before model files were checked."""
+
+    def hung(signum: int, frame: object) -> None:
+        raise TimeoutError("hung reading a model file")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(30)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _not_regular(path: Path, kind: str) -> str:
+    """Replace ``path`` by a FIFO or a link to /dev/zero; the words the refusal uses."""
+    if path.exists():
+        path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+        return "a FIFO"
+    path.symlink_to("/dev/zero")
+    return "a character device"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
+def test_a_training_config_that_is_not_a_regular_file_is_refused(
+    tmp_path: Path, alarm: None, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = write_model_dir(tmp_path / "m", config_dict("single_instance"))
+    what = _not_regular(src / "training_config.yaml", kind)
+    expected = rf"training_config\.yaml: is {what}.*, not a regular file"
+    with pytest.raises(ConfigError, match=expected):
+        load_model(src)
+    code, stderr = run_cli(capsys, "info", src)
+    assert code == 1 and len(error_lines(stderr)) == 1 and what in stderr
+
+
+@pytest.mark.parametrize("name", ["training_config.json", "best_model.h5"])
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
+def test_sleap_1_files_that_are_not_regular_files_are_refused(
+    tmp_path: Path, alarm: None, kind: str, name: str
+) -> None:
+    (tmp_path / "training_config.json").write_text("{}")
+    with h5py.File(tmp_path / "best_model.h5", "w"):
+        pass
+    what = _not_regular(tmp_path / name, kind)
+    with pytest.raises(ModelError, match=rf"{name}: is {what}"):
+        load_model(tmp_path)
+
+
+def test_a_checkpoint_that_is_not_a_regular_file_is_named(tmp_path: Path, alarm: None) -> None:
+    src = write_model_dir(tmp_path / "m", config_dict("single_instance"))
+    _not_regular(src / "best.ckpt", "fifo")
+    with pytest.raises(ModelError, match=r"best\.ckpt: is a FIFO"):
+        load_model(src)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool, torch.complex64])
+def test_non_float_weights_are_refused_by_name(tmp_path: Path, dtype: torch.dtype) -> None:
+    src = write_model_dir(tmp_path / "m", config_dict("single_instance"))
+    ckpt = torch.load(src / "best.ckpt", weights_only=False)
+    key = next(k for k, v in ckpt["state_dict"].items() if v.ndim == 4)  # the first conv
+    ckpt["state_dict"][key] = (ckpt["state_dict"][key] * 10).to(dtype)
+    torch.save(ckpt, src / "best.ckpt")
+    name = str(dtype).removeprefix("torch.")
+    with pytest.raises(ModelError) as err:
+        load_model(src)
+    assert str(err.value) == (
+        f"{src / 'best.ckpt'}: weight {key.removeprefix('model.')!r} is {name}, not a float "
+        "(1 such tensor(s)); the checkpoint is damaged or was not saved by sleap-nn"
+    )

@@ -37,7 +37,7 @@ def colour_folder(tmp_path: Path) -> tuple[Path, np.ndarray]:
     return tmp_path / "frames", frames
 
 
-def test_frames_equal_the_pixels_in_natural_name_order(
+def test_frames_equal_the_pixels_in_sleap_io_order(
     colour_folder: tuple[Path, np.ndarray],
 ) -> None:
     folder, frames = colour_folder
@@ -46,19 +46,59 @@ def test_frames_equal_the_pixels_in_natural_name_order(
     info = reader.info
     assert (info.path, info.n_frames, info.height, info.width) == (folder.absolute(), 12, 64, 96)
     assert not info.grayscale and reader.channels_for(1) == 3 and info.fps > 0
-    # f2 before f10: plain sorting would put f10 and f11 right after f1.
-    assert [Path(f).name for f in info.files[:4]] == ["f0.png", "f1.png", "f2.png", "f3.png"]
+    # Plain order, as sleap-io's ImageVideo: f10 and f11 right after f1.
+    order = [0, 1, 10, 11, 2, 3, 4, 5, 6, 7, 8, 9]
+    assert [Path(f).name for f in info.files] == [f"f{i}.png" for i in order]
     got = dict(reader.iter_frames(None, 3))
     assert sorted(got) == list(range(12))
-    for i in range(12):
-        np.testing.assert_array_equal(got[i], frames[i])  # PNG is lossless
+    for k, i in enumerate(order):
+        np.testing.assert_array_equal(got[k], frames[i])  # PNG is lossless
     assert [i for i, _ in reader.iter_frames([7, 2], 3)] == [2, 7]
     assert [i for i, _ in reader.iter_frames(None, 3, start=10)] == [10, 11]
 
 
+def test_frame_i_is_what_sleap_io_shows_as_frame_i(tmp_path: Path) -> None:
+    frames = counter_frames(12, gray=False)
+    names = [f"f{i}.png" for i in range(12)] + ["x.PNG", ".hidden.png", "notes.txt"]
+    _write_images(tmp_path / "seq", np.concatenate([frames, frames[:2]]), names)
+    (tmp_path / "seq" / "notes.txt").write_text("not an image")
+    reader = ImageSequenceReader(tmp_path / "seq")
+    video = sio.load_video(str(tmp_path / "seq"), grayscale=False)
+    assert list(reader.info.files) == [str(Path(f).absolute()) for f in video.filename]
+    got = dict(reader.iter_frames(None, 3))
+    for i in got:
+        np.testing.assert_array_equal(got[i], video[i])
+    # x.PNG is left out (sleap-io leaves it out), and a note says so.
+    assert len(reader.info.notes) == 1 and "x.PNG" in reader.info.notes[0]
+
+
+def test_a_folder_of_upper_case_suffixes_is_read_in_plain_order(tmp_path: Path) -> None:
+    _write_images(tmp_path / "cam", counter_frames(3), ["IMG_10.JPG", "IMG_2.JPG", "IMG_1.JPG"])
+    reader = ImageSequenceReader(tmp_path / "cam")
+    assert [Path(f).name for f in reader.info.files] == ["IMG_1.JPG", "IMG_10.JPG", "IMG_2.JPG"]
+    assert reader.info.notes == ()
+
+
+def test_a_cmyk_jpeg_reads_like_its_rgb_copy(tmp_path: Path) -> None:
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    rgb = np.clip(counter_frames(1, gray=False)[0] + rng.integers(0, 60, (64, 96, 3)), 0, 255)
+    rgb = rgb.astype(np.uint8)
+    (tmp_path / "cmyk").mkdir()
+    (tmp_path / "rgb").mkdir()
+    Image.fromarray(rgb).convert("CMYK").save(tmp_path / "cmyk" / "a.jpg", quality=95)
+    Image.open(tmp_path / "cmyk" / "a.jpg").convert("RGB").save(tmp_path / "rgb" / "a.png")
+    cmyk = next(iter(ImageSequenceReader(tmp_path / "cmyk").iter_frames(None, 3)))[1]
+    copy = next(iter(ImageSequenceReader(tmp_path / "rgb").iter_frames(None, 3)))[1]
+    assert cmyk.shape == (64, 96, 3)
+    np.testing.assert_array_equal(cmyk, copy)
+    assert np.abs(cmyk.astype(int) - rgb.astype(int)).mean() < 4  # K is not dropped
+
+
 def test_gray_jpegs_give_one_channel(tmp_path: Path) -> None:
     frames = counter_frames(3)[..., 0]
-    _write_images(tmp_path / "jpgs", frames, ["a.jpg", "b.jpeg", "c.JPG"])
+    _write_images(tmp_path / "jpgs", frames, ["a.jpg", "b.jpeg", "c.jpg"])
     reader = ImageSequenceReader(tmp_path / "jpgs")
     assert reader.info.grayscale and reader.channels_for(1) == 1
     got = list(reader.iter_frames(None, 1))
@@ -149,7 +189,7 @@ def test_image_folder_and_image_glob_are_one_input_each(tmp_path: Path) -> None:
     subset = expand_inputs([str(tmp_path / "a" / "f*.png")])
     assert [i.path for i in subset] == [tmp_path / "a" / "f*.png"]
     reader = open_video(subset[0].path)
-    assert [Path(f).name for f in reader.info.files] == ["f1.png", "f2.png", "f10.png"]
+    assert [Path(f).name for f in reader.info.files] == ["f1.png", "f10.png", "f2.png"]
     assert reader.info.path == (tmp_path / "a").absolute()
     listing = tmp_path / "list.txt"
     listing.write_text("a\nb/frames\n")

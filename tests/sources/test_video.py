@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import av
 import numpy as np
 import pytest
+import sleap_io as sio
 
 from sleap_infer.core.errors import UsageError, VideoError
 from sleap_infer.sources.frames import parse_frames
@@ -14,6 +16,7 @@ from sleap_infer.sources.video import (
     DECODE_ERROR,
     MISSING_AT_END,
     SEEK_GAP_FRAMES,
+    SLEAP_IO_VIDEO_EXTS,
     FrameError,
     VideoReader,
     runs,
@@ -158,19 +161,66 @@ def test_more_frames_than_metadata_are_all_decoded(tmp_path: Path) -> None:
 
 
 def test_frames_far_past_the_real_end_are_reported_not_sought_forever(tmp_path: Path) -> None:
-    # Metadata promises 1000 frames, the file holds 60: a seek to frame 900 lands on the
+    # The header promises 1000 frames, the file holds 60: a seek to frame 900 lands on the
     # last keyframe, far short of its target. It must not seek there again and again.
     avi = avi_claiming(tmp_path / "liar.avi", counter_frames(60), claimed=1000)
+    reader = VideoReader(avi)
+    assert reader.info.n_frames == 60  # its index and data agree: the header overcounts
     errors: list[FrameError] = []
-    got = [i for i, _ in VideoReader(avi).iter_frames([5, 900, 950], 1, errors.append)]
+    got = [i for i, _ in reader.iter_frames([5, 900, 950], 1, errors.append)]
     assert got == [5]
     assert [(e.index, e.count, e.kind) for e in errors] == [
         (900, 1, MISSING_AT_END),
         (950, 1, MISSING_AT_END),
     ]
     errors.clear()
-    assert list(VideoReader(avi).iter_frames(None, 1, errors.append, start=700)) == []
-    assert [(e.index, e.count) for e in errors] == [(700, 300)]
+    assert list(reader.iter_frames(None, 1, errors.append, start=700)) == []
+    assert errors == []  # nothing from frame 700 on was ever there to miss
+
+
+def test_a_header_overcount_is_a_note_not_a_truncation(tmp_path: Path) -> None:
+    # A healthy MJPEG AVI whose header says 21 frames and holds 20.
+    avi = avi_claiming(tmp_path / "cam.avi", counter_frames(20), claimed=21, mjpeg=True)
+    reader = VideoReader(avi)
+    assert reader.info.n_frames == 20
+    assert reader.info.notes == (
+        f"{avi}: its header says 21 frames but the file holds 20, all present (the header "
+        "overcounts; nothing is cut off or damaged): predicting and recording 20 frames",
+    )
+    got, errors = _decode_all(avi)
+    assert got == list(range(20)) and errors == []
+    # sleap-io's readers cannot read a 21st frame either (its OpenCV one reports 21).
+    with pytest.raises(Exception):  # noqa: B017 (each sleap-io reader raises its own type)
+        sio.load_video(str(avi), plugin="FFMPEG")[20]
+    # A cut AVI (its index lost with its tail) is still a truncation, not an overcount.
+    whole = avi_claiming(tmp_path / "whole.avi", counter_frames(60), claimed=60, mjpeg=True)
+    cut = truncated_copy(whole, tmp_path / "cut.avi", 0.5)
+    assert VideoReader(cut).info.n_frames == 60 and VideoReader(cut).info.notes == ()
+    got, errors = _decode_all(cut)
+    assert errors and errors[-1].kind == MISSING_AT_END and errors[-1].last == 59
+
+
+def test_a_video_sleap_io_cannot_open_gets_a_note(tmp_path: Path) -> None:
+    mp4 = write_video(tmp_path / "clip.mp4", counter_frames(3))
+    assert VideoReader(mp4).info.notes == ()
+    webm = tmp_path / "clip.webm"
+    with av.open(str(webm), "w") as container:
+        stream = container.add_stream("libvpx-vp9", rate=30)
+        stream.width, stream.height, stream.pix_fmt = 96, 64, "yuv420p"
+        for frame in counter_frames(3):
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
+        container.mux(stream.encode())
+    with pytest.raises(ValueError, match="Unknown video file type"):
+        sio.load_video(str(webm))
+    assert VideoReader(webm).info.notes == (
+        f"{webm}: sleap-io (and so SLEAP) cannot open .webm videos, so an .slp of it will not "
+        "open its video there (the predictions are fine); convert it, e.g. ffmpeg -i "
+        "clip.webm clip.mp4, to view them in SLEAP",
+    )
+
+
+def test_the_names_sleap_io_opens_are_its_own() -> None:
+    assert set(SLEAP_IO_VIDEO_EXTS) == set(sio.Video.EXTS)
 
 
 def test_start_skips_earlier_frames_by_seeking(tmp_path: Path) -> None:

@@ -65,7 +65,13 @@ def _weights(group: h5py.Group) -> dict[str, np.ndarray]:
     for raw_name in group.attrs.get("weight_names", []):
         path = _text(raw_name)
         short = path.rsplit("/", 1)[-1].split(":", 1)[0]
-        out[short] = np.asarray(group[path][()], dtype=np.float32)
+        stored = group[path]
+        if stored.dtype.kind != "f":  # cast silently, integer or complex weights were junk
+            raise LegacyError(
+                f"weight {path!r} is {stored.dtype}, not a float; the file is damaged or "
+                "was not saved by SLEAP"
+            )
+        out[short] = np.asarray(stored[()], dtype=np.float32)
     return out
 
 

@@ -18,6 +18,12 @@ from torch import nn
 
 from sleap_infer.core.config import ModelConfig
 from sleap_infer.core.errors import ModelError
+from sleap_infer.core.files import (
+    CONFIG_MAX_BYTES,
+    WEIGHTS_MAX_BYTES,
+    check_file,
+    read_text_bounded,
+)
 from sleap_infer.model.config import parse_config
 from sleap_infer.model.legacy.config import to_sleap_nn
 from sleap_infer.model.legacy.errors import LegacyError
@@ -35,17 +41,17 @@ WHAT = "legacy SLEAP 1.x model"
 def check_legacy_dir(model_dir: Path) -> None:
     """Raise unless ``model_dir`` holds a SLEAP 1.x config next to an HDF5 ``best_model.h5``."""
     weights = model_dir / LEGACY_WEIGHTS
-    if not weights.is_file():
+    if not weights.exists():
         raise ModelError(f"{model_dir}: {WHAT} without {LEGACY_WEIGHTS}")
+    check_file(weights, WEIGHTS_MAX_BYTES, ModelError)
     if not h5py.is_hdf5(weights):
         raise ModelError(f"{model_dir}: {WHAT}, but {LEGACY_WEIGHTS} is not an HDF5 file")
 
 
 def _read_json(path: Path) -> Any:
+    text = read_text_bounded(path, CONFIG_MAX_BYTES, ModelError)
     try:
-        return json.loads(path.read_text())
-    except OSError as exc:
-        raise LegacyError(f"{path.name} cannot be read ({exc.strerror or exc})") from exc
+        return json.loads(text)
     except ValueError as exc:
         raise LegacyError(f"{path.name} is not valid JSON ({exc})") from exc
 
