@@ -9,6 +9,7 @@ are in the ``dev`` extra).
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
@@ -103,7 +104,9 @@ def test_nwb_one_track_loads_in_movement_with_its_defaults(tmp_path: Path) -> No
     out = write(tmp_path, case, "nwb", fps=FPS)
     ds = quiet(movement_poses.from_nwb_file, out)  # no keys: behavior/PoseEstimation
     xy, scores = slot_arrays(case, 1)
-    assert_movement_poses(ds, xy, scores, ["untracked_0"])
+    (animal,) = ds.individuals.values  # the file's identifier: the track, then unique digits
+    assert re.fullmatch(r"untracked_0-[0-9a-f]{12}", animal)
+    assert_movement_poses(ds, xy, scores, [animal])
     assert ds.attrs["fps"] == FPS
     found = ~np.isnan(ds.position.values).all(axis=(1, 2, 3))
     assert float(ds.time[found][0]) == pytest.approx(4 / FPS)  # its true time, not 0
