@@ -125,6 +125,7 @@ def write(
     fps: float = 30.0,
     skeleton: sio.Skeleton | None = None,
     video_name: str = "v.mp4",
+    csv_empty_frames: bool = False,
 ) -> Path:
     journal_file = tmp_path / "j.partial"
     with JournalWriter(journal_file, header={"fingerprint": {}}) as w:
@@ -144,6 +145,7 @@ def write(
         {"run": "test"},
         nwb=nwb,
         empty_frames=empty_frames,
+        csv_empty_frames=csv_empty_frames,
     )
     assert is_complete(out, fmt)
     left = sorted(p.name for p in tmp_path.iterdir() if p.name != video_name)  # a test's video

@@ -410,6 +410,7 @@ def write_from_journal(
     poses: bool = True,
     nwb: NwbMetadata | None = None,
     empty_frames: bool = True,
+    csv_empty_frames: bool = False,
     replace: bool = True,
 ) -> None:
     """Build the output file for a finished video from its journal, atomically
@@ -425,6 +426,8 @@ def write_from_journal(
     ``nwb`` (the session and subject) for NWB.
     ``empty_frames``: every predicted frame is in the output, those where nothing was
     found too (sleap-nn's default); False leaves them out (``--no-empty-frames``).
+    CSV writes them (a row holding only ``frame_idx``) only with ``csv_empty_frames``
+    (``--csv-empty-frames``), as sleap-io's CSV writer leaves them out by default.
     """
     check_mask_output(mask_output)
     product = missing_product(fmt, (p for p in Product if journal.totals.of(p)))
@@ -446,6 +449,7 @@ def write_from_journal(
         poses,
         nwb or NwbMetadata(),
         empty_frames,
+        csv_empty_frames,
     )
     write = _writer(fmt)
     needs = estimate_bytes(journal, len(skeleton.nodes), fmt, mask_output, empty_frames)

@@ -46,6 +46,9 @@ class Source:
     poses: bool = True  # the models predict keypoint instances (a lone box detector does not)
     nwb: NwbMetadata = field(default_factory=NwbMetadata)  # session and subject (NWB only)
     empty_frames: bool = True  # predicted frames where nothing was found are written too
+    # ... and in CSV (a row holding only frame_idx) only when asked: sleap-io's CSV writer
+    # leaves them out by default (--csv-empty-frames).
+    csv_empty_frames: bool = False
 
     @property
     def node_names(self) -> list[str]:

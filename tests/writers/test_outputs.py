@@ -56,22 +56,26 @@ def _cell(text: str) -> float:
     return float(text) if text else float("nan")
 
 
-@pytest.mark.parametrize("empty_frames", [True, False])
+@pytest.mark.parametrize(
+    ("empty_frames", "csv_empty_frames"), [(True, False), (True, True), (False, True)]
+)
 @pytest.mark.parametrize("kind", CASES)
 def test_csv_has_a_header_and_one_row_per_instance(
-    tmp_path: Path, kind: str, empty_frames: bool
+    tmp_path: Path, kind: str, empty_frames: bool, csv_empty_frames: bool
 ) -> None:
     case = make_case(kind)
-    out = write(tmp_path, case, "csv", empty_frames)
+    out = write(tmp_path, case, "csv", empty_frames, csv_empty_frames=csv_empty_frames)
     with out.open(newline="") as fh:
         rows = list(csv.reader(fh))
     nodes = [f"{n}.{f}" for n in ("head", "thorax", "tail") for f in ("x", "y", "score")]
     assert rows[0] == ["track", "frame_idx", "instance.score", *nodes]
     expected = case.instances
-    # A predicted frame without instances is one row with only its frame_idx (sleap-io's
-    # CSV row for an empty frame), in frame order; --no-empty-frames leaves it out.
+    # A predicted frame without instances has no row by default (sleap-io's CSV writer);
+    # with --csv-empty-frames it is one row with only its frame_idx (sleap-io's CSV row for
+    # an empty frame), in frame order, unless --no-empty-frames leaves it out.
     found = {exp.frame for exp in expected}
-    empty = [f for f in case.predicted if f not in found] if empty_frames else []
+    kept = empty_frames and csv_empty_frames
+    empty = [f for f in case.predicted if f not in found] if kept else []
     order = sorted([(exp.frame, 0) for exp in expected] + [(f, 1) for f in empty])
     assert [int(row[1]) for row in rows[1:]] == [f for f, _ in order]
     blank = [row for row in rows[1:] if not row[2]]
