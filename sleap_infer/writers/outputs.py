@@ -450,6 +450,7 @@ def write_from_journal(
         nwb or NwbMetadata(),
         empty_frames,
         csv_empty_frames,
+        labels_path=str(sibling_output(path.resolve(), fmt, FORMATS["slp"])),
     )
     write = _writer(fmt)
     needs = estimate_bytes(journal, len(skeleton.nodes), fmt, mask_output, empty_frames)

@@ -49,6 +49,8 @@ class Source:
     # ... and in CSV (a row holding only frame_idx) only when asked: sleap-io's CSV writer
     # leaves them out by default (--csv-empty-frames).
     csv_empty_frames: bool = False
+    # The run's .slp predictions (absolute), beside this output: analysis HDF5's labels_path.
+    labels_path: str = ""
 
     @property
     def node_names(self) -> list[str]:
