@@ -58,7 +58,10 @@ class Source:
 
     @property
     def video_frames(self) -> int:
-        return int(self.video.backend_metadata["shape"][0])
+        """The video's length: recorded when we made the video object; a project's own
+        video (a ``.pkg.slp``'s frames) records none, so its backend says."""
+        shape = self.video.backend_metadata.get("shape") or self.video.shape
+        return int(shape[0]) if shape else 0
 
     @property
     def fps(self) -> float:

@@ -308,3 +308,34 @@ def test_real_model_with_nothing_found_writes_every_format(shared: Path, tmp_pat
     ]
     assert [lf.frame_idx for lf in sio.load_slp(str(tmp_path / "empty.slp"))] == [0, 1, 2, 3]
     assert len(sio.load_analysis_h5(str(tmp_path / "empty.analysis.h5"))) == 0
+
+
+def test_a_package_given_by_a_relative_path_is_found_from_anywhere(
+    shared: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Before: the output named the package ``minimal_instance.pkg.slp`` (relative to the
+    working folder), so from any other folder sio could not read its frames
+    (FileNotFoundError: Video does not exist ...)."""
+    from cli_runs import run_cli
+
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    (work / "out").mkdir(parents=True)
+    elsewhere.mkdir()
+    pkg = shared / "videos" / "minimal_instance.pkg.slp"
+    (work / pkg.name).write_bytes(pkg.read_bytes())
+    monkeypatch.chdir(work)
+    model = fixture_model(shared, "single_instance")
+    for fmt in ("slp", "analysis-h5"):
+        args = ["predict", pkg.name, "-m", model, "--device", "cpu", "-q", "--format", fmt]
+        code, err = run_cli(capsys, *args, "-o", f"out/p{FORMATS[fmt].suffix}")
+        assert code == 0, err
+    monkeypatch.chdir(elsewhere)
+    labels = sio.load_slp(str(work / "out" / "p.slp"))
+    assert labels.videos[0].filename == str((work / pkg.name).resolve())
+    assert labels[0].image.shape == (384, 384, 1)
+    with h5py.File(work / "out" / "p.analysis.h5", "r") as f:
+        assert f["video_path"][()].decode() == str((work / pkg.name).resolve())
+    assert (work / pkg.name).read_bytes() == pkg.read_bytes()  # the input is untouched
