@@ -2,7 +2,7 @@
 
 Three readers, three expectations, one file:
 
-* **movement** (``load_poses.from_nwb_file`` with its defaults) reads the
+* **movement** (``load_dataset(path, source_software="NWB")``, its defaults) reads the
   ``PoseEstimation`` called ``PoseEstimation`` in the processing module
   ``behavior``, as one animal named after ``NWBFile.identifier``, and times its
   rows ``0, 1/rate, 2/rate ...`` whatever the timestamps say. So every track is

@@ -17,7 +17,7 @@ import scene
 from cli_runs import error_lines, run_cli
 from conftest import SYNTHETIC_MODEL
 
-movement_poses = pytest.importorskip("movement.io.load_poses", reason="movement not installed")
+movement_io = pytest.importorskip("movement.io", reason="movement not installed")
 nwbinspector = pytest.importorskip("nwbinspector", reason="nwbinspector not installed")
 
 
@@ -40,7 +40,7 @@ def test_nwb_with_metadata_file_loads_in_movement_and_passes_nwbinspector(
         assert code == 0, err
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ds = movement_poses.from_nwb_file(out)  # its defaults: one call, the only track
+        ds = movement_io.load_dataset(out, source_software="NWB")  # one call, the only track
         messages = list(
             nwbinspector.inspect_nwbfile(
                 nwbfile_path=str(out), config=nwbinspector.load_config("dandi")
