@@ -68,11 +68,12 @@ def test_the_subject_names_the_animal(tmp_path: Path) -> None:
     names = [identifier(p) for p in files]
     assert names[0] != names[1]
     assert all(re.fullmatch(r"mouse7-[0-9a-f]{12}", n) for n in names)
-    load_poses = pytest.importorskip("movement.io.load_poses")
+    movement_io = pytest.importorskip("movement.io")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ds = load_poses.from_nwb_file(files[0])
-    assert [str(v) for v in ds.individuals.values] == [names[0]]
+        ds = movement_io.load_dataset(files[0], source_software="NWB")
+    individuals = ds["individual" if "individual" in ds.dims else "individuals"]
+    assert [str(v) for v in individuals.values] == [names[0]]
 
 
 def test_several_tracks_are_named_after_the_video(tmp_path: Path) -> None:
