@@ -123,29 +123,33 @@ def write(
     empty_frames: bool = True,
     nwb: NwbMetadata | None = None,
     fps: float = 30.0,
+    skeleton: sio.Skeleton | None = None,
+    video_name: str = "v.mp4",
+    csv_empty_frames: bool = False,
 ) -> Path:
     journal_file = tmp_path / "j.partial"
     with JournalWriter(journal_file, header={"fingerprint": {}}) as w:
         for batch in case.batches:
             w.write_batch(batch)
     cfg = parse_config(config_dict(case.model_type))
-    info = VideoInfo(tmp_path / "v.mp4", N_FRAMES, fps, 64, 96, True, "h264")
+    info = VideoInfo(tmp_path / video_name, N_FRAMES, fps, 64, 96, True, "h264")
     fmt = get_format(fmt_name)
-    out = tmp_path / f"v.mp4.predictions{fmt.suffix}"
+    out = tmp_path / f"{video_name}.predictions{fmt.suffix}"
     write_from_journal(
         read_journal(journal_file),
         out,
         fmt,
         make_video(info),
-        make_skeleton(cfg),
+        skeleton or make_skeleton(cfg),
         case.class_names,
         {"run": "test"},
         nwb=nwb,
         empty_frames=empty_frames,
+        csv_empty_frames=csv_empty_frames,
     )
     assert is_complete(out, fmt)
-    left = sorted(p.name for p in tmp_path.iterdir() if p.name != "v.mp4")  # a test's video
-    assert left == ["j.partial", out.name]  # no temporary file
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name != video_name)  # a test's video
+    assert left == sorted(["j.partial", out.name])  # no temporary file
     return out
 
 

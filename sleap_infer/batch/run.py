@@ -28,7 +28,7 @@ from sleap_infer.core.errors import UsageError
 from sleap_infer.pipeline.request import checkpoint_hashes, request_record
 from sleap_infer.pipeline.spec import PipelineSpec
 from sleap_infer.sources.inputs import expand_inputs, take_shard
-from sleap_infer.writers.registry import OutputFormat, get_formats
+from sleap_infer.writers.registry import FORMATS, OutputFormat, get_formats
 
 if TYPE_CHECKING:
     from sleap_infer.pipeline.pipeline import Pipeline
@@ -125,6 +125,7 @@ class Batch:
     def load(self) -> ModelSummary:
         """Load the models now: one pipeline, or (several devices) check they all work."""
         spec = self.spec
+        nwb = spec.nwb.dandi_warning() if FORMATS["nwb"] in self.formats else None
         if len(self.devices) == 1:
             pipeline = spec.build(self.devices[0])
             pipeline.check_formats(self.formats)
@@ -133,14 +134,14 @@ class Batch:
                 pipeline.describe(),
                 f"{pipeline.backend_name}/{pipeline.device}",
                 spec.batch_size,
-                tuple(pipeline.warnings),
+                (*pipeline.warnings, *filter(None, [nwb])),
             )
         warnings = spec.check(self.devices, self.formats)
         return ModelSummary(
             ", ".join(spec.model_paths),
             f"{spec.backend}, {len(self.devices)} workers ({', '.join(self.devices)})",
             spec.batch_size,
-            tuple(warnings),
+            (*warnings, *filter(None, [nwb])),
         )
 
     def run(

@@ -159,6 +159,14 @@ def predict(
             "as sleap-nn does).",
         ),
     ] = False,
+    csv_empty_frames: Annotated[
+        bool,
+        typer.Option(
+            "--csv-empty-frames",
+            help="--format csv: a row holding only frame_idx for each predicted frame "
+            "where nothing was found (left out by default, as sleap-io's CSV writer does).",
+        ),
+    ] = False,
     recursive: Annotated[
         bool, typer.Option("--recursive", "-r", help="Search folders' subfolders too.")
     ] = False,

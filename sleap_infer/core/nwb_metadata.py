@@ -20,6 +20,7 @@ from typing import Any
 from sleap_infer.core.errors import UsageError
 
 SEXES = ("M", "F", "U", "O", "XX", "XO")  # NWB's codes; XX / XO for C. elegans
+DANDI_SUBJECT = ("subject", "species", "age")  # what DANDI requires of the subject (sex: U)
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,18 @@ class NwbMetadata:
         if given and fmt != "nwb":
             flags = ", ".join("--" + name.replace("_", "-") for name in given)
             raise UsageError(f"{flags} only matter with --format nwb (not {fmt})")
+
+    def dandi_warning(self) -> str | None:
+        """One line, once a run (not per video), when the subject DANDI needs is not all
+        given: the files still write (subject ``unknown``), but DANDI refuses them and
+        nwbinspector says CRITICAL / BEST_PRACTICE_VIOLATION; only the lab knows the values."""
+        missing = [f"--nwb-{key}" for key in DANDI_SUBJECT if getattr(self, f"nwb_{key}") is None]
+        if not missing:
+            return None
+        return (
+            f"--format nwb without {', '.join(missing)}: DANDI needs the subject's id, "
+            "species and age (give them, or --nwb-metadata FILE.yaml)"
+        )
 
     @property
     def experimenters(self) -> list[str] | None:

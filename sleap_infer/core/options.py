@@ -177,6 +177,9 @@ class PredictOptions:
     # (downstream tools then see the frames that were looked at); True drops them
     # (sleap-nn's --no_empty_frames).
     no_empty_frames: bool = False
+    # CSV alone: a row holding only frame_idx for each empty frame; off by default, as
+    # sleap-io's CSV writer (its readers take such a row for an instance without points).
+    csv_empty_frames: bool = False
     # Box detectors: class-wise IoU NMS; None = the type's default (SSD 0.45, CenterNet
     # off), 1.0 suppresses nothing.
     bbox_nms_iou: float | None = None

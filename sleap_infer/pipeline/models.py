@@ -20,7 +20,7 @@ from sleap_infer.core.products import Product
 from sleap_infer.model.exported import expand as expand_exports
 from sleap_infer.model.loader import LoadedModel, load_model
 from sleap_infer.model.overrides import apply_overrides
-from sleap_infer.model.registry import MODEL_TYPES, ModelType
+from sleap_infer.model.registry import MODEL_TYPES, ModelType, pair_roles
 from sleap_infer.runtimes import get_runtime
 from sleap_infer.tracking import MASKS, POSES, resolve_options
 from sleap_infer.tracking.options import TrackingOptions
@@ -113,8 +113,11 @@ def describe(models: Sequence[LoadedModel]) -> str:
 
 
 def check_format(models: Sequence[LoadedModel], fmt: OutputFormat) -> None:
-    """A one-line UsageError when ``fmt`` cannot hold what these models make."""
-    refuse(fmt, in_order(products(models)), describe(models))
+    """A one-line UsageError when ``fmt`` cannot hold what these models make, or the
+    names of the nodes written (the instance model's in a top-down pair)."""
+    roles = pair_roles([m.model_type for m in models]) if len(models) > 1 else (0, 0)
+    nodes = models[roles[1]].config.node_names if roles and models else ()
+    refuse(fmt, in_order(products(models)), describe(models), nodes)
 
 
 def check_overrides_backend(backend: str, overrides: ConfigOverrides) -> None:

@@ -73,7 +73,9 @@ from sleap_infer.writers.outputs import (
 )
 from sleap_infer.writers.registry import OutputFormat
 
-OUTPUT_ONLY_OPTIONS = frozenset({"mask_output", "polygon_epsilon", "no_empty_frames"})
+OUTPUT_ONLY_OPTIONS = frozenset(
+    {"mask_output", "polygon_epsilon", "no_empty_frames", "csv_empty_frames"}
+)
 
 
 @dataclass
@@ -534,6 +536,7 @@ class VideoJob:
                     poses=Product.POSES in pipeline.products,
                     nwb=pipeline.spec.nwb,
                     empty_frames=not pipeline.options.no_empty_frames,
+                    csv_empty_frames=pipeline.options.csv_empty_frames,
                     replace=self.overwrite,
                 )
             except OutputError as exc:  # the other formats are still written

@@ -12,6 +12,11 @@ file with no tracks. The frame axis is the whole video whatever was predicted
 (a frame where nothing was found is NaN, as is one that was not predicted), so
 ``--no-empty-frames`` does not change this format.
 
+``labels_path`` is the run's ``.slp`` predictions beside this file (absolute), as
+sleap-nn 0.3.5 writes the ``.slp`` output path there (``save_analysis_h5_files``),
+also when only analysis HDF5 was asked for: then no file is at that path, as with
+sleap-nn. ``video_path`` is the video (absolute).
+
 The track axis says what it is, in the file attribute ``track_axis`` (see
 :mod:`sleap_infer.writers.slots`): class identities for multi-class models, else
 ``untracked_<k>`` slots that rank each frame's instances by score, so
@@ -151,7 +156,7 @@ def _write_metadata(f: h5py.File, source: Source, axis: TrackAxis) -> None:
     edge_names = np.array([[a.encode(), b.encode()] for a, b in edges], dtype="S")
     f.create_dataset("edge_names", data=edge_names.reshape(len(edges), 2))
     f.create_dataset("edge_inds", data=np.array(skeleton.edge_inds, np.int64).reshape(-1, 2))
-    f.create_dataset("labels_path", data="")
+    f.create_dataset("labels_path", data=source.labels_path)
     f.create_dataset("video_path", data=source.video.filename or "")
     f.create_dataset("video_ind", data=0)
     f.create_dataset("provenance", data=json.dumps(source.provenance))

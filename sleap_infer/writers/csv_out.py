@@ -21,12 +21,19 @@ what a video happened to contain, so every video of a run has the same header:
   ``track``, ``instance.score`` and the node columns empty.
 
 Rows go frame by frame in prediction order, a frame's instances before its boxes.
-A predicted frame where nothing was found is one row holding only its ``frame_idx``
-(how sleap-io writes an empty frame), unless ``--no-empty-frames`` leaves it out.
+A predicted frame where nothing was found has no row, as sleap-io's CSV writer
+(``sio.save_csv``, ``include_empty=False``) and SLEAP's analysis CSV do:
+``sio.load_csv`` then reads back exactly the instances predicted. With
+``--csv-empty-frames`` it is one row holding only its ``frame_idx`` (how sleap-io
+writes an empty frame with ``include_empty=True``; it reads back as an instance
+without points), unless ``--no-empty-frames`` leaves empty frames out everywhere.
+The header is quoted as the rows are (the csv module's rules), so a node named
+``ear, left`` or holding a newline stays one column.
 """
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 from typing import TextIO
 
@@ -60,7 +67,9 @@ FLUSH_ROWS = 4096  # rows gathered per pandas write: its per-call cost dominates
 def write_csv(path: Path, source: Source) -> None:
     columns, poses, boxes = csv_layout(source)
     with path.open("w", newline="") as fh:
-        fh.write(",".join(columns) + "\n")
+        # Quoted as the rows are (pandas quotes like the csv module): a node named
+        # ``ear, left`` or holding a newline stays one column.
+        csv.writer(fh, lineterminator="\n").writerow(columns)
         pending: list[pd.DataFrame] = []
         for preds in source.journal.batches():
             rows = _batch_rows(preds, source, columns, poses, boxes)
@@ -110,7 +119,7 @@ def _batch_rows(
     if boxes and preds.n_boxes:
         parts.append(_box_rows(preds, source.box_categories))
         found[preds.boxes.frame] = True  # type: ignore[union-attr]
-    if source.empty_frames and not found.all():
+    if source.empty_frames and source.csv_empty_frames and not found.all():
         parts.append(_empty_rows(preds, ~found))
     if not parts:
         return pd.DataFrame(columns=columns)

@@ -1,6 +1,6 @@
 """DeepLabCut-style CSV (``--format dlc-csv``), written by sleap-io's own DLC writer.
 
-movement (``load_poses.from_dlc_file``) and DLC-based tools read this layout:
+movement (``load_dataset(path, source_software="DeepLabCut")``) and DLC tools read this:
 header rows ``scorer, [individuals,] bodyparts, coords`` (``x, y, likelihood``)
 and one row per frame, where the row's *position* is its frame (movement times
 row ``k`` at ``k / fps`` and ignores the index). sleap-io 0.9's writer

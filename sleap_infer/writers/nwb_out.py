@@ -2,7 +2,7 @@
 
 Three readers, three expectations, one file:
 
-* **movement** (``load_poses.from_nwb_file`` with its defaults) reads the
+* **movement** (``load_dataset(path, source_software="NWB")``, its defaults) reads the
   ``PoseEstimation`` called ``PoseEstimation`` in the processing module
   ``behavior``, as one animal named after ``NWBFile.identifier``, and times its
   rows ``0, 1/rate, 2/rate ...`` whatever the timestamps say. So every track is
@@ -13,10 +13,15 @@ Three readers, three expectations, one file:
   frame rate) with ``starting_time`` 0 rather than by timestamps (nwbinspector's
   ``check_regular_timestamps``); only a video whose own timestamps stray from
   ``k / fps`` by half a frame or more (variable frame rate) gets timestamps, the
-  video's (movement still times rows ``k / rate``). A file with one track has that track's name as
-  its identifier, as movement's own NWB writer does; movement reads one animal
-  per call, so a file with several tracks needs ``pose_estimation_key=<track>``
-  per track (its reader has no way to return several from one file).
+  video's (movement still times rows ``k / rate``). movement's own NWB writer
+  sets the identifier to the animal's name, but DANDI (nwbinspector's
+  ``check_unique_identifiers``, CRITICAL) wants it unique per file: here it
+  is the animal's name (the subject id when given, else the track's name; the
+  video's stem for several tracks) then ``-`` and 12 random hex digits, so
+  movement's individual is still recognisable and two files never clash.
+  movement reads one animal per call, so a file with several tracks needs
+  ``pose_estimation_key=<track>`` per track (its reader has no way to return
+  several from one file).
 * **sleap-io** (``sio.load_nwb``, 0.9) only reads ``PoseEstimation``\\ s in
   modules named ``SLEAP_VIDEO_*``, numbers frames by their rank among all
   timestamps, scores instances by their mean point score, names tracks
@@ -58,6 +63,7 @@ from pynwb.file import Subject
 import sleap_infer
 from sleap_infer.core.errors import VideoError
 from sleap_infer.core.nwb_metadata import NwbMetadata, parse_time
+from sleap_infer.writers.nwb_names import nwb_names
 from sleap_infer.writers.slots import UNTRACKED, Source, TrackAxis, slotted_batches, track_axis
 
 REFERENCE_FRAME = (
@@ -86,7 +92,7 @@ def write_nwb(path: Path, source: Source) -> None:
     timing = frame_timing(Path(source.video.filename), n_frames, source.fps)
     nwbfile = NWBFile(
         session_description=_session_description(source),
-        identifier=_nwb_name(names[0]) if len(names) == 1 else str(uuid.uuid4()),
+        identifier=file_identifier(source, names),
         session_start_time=start,
         notes=json.dumps({"provenance": source.provenance, "session_start_time": start_known}),
         experimenter=source.nwb.experimenters,
@@ -110,9 +116,10 @@ def write_nwb(path: Path, source: Source) -> None:
         description="the tracks of behavior, linked (not copied), named for sleap_io.load_nwb",
     )
     copies: dict[str, str] = {}  # the sleap-io copy's name -> the behavior track it shares
+    fitted = nwb_names([track.name for track in tracks])
     for k, track in enumerate(tracks):
         about = f"track {track.name} ({_kind(axis)}); tracks are {axis.meaning}"
-        name = MOVEMENT_KEY if len(tracks) == 1 else _nwb_name(track.name)
+        name = MOVEMENT_KEY if len(tracks) == 1 else fitted[k]
         main = _pose_estimation(name, track, about, source, skeleton, camera, timing)
         behavior.add(main)
         copy = _linked_copy(main, _sleap_io_name(axis, k, len(tracks)), source, camera, timing)
@@ -140,9 +147,17 @@ def _kind(axis: TrackAxis) -> str:
     return "identity" if axis.identities else "not an identity"
 
 
-def _nwb_name(name: str) -> str:
-    """NWB names may not hold ``/`` (a path separator in HDF5)."""
-    return name.replace("/", "_") or "_"
+def file_identifier(source: Source, names: list[str]) -> str:
+    """Unique per file (DANDI refuses a dandiset where two files share one), led by the
+    animal's name because movement names the individual after the identifier: the subject
+    id when given, else the one track's name, else (several tracks) the video's stem."""
+    if source.nwb.nwb_subject:
+        animal = source.nwb.nwb_subject
+    elif len(names) == 1:
+        animal = names[0]
+    else:
+        animal = Path(source.video.filename).stem
+    return f"{animal}-{uuid.uuid4().hex[:12]}"
 
 
 def _sleap_io_name(axis: TrackAxis, k: int, n: int) -> str:

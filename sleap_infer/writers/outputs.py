@@ -18,6 +18,7 @@ without them.
 from __future__ import annotations
 
 import contextlib
+import copy
 import errno
 import json
 import os
@@ -385,6 +386,24 @@ def estimate_bytes(
     return size
 
 
+def resolvable(video: sio.Video) -> sio.Video:
+    """``video`` named by its absolute path when it was opened by a relative one (a
+    ``.pkg.slp`` given as ``project.pkg.slp``: its frames are the package's), as video
+    files are, so the output finds its frames from any folder; a copy, the caller's
+    video unchanged. Names that do not resolve here (a project's media elsewhere, an
+    image list) are left as the project wrote them."""
+    name = video.filename
+    if not isinstance(name, str) or Path(name).is_absolute() or not Path(name).exists():
+        return video
+    absolute = Path(name).resolve().as_posix()
+    copied = copy.copy(video)
+    copied.filename = absolute
+    copied.backend_metadata = dict(video.backend_metadata)
+    if copied.backend_metadata.get("filename") == name:
+        copied.backend_metadata["filename"] = absolute
+    return copied
+
+
 def _writer(fmt: OutputFormat) -> Writer:
     """The format's writer, imported here in the parent so each forked child reuses
     the import (pynwb takes seconds). sleap-io imports its own modules on first use,
@@ -410,6 +429,7 @@ def write_from_journal(
     poses: bool = True,
     nwb: NwbMetadata | None = None,
     empty_frames: bool = True,
+    csv_empty_frames: bool = False,
     replace: bool = True,
 ) -> None:
     """Build the output file for a finished video from its journal, atomically
@@ -425,6 +445,8 @@ def write_from_journal(
     ``nwb`` (the session and subject) for NWB.
     ``empty_frames``: every predicted frame is in the output, those where nothing was
     found too (sleap-nn's default); False leaves them out (``--no-empty-frames``).
+    CSV writes them (a row holding only ``frame_idx``) only with ``csv_empty_frames``
+    (``--csv-empty-frames``), as sleap-io's CSV writer leaves them out by default.
     """
     check_mask_output(mask_output)
     product = missing_product(fmt, (p for p in Product if journal.totals.of(p)))
@@ -436,7 +458,7 @@ def write_from_journal(
         )
     source = Source(
         journal,
-        video,
+        resolvable(video),
         skeleton,
         class_names,
         provenance,
@@ -446,6 +468,8 @@ def write_from_journal(
         poses,
         nwb or NwbMetadata(),
         empty_frames,
+        csv_empty_frames,
+        labels_path=str(sibling_output(path.resolve(), fmt, FORMATS["slp"])),
     )
     write = _writer(fmt)
     needs = estimate_bytes(journal, len(skeleton.nodes), fmt, mask_output, empty_frames)

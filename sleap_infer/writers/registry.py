@@ -8,16 +8,19 @@ VIA-tracks CSV (boxes alone) hold boxes, only ``.slp`` holds re-ID vectors (on
 their instances); the per-track
 formats would keep the poses and lose the rest without a word, so
 :func:`missing_product` refuses them before predicting, and again (the
-backstop) before writing. Writers are named as ``"module:function"`` and
-imported on first use, so the command line lists the choices without importing
-h5py, pandas or pynwb.
+backstop) before writing. A format whose files cannot hold every node name
+(NWB: no ``/``, ``:``, empty or repeated names) names a ``check_nodes`` function
+that :func:`refuse` runs on the skeleton, so that too is refused before the first
+frame rather than after the video. Writers and checks are named as
+``"module:function"`` and imported on first use, so the command line lists the
+choices without importing h5py, pandas or pynwb.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,10 +61,17 @@ class OutputFormat:
     # HDF5 objects a finished file has (None: not HDF5, any non-empty file is finished:
     # outputs only appear by atomic rename, so this guards against foreign files).
     hdf5_keys: tuple[str, ...] | None = ()
+    # "module:function" raising a one-line UsageError for node names the format cannot
+    # hold (None: any name will do).
+    check_nodes: str | None = None
 
     def load_writer(self) -> Writer:
-        module, _, name = self.writer.partition(":")
-        return getattr(importlib.import_module(module), name)
+        return _load(self.writer)
+
+    def refuse_nodes(self, nodes: Sequence[str]) -> None:
+        """Before predicting: a one-line UsageError for a node name the files cannot hold."""
+        if self.check_nodes is not None:
+            _load(self.check_nodes)(nodes)
 
     @property
     def suffixes(self) -> tuple[str, ...]:
@@ -83,6 +93,11 @@ class OutputFormat:
     @property
     def holds_embeddings(self) -> bool:
         return Product.EMBEDDINGS in self.holds
+
+
+def _load(name: str) -> Callable[..., None]:
+    module, _, function = name.partition(":")
+    return getattr(importlib.import_module(module), function)
 
 
 _W = "sleap_infer.writers"
@@ -107,6 +122,7 @@ FORMATS: dict[str, OutputFormat] = {
             # counted), and its timestamp.
             Sizes(256_000, 8, 24, empty_frame=8, empty_frame_node=24),
             needs=NWB_PACKAGES,
+            check_nodes=f"{_W}.nwb_names:check_node_names",
         ),
         OutputFormat(
             "analysis-h5",
@@ -200,9 +216,12 @@ def use_instead(product: Product) -> str:
     return "use --format " + " or ".join([", ".join(names[:-1]), names[-1]] if names[1:] else names)
 
 
-def refuse(fmt: OutputFormat, products: Iterable[Product], models: str) -> None:
+def refuse(
+    fmt: OutputFormat, products: Iterable[Product], models: str, nodes: Sequence[str] = ()
+) -> None:
     """Before predicting: a one-line UsageError when ``fmt`` cannot hold what ``models``
-    (e.g. ``bbox_ssd``) predict."""
+    (e.g. ``bbox_ssd``) predict, or the names of the skeleton's ``nodes``."""
+    fmt.refuse_nodes(nodes)
     product = missing_product(fmt, products)
     if product is not None:
         raise UsageError(

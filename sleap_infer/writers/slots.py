@@ -46,6 +46,11 @@ class Source:
     poses: bool = True  # the models predict keypoint instances (a lone box detector does not)
     nwb: NwbMetadata = field(default_factory=NwbMetadata)  # session and subject (NWB only)
     empty_frames: bool = True  # predicted frames where nothing was found are written too
+    # ... and in CSV (a row holding only frame_idx) only when asked: sleap-io's CSV writer
+    # leaves them out by default (--csv-empty-frames).
+    csv_empty_frames: bool = False
+    # The run's .slp predictions (absolute), beside this output: analysis HDF5's labels_path.
+    labels_path: str = ""
 
     @property
     def node_names(self) -> list[str]:
@@ -53,7 +58,10 @@ class Source:
 
     @property
     def video_frames(self) -> int:
-        return int(self.video.backend_metadata["shape"][0])
+        """The video's length: recorded when we made the video object; a project's own
+        video (a ``.pkg.slp``'s frames) records none, so its backend says."""
+        shape = self.video.backend_metadata.get("shape") or self.video.shape
+        return int(shape[0]) if shape else 0
 
     @property
     def fps(self) -> float:

@@ -1,7 +1,7 @@
 """VIA-tracks CSV (``--format via-csv``): a box detector's boxes as movement reads them.
 
 The layout of the VGG Image Annotator's video tracks export, which movement's
-``load_bboxes.from_via_tracks_file`` reads: one row per box, ``filename,
+``load_dataset(path, source_software="VIA-tracks")`` reads: one row per box, ``filename,
 file_size, file_attributes, region_count, region_id, region_shape_attributes,
 region_attributes``, the last three small dicts. The box is a ``rect`` (top-left
 ``x, y``, ``width, height`` in frame pixels); ``region_attributes`` holds

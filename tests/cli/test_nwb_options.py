@@ -4,6 +4,7 @@ passes under DANDI's configuration; the options are refused for other formats.""
 
 from __future__ import annotations
 
+import re
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,7 +17,7 @@ import scene
 from cli_runs import error_lines, run_cli
 from conftest import SYNTHETIC_MODEL
 
-movement_poses = pytest.importorskip("movement.io.load_poses", reason="movement not installed")
+movement_io = pytest.importorskip("movement.io", reason="movement not installed")
 nwbinspector = pytest.importorskip("nwbinspector", reason="nwbinspector not installed")
 
 
@@ -39,7 +40,7 @@ def test_nwb_with_metadata_file_loads_in_movement_and_passes_nwbinspector(
         assert code == 0, err
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ds = movement_poses.from_nwb_file(out)  # its defaults: one call, the only track
+        ds = movement_io.load_dataset(out, source_software="NWB")  # one call, the only track
         messages = list(
             nwbinspector.inspect_nwbfile(
                 nwbfile_path=str(out), config=nwbinspector.load_config("dandi")
@@ -49,7 +50,9 @@ def test_nwb_with_metadata_file_loads_in_movement_and_passes_nwbinspector(
     labels = sio.load_slp(str(slp))
     nodes = [n.name for n in labels.skeleton.nodes]
     ds = ds.sel(keypoints=nodes)
-    assert list(ds.individuals.values) == ["untracked_0"]
+    (animal,) = ds.individuals.values  # the subject, then digits unique to the file
+    assert re.fullmatch(r"m2-[0-9a-f]{12}", animal)
+    assert "DANDI needs" not in err  # the subject is all given
     np.testing.assert_allclose(ds.time.values, np.arange(10) / 30)
     position = ds.position.isel(individuals=0).transpose("time", "keypoints", "space").values
     assert np.isnan(position[:3]).all()  # not predicted: the track starts at frame 3, t=0.1
@@ -86,3 +89,26 @@ def test_bad_output_options_are_one_line_before_predicting(
     (line,) = error_lines(err)
     assert needle in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.mp4"]  # nothing written
+
+
+@pytest.mark.parametrize(
+    ("extra", "missing"),
+    [
+        ([], "--nwb-subject, --nwb-species, --nwb-age"),
+        (["--nwb-subject", "m1", "--nwb-species", "Mus musculus"], "--nwb-age"),
+    ],
+)
+def test_nwb_without_the_subject_warns_once_a_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], missing: str
+) -> None:
+    """Before: nothing said so; DANDI refuses the files (nwbinspector: species and age)."""
+    videos = [tmp_path / "a.mp4", tmp_path / "b.mp4"]
+    for video in videos:
+        scene.write_video(video, n_frames=2)
+    args = ["predict", *videos, "-m", SYNTHETIC_MODEL, "--device", "cpu", "--format", "nwb"]
+    code, err = run_cli(capsys, *args, "--progress", "plain", *extra)
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if "DANDI needs" in line]
+    assert len(lines) == 1, err  # one line for the run, not one per video
+    assert f"--format nwb without {missing}: DANDI needs" in lines[0]
+    assert all((tmp_path / f"{v.name}.predictions.nwb").exists() for v in videos)

@@ -46,13 +46,19 @@ def _h5_tables(path: Path) -> dict[str, np.ndarray]:
 
 
 def assert_same_output(fmt: str, a: Path, b: Path) -> None:
-    """Same content, provenance (timestamps) aside."""
+    """Same content, provenance (timestamps) and analysis HDF5's ``labels_path`` (the
+    ``.slp`` beside each file: they are in different folders) aside."""
     if fmt == "slp":
         assert_same_predictions(a, b)
     elif fmt == "csv":
         assert a.read_text() == b.read_text()
     else:
         ta, tb = _h5_tables(a), _h5_tables(b)
+        for path, tables in ((a, ta), (b, tb)):
+            assert (
+                tables.pop("labels_path").decode()
+                == str(path).removesuffix(".analysis.h5") + ".slp"
+            )
         assert sorted(ta) == sorted(tb)
         for name, value in ta.items():
             nan_ok = getattr(value, "dtype", np.dtype(object)).kind == "f"

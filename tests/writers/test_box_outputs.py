@@ -306,8 +306,9 @@ def test_csv_of_a_box_detector_is_one_row_per_box(tmp_path: Path) -> None:
     rng = np.random.default_rng(8)
     batches = [_batch(rng, 4 * k) for k in range(3)]
     out = _from_journal(
-        tmp_path, batches, "csv", skeleton=_skeleton(), box_categories=CLASSES, poses=False
-    )
+        tmp_path, batches, "csv", skeleton=_skeleton(), box_categories=CLASSES, poses=False,
+        csv_empty_frames=True,
+    )  # fmt: skip
     text = out.read_text()
     assert text.splitlines()[0] == "frame_idx,x1,y1,x2,y2,score,category"
     table = pd.read_csv(out, keep_default_na=False)
@@ -316,8 +317,8 @@ def test_csv_of_a_box_detector_is_one_row_per_box(tmp_path: Path) -> None:
         for frame, rows in _expected_boxes(batches, CLASSES).items()
         for row in rows
     ]
-    # A predicted frame without a box is one row holding only its frame_idx (kept by
-    # default, as sleap-nn keeps empty frames), in frame order among the box rows.
+    # With --csv-empty-frames a predicted frame without a box is one row holding only its
+    # frame_idx, in frame order among the box rows.
     predicted = [int(f) for b in batches for f in b.frame_indices]
     empty = table["x1"] == ""
     assert sorted(set(table["frame_idx"])) == predicted
@@ -337,11 +338,16 @@ def test_csv_of_a_box_detector_is_one_row_per_box(tmp_path: Path) -> None:
         empty_frames=False,
     )  # fmt: skip
     assert len(pd.read_csv(dropped)) == len(want)  # --no-empty-frames: one row per box only
+    (tmp_path / "default").mkdir()
+    default = _from_journal(
+        tmp_path / "default", batches, "csv", box_categories=CLASSES, poses=False
+    )
+    assert len(pd.read_csv(default)) == len(want)  # by default too, as sleap-io's CSV writer
 
 
 def test_csv_with_poses_and_boxes_has_both_row_kinds(tmp_path: Path) -> None:
     batches = _mix(9)
-    out = _from_journal(tmp_path, batches, "csv", box_categories=CLASSES)
+    out = _from_journal(tmp_path, batches, "csv", box_categories=CLASSES, csv_empty_frames=True)
     header = out.read_text().splitlines()[0].split(",")
     assert header == [
         "track", "frame_idx", "instance.score", "a.x", "a.y", "a.score", "b.x", "b.y",
@@ -391,8 +397,7 @@ def test_csv_of_a_box_detector_that_found_nothing_has_the_box_header(tmp_path: P
         skeleton=_skeleton(),
         box_categories=("object",),
         poses=False,
-        empty_frames=False,
-    )
+    )  # by default (as with --no-empty-frames) the header alone
     assert out.read_text() == "frame_idx,x1,y1,x2,y2,score,category\n"
     (tmp_path / "kept").mkdir()
     kept = _from_journal(
@@ -402,7 +407,8 @@ def test_csv_of_a_box_detector_that_found_nothing_has_the_box_header(tmp_path: P
         skeleton=_skeleton(),
         box_categories=("object",),
         poses=False,
-    )  # by default each predicted frame is a row, empty here
+        csv_empty_frames=True,
+    )  # --csv-empty-frames: each predicted frame is a row, empty here
     assert kept.read_text() == "frame_idx,x1,y1,x2,y2,score,category\n" + "".join(
         f"{i},,,,,,\n" for i in range(4)
     )

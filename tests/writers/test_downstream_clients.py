@@ -9,6 +9,7 @@ are in the ``dev`` extra).
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,8 +24,14 @@ from sleap_infer.core.nwb_metadata import NwbMetadata
 
 from output_cases import CASES, N_FRAMES, Case, expected_slots, make_case, write
 
-movement_poses = pytest.importorskip("movement.io.load_poses", reason="movement not installed")
-movement_bboxes = pytest.importorskip("movement.io.load_bboxes")
+# movement's one entry point (load_poses.from_* are deprecated in 0.17): what the docs show.
+movement_io = pytest.importorskip("movement.io", reason="movement not installed")
+
+
+def load_dataset(path, source_software: str, **kwargs):  # type: ignore[no-untyped-def]
+    return movement_io.load_dataset(path, source_software=source_software, **kwargs)
+
+
 pynwb = pytest.importorskip("pynwb", reason="pynwb not installed")
 nwbinspector = pytest.importorskip("nwbinspector", reason="nwbinspector not installed")
 
@@ -101,9 +108,11 @@ def nwb_tracks(path: Path) -> list[str]:
 def test_nwb_one_track_loads_in_movement_with_its_defaults(tmp_path: Path) -> None:
     case = starting_late(make_case("single"), 4)
     out = write(tmp_path, case, "nwb", fps=FPS)
-    ds = quiet(movement_poses.from_nwb_file, out)  # no keys: behavior/PoseEstimation
+    ds = quiet(load_dataset, out, "NWB")  # no keys: behavior/PoseEstimation
     xy, scores = slot_arrays(case, 1)
-    assert_movement_poses(ds, xy, scores, ["untracked_0"])
+    (animal,) = ds.individuals.values  # the file's identifier: the track, then unique digits
+    assert re.fullmatch(r"untracked_0-[0-9a-f]{12}", animal)
+    assert_movement_poses(ds, xy, scores, [animal])
     assert ds.attrs["fps"] == FPS
     found = ~np.isnan(ds.position.values).all(axis=(1, 2, 3))
     assert float(ds.time[found][0]) == pytest.approx(4 / FPS)  # its true time, not 0
@@ -118,10 +127,10 @@ def test_nwb_every_track_loads_in_movement_by_its_name(tmp_path: Path, kind: str
     names = slot_names(case)
     assert nwb_tracks(out) == sorted(names)
     with pytest.raises(KeyError, match="'PoseEstimation' not found"):
-        quiet(movement_poses.from_nwb_file, out)  # movement's limit, not a lost track
+        quiet(load_dataset, out, "NWB")  # movement's limit, not a lost track
     xy, scores = slot_arrays(case, len(names))
     for k, name in enumerate(names):
-        ds = quiet(movement_poses.from_nwb_file, out, pose_estimation_key=name)
+        ds = quiet(load_dataset, out, "NWB", pose_estimation_key=name)
         assert_movement_poses(ds.assign_coords(individuals=[name]), xy[:, k : k + 1],
                               scores[:, k : k + 1], [name])  # fmt: skip
 
@@ -270,7 +279,7 @@ def test_nwb_read_back_by_sleap_io_keeps_frames_and_point_scores(tmp_path: Path,
 def test_dlc_csv_loads_in_movement(tmp_path: Path, kind: str) -> None:
     case = starting_late(make_case(kind), 1)
     out = write(tmp_path, case, "dlc-csv", fps=FPS)
-    ds = quiet(movement_poses.from_dlc_file, out, fps=FPS)
+    ds = quiet(load_dataset, out, "DeepLabCut", fps=FPS)
     names = slot_names(case)
     xy, scores = slot_arrays(case, len(names))
     if len(names) == 1:  # DLC's single-animal layout has no individuals row
@@ -316,7 +325,7 @@ def test_via_csv_loads_in_movement_with_frame_numbers(tmp_path: Path) -> None:
         journal, out, FORMATS["via-csv"], sio_video, skeleton, (), {},
         box_categories=("mouse", "rat"), poses=False,
     )  # fmt: skip
-    ds = quiet(movement_bboxes.from_via_tracks_file, out, fps=FPS, use_frame_numbers_from_file=True)
+    ds = quiet(load_dataset, out, "VIA-tracks", fps=FPS, use_frame_numbers_from_file=True)
     want: dict[int, list[tuple]] = {}
     for preds in batches:
         boxes = preds.boxes
@@ -346,7 +355,7 @@ def test_via_csv_loads_in_movement_with_frame_numbers(tmp_path: Path) -> None:
 def test_analysis_h5_loads_in_movement(tmp_path: Path, kind: str) -> None:
     case = make_case(kind)
     out = write(tmp_path, case, "analysis-h5", fps=FPS)
-    ds = quiet(movement_poses.from_sleap_file, out, fps=FPS)
+    ds = quiet(load_dataset, out, "SLEAP", fps=FPS)
     if kind == "empty":
         assert ds.sizes["individuals"] == 0 or np.isnan(ds.position.values).all()
         return
@@ -444,7 +453,7 @@ def test_real_nwb_in_movement_sleap_io_and_nwbinspector(
         assert tracks == ["PoseEstimation"]
     for k, track in enumerate(tracks if n > 1 else ["PoseEstimation"]):
         slot = k if n == 1 else _slot_of(track, labels, classes)
-        ds = quiet(movement_poses.from_nwb_file, out, pose_estimation_key=track)
+        ds = quiet(load_dataset, out, "NWB", pose_estimation_key=track)
         ds = ds.sel(keypoints=[node.name for node in labels.skeleton.nodes])
         np.testing.assert_allclose(ds.time.values, np.arange(REAL_FRAMES) / REAL_FPS)
         position = ds.position.transpose("time", "individuals", "keypoints", "space").values
@@ -470,11 +479,12 @@ def test_real_dlc_csv_and_analysis_h5_in_movement(real_files: dict[str, Path], n
     track_names = tuple(t.name for t in labels.tracks) if classes else ()
     xy, scores = slp_slots(labels, track_names)
     nodes = [node.name for node in labels.skeleton.nodes]
-    for fmt, load in (
-        ("dlc-csv", movement_poses.from_dlc_file),
-        ("analysis-h5", movement_poses.from_sleap_file),
+    for fmt, software in (
+        ("dlc-csv", "DeepLabCut"),
+        ("analysis-h5", "SLEAP"),
     ):
-        ds = quiet(load, real_files[f"{name}/{fmt}"], fps=FPS).sel(keypoints=nodes)
+        ds = quiet(load_dataset, real_files[f"{name}/{fmt}"], software, fps=FPS)
+        ds = ds.sel(keypoints=nodes)
         names = list(track_names) or [f"untracked_{k}" for k in range(xy.shape[1])]
         if fmt == "dlc-csv" and len(names) == 1:
             names = ["individual_0"]  # DLC's single-animal layout names no individual
@@ -492,7 +502,7 @@ def test_real_slp_in_movement(real_files: dict[str, Path], name: str) -> None:
     labels, classes = _real(real_files, name)
     track_names = tuple(t.name for t in labels.tracks) if classes else ()
     xy, scores = slp_slots(labels, track_names)
-    ds = quiet(movement_poses.from_sleap_file, real_files[f"{name}/slp"], fps=FPS)
+    ds = quiet(load_dataset, real_files[f"{name}/slp"], "SLEAP", fps=FPS)
     ds = ds.sel(keypoints=[node.name for node in labels.skeleton.nodes])
     if track_names:
         assert list(ds.individuals.values) == list(track_names)
@@ -514,7 +524,7 @@ def test_real_box_detector_via_csv_in_movement(shared: Path, tmp_path: Path) -> 
     for path, fmt in ((via, "via-csv"), (table, "csv")):
         pipe.predict_to_file(video, output=path, frames="0-5", format=fmt)
     rows = pd.read_csv(table, keep_default_na=False)
-    ds = quiet(movement_bboxes.from_via_tracks_file, via, use_frame_numbers_from_file=True)
+    ds = quiet(load_dataset, via, "VIA-tracks", use_frame_numbers_from_file=True)
     assert len(rows) > 0
     assert ds.time.values.tolist() == sorted(set(rows["frame_idx"].tolist()))
     for frame, group in rows.groupby("frame_idx"):

@@ -56,22 +56,26 @@ def _cell(text: str) -> float:
     return float(text) if text else float("nan")
 
 
-@pytest.mark.parametrize("empty_frames", [True, False])
+@pytest.mark.parametrize(
+    ("empty_frames", "csv_empty_frames"), [(True, False), (True, True), (False, True)]
+)
 @pytest.mark.parametrize("kind", CASES)
 def test_csv_has_a_header_and_one_row_per_instance(
-    tmp_path: Path, kind: str, empty_frames: bool
+    tmp_path: Path, kind: str, empty_frames: bool, csv_empty_frames: bool
 ) -> None:
     case = make_case(kind)
-    out = write(tmp_path, case, "csv", empty_frames)
+    out = write(tmp_path, case, "csv", empty_frames, csv_empty_frames=csv_empty_frames)
     with out.open(newline="") as fh:
         rows = list(csv.reader(fh))
     nodes = [f"{n}.{f}" for n in ("head", "thorax", "tail") for f in ("x", "y", "score")]
     assert rows[0] == ["track", "frame_idx", "instance.score", *nodes]
     expected = case.instances
-    # A predicted frame without instances is one row with only its frame_idx (sleap-io's
-    # CSV row for an empty frame), in frame order; --no-empty-frames leaves it out.
+    # A predicted frame without instances has no row by default (sleap-io's CSV writer);
+    # with --csv-empty-frames it is one row with only its frame_idx (sleap-io's CSV row for
+    # an empty frame), in frame order, unless --no-empty-frames leaves it out.
     found = {exp.frame for exp in expected}
-    empty = [f for f in case.predicted if f not in found] if empty_frames else []
+    kept = empty_frames and csv_empty_frames
+    empty = [f for f in case.predicted if f not in found] if kept else []
     order = sorted([(exp.frame, 0) for exp in expected] + [(f, 1) for f in empty])
     assert [int(row[1]) for row in rows[1:]] == [f for f, _ in order]
     blank = [row for row in rows[1:] if not row[2]]
@@ -304,3 +308,34 @@ def test_real_model_with_nothing_found_writes_every_format(shared: Path, tmp_pat
     ]
     assert [lf.frame_idx for lf in sio.load_slp(str(tmp_path / "empty.slp"))] == [0, 1, 2, 3]
     assert len(sio.load_analysis_h5(str(tmp_path / "empty.analysis.h5"))) == 0
+
+
+def test_a_package_given_by_a_relative_path_is_found_from_anywhere(
+    shared: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Before: the output named the package ``minimal_instance.pkg.slp`` (relative to the
+    working folder), so from any other folder sio could not read its frames
+    (FileNotFoundError: Video does not exist ...)."""
+    from cli_runs import run_cli
+
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    (work / "out").mkdir(parents=True)
+    elsewhere.mkdir()
+    pkg = shared / "videos" / "minimal_instance.pkg.slp"
+    (work / pkg.name).write_bytes(pkg.read_bytes())
+    monkeypatch.chdir(work)
+    model = fixture_model(shared, "single_instance")
+    for fmt in ("slp", "analysis-h5"):
+        args = ["predict", pkg.name, "-m", model, "--device", "cpu", "-q", "--format", fmt]
+        code, err = run_cli(capsys, *args, "-o", f"out/p{FORMATS[fmt].suffix}")
+        assert code == 0, err
+    monkeypatch.chdir(elsewhere)
+    labels = sio.load_slp(str(work / "out" / "p.slp"))
+    assert labels.videos[0].filename == str((work / pkg.name).resolve())
+    assert labels[0].image.shape == (384, 384, 1)
+    with h5py.File(work / "out" / "p.analysis.h5", "r") as f:
+        assert f["video_path"][()].decode() == str((work / pkg.name).resolve())
+    assert (work / pkg.name).read_bytes() == pkg.read_bytes()  # the input is untouched
