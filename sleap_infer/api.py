@@ -111,7 +111,10 @@ def plan_spec(
     inputs = [videos] if isinstance(videos, (str, Path)) else list(videos)
     out = Path(output) if output is not None else None
     check_output_for_formats(out, formats)
-    tasks = plan_batch(inputs, out, fmt, recursive, parse_shard(shard), _video_index(spec))
+    notes: list[str] = []
+    tasks = plan_batch(
+        inputs, out, formats, recursive, parse_shard(shard), _video_index(spec), notes
+    )
     if merge_into_project:
         check_merge(tasks, format_names(formats))
     settings = JobSettings(
@@ -122,7 +125,7 @@ def plan_spec(
         merge_into_project=merge_into_project,
         extra_provenance=dict(extra_provenance or {}),
     )
-    return Batch(tasks, spec, settings, worker_devices)
+    return Batch(tasks, spec, settings, worker_devices, notes)
 
 
 def _run_args() -> frozenset[str]:

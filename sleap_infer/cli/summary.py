@@ -205,7 +205,7 @@ def _status_text(outcome: VideoOutcome) -> Text:
         extra = f" ({outcome.bad_frames} bad frames)" if outcome.bad_frames else ""
         return Text(f"done{extra}", style="green")
     if outcome.status == SKIPPED:
-        return Text("skipped (exists)", style="dim")
+        return Text(f"skipped ({outcome.skip_reason})", style="dim")
     if outcome.status == TRUNCATED:
         return Text(f"truncated ({outcome.bad_frames} frames unread)", style="yellow")
     if outcome.status == INTERRUPTED:
