@@ -239,9 +239,9 @@ def check_unchanged(video: str | Path, before: tuple[int, int, int] | None, jpat
         return
     with contextlib.suppress(OSError):
         jpath.unlink()
-    what = "removed" if after is None else "replaced or modified (size, mtime or inode differ)"
+    how = "it was removed" if after is None else "its size, mtime or inode differ"
     raise VideoError(
-        f"{video}: the input was {what} while it was predicted; no output written, "
+        f"{video}: the input changed while it was predicted ({how}); no output written, "
         "rerun to predict it again"
     )
 
