@@ -175,7 +175,8 @@ class Batch:
             for outcome in self.skipped:
                 events.video_finished(outcome)
             if not self.todo:
-                outcomes, interrupted = [], False
+                outcomes: list[VideoOutcome] = []
+                interrupted = False
             elif len(self.devices) == 1:
                 if self.pipeline is None:
                     self.load()

@@ -13,7 +13,7 @@ from typing import Any
 from sleap_infer.core.errors import SleapInferError, UsageError
 from sleap_infer.core.products import Counts
 from sleap_infer.journal import journal_path, read_journal
-from sleap_infer.pipeline.request import REQUEST_KEY, request_changes
+from sleap_infer.pipeline.request import REQUEST_KEY, read_side_record, request_changes
 from sleap_infer.sources.inputs import VideoInput, is_labels_path, is_pattern
 from sleap_infer.writers.outputs import (
     COMPLETE,
@@ -281,7 +281,9 @@ def settled_before_running(
             continue
         if found != COMPLETE:
             return VideoOutcome(task, FAILED, message=existing_message(path, each, found))
-        if each.hdf5_keys is not None and not is_ours(provenance):
+        if each.hdf5_keys is None:  # CSV: its record is beside it
+            provenance = read_side_record(path)
+        if not is_ours(provenance):
             return VideoOutcome(task, FAILED, message=not_ours_message(path))
         changes = [] if wanted is None else request_changes(provenance, wanted())
         if changes:
@@ -313,10 +315,14 @@ def is_ours(provenance: dict[str, Any] | None) -> bool:
 
 def not_ours_message(path: Path) -> str:
     """The line for a file at an output path that no ``infer predict`` run wrote."""
+    what = (
+        "e.g. a SLEAP labels file"
+        if path.suffix in (".slp", ".h5", ".nwb")
+        else ("or one replaced since, or written before records were kept beside CSV outputs")
+    )
     return (
         f"{path}: exists but has no sleap_infer request record (not an output of "
-        "infer predict, e.g. a SLEAP labels file); kept it: move it away, or pass "
-        "--overwrite to replace it"
+        f"infer predict, {what}); kept it: move it away, or pass --overwrite to replace it"
     )
 
 

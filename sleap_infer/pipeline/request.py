@@ -25,6 +25,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from sleap_infer.core.errors import OutputError
 from sleap_infer.journal import fingerprint_changes
 from sleap_infer.model.config import load_config
 from sleap_infer.model.exported import is_export_dir, load_exported, stage_dirs
@@ -32,6 +33,9 @@ from sleap_infer.model.legacy import LEGACY_CONFIG, LEGACY_WEIGHTS
 from sleap_infer.model.loader import CKPT_NAME, CONFIG_NAME, file_sha256, resolve_model_dir
 from sleap_infer.pipeline.spec import PipelineSpec
 from sleap_infer.sources.frames import frame_ranges
+from sleap_infer.writers.side_files import is_ours, write_json
+
+SIDE_RECORD_SCHEMA = "sleap_infer.request/1"
 
 REQUEST_KEY = "request"
 VIDEO_FRAMES_KEY = "video_frames"  # the video's length when the output was written
@@ -47,7 +51,7 @@ def weights_file(model_path: str | Path) -> Path:
 
 def checkpoint_hashes(model_paths: tuple[str, ...] | list[str]) -> list[str]:
     """sha256 of each model's weights, remembered per file version (one hash per run)."""
-    out = []
+    out: list[str] = []
     for given in model_paths:
         folder = resolve_model_dir(given)
         if is_export_dir(folder):  # no weights here: the hash the export recorded, per stage
@@ -192,3 +196,44 @@ def _readable(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         short = [", ".join(h[:12] for h in hashes or ()) or "none" for hashes in (then, now)]
         changes.insert(0, f"models: checkpoint sha256 {short[0]} then, {short[1]} now")
     return changes
+
+
+def side_record_path(output: Path) -> Path:
+    """Where the request record of an output that cannot hold one (CSV) goes."""
+    return output.with_name(f".{output.name}.request.json")
+
+
+def _stamp(path: Path) -> dict[str, int]:
+    stat = path.stat()
+    return {"bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def write_side_record(output: Path, request: dict[str, Any]) -> str | None:
+    """Record ``request`` beside ``output`` just written; a warning line if it cannot be
+    (the output stays: a rerun then refuses it as unverifiable rather than skip it)."""
+    record = {"schema": SIDE_RECORD_SCHEMA, "output": output.name, **_stamp(output)}
+    record[REQUEST_KEY] = request
+    try:
+        write_json(side_record_path(output), record, f"{output}: cannot record its request")
+    except OutputError as exc:
+        return f"{exc}; a rerun will not skip it"
+    return None
+
+
+def read_side_record(output: Path) -> dict[str, Any] | None:
+    """The provenance-like ``{"request": ...}`` of ``output`` from its side record, or None
+    when there is none, or it describes another file (the output was replaced since)."""
+    path = side_record_path(output)
+    if not is_ours(path, SIDE_RECORD_SCHEMA):
+        return None
+    try:
+        record = json.loads(path.read_text())
+        if record.get("output") != output.name or _stamp(output) != {
+            "bytes": record.get("bytes"),
+            "mtime_ns": record.get("mtime_ns"),
+        }:
+            return None
+    except (OSError, ValueError, AttributeError):
+        return None
+    request = record.get(REQUEST_KEY)
+    return {REQUEST_KEY: request} if isinstance(request, dict) else None

@@ -49,6 +49,7 @@ from sleap_infer.pipeline.request import (
     VIDEO_FRAMES_KEY,
     checkpoint_hashes,
     request_record,
+    write_side_record,
 )
 from sleap_infer.runner import RunStats
 from sleap_infer.sources.frames import select_frames
@@ -596,6 +597,11 @@ class VideoJob:
                 failures.append((exc, f"--format {fmt.name}: {exc}"))
             else:
                 result.outputs.append(out_path)
+                request = record.get(REQUEST_KEY)
+                if fmt.hdf5_keys is None and isinstance(request, dict):  # no place in the file
+                    warning = write_side_record(out_path, request)
+                    if warning is not None:
+                        result.warnings.append(warning)
         if failures:
             # The journal stays (the caller removes it only after a clean return), and so
             # do the formats written: a rerun writes only what is missing.

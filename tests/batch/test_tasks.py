@@ -12,7 +12,7 @@ import pytest
 import sleap_io as sio
 
 from sleap_infer.batch.tasks import drop_own_outputs
-from sleap_infer.pipeline.request import REQUEST_KEY
+from sleap_infer.pipeline.request import REQUEST_KEY, side_record_path
 from sleap_infer.sources.inputs import expand_inputs
 from sleap_infer.writers.outputs import stored_provenance
 
@@ -108,3 +108,29 @@ def test_a_project_named_like_an_output_stays_an_input(folder: Path) -> None:
     named = [str(folder / "v.mp4"), str(folder / "v.mp4.predictions.csv")]
     kept, dropped = drop_own_outputs(expand_inputs(named))
     assert len(kept) == 2 and not dropped
+
+
+def test_a_csv_from_another_request_is_refused_like_an_slp(
+    capsys: pytest.CaptureFixture[str], folder: Path
+) -> None:
+    """``--format slp,csv`` next to a CSV of another request used to write the .slp and
+    keep the stale CSV silently; the CSV's request is recorded beside it now."""
+    video = folder / "v.mp4"
+    csv = folder / "v.mp4.predictions.csv"
+    code, err = _run(capsys, video, "--frames", "0-1", "--format", "csv")
+    assert code == 0 and side_record_path(csv).exists(), err
+    code, err = _run(capsys, video, "--frames", "0-1", "--format", "csv")  # the same: skipped
+    assert code == 0 and "skipped" in err, err
+    stale = csv.read_bytes()
+    code, err = _run(capsys, video, "--frames", "0-2", "--format", "slp,csv")
+    [line] = error_lines(err)
+    assert code == 1 and str(csv) in line and "frames" in line, err
+    assert csv.read_bytes() == stale and not (folder / "v.mp4.predictions.slp").exists()
+    csv.write_text(csv.read_text() + "\n")  # changed since it was recorded: not ours
+    code, err = _run(capsys, video, "--frames", "0-1", "--format", "csv")
+    [line] = error_lines(err)
+    assert code == 1 and "no sleap_infer request record" in line, err
+    code, err = _run(capsys, video, "--frames", "0-2", "--format", "slp,csv", "--overwrite")
+    assert code == 0, err
+    code, err = _run(capsys, video, "--frames", "0-2", "--format", "slp,csv")
+    assert code == 0 and "skipped" in err, err
