@@ -24,7 +24,7 @@ from sleap_infer.writers.outputs import (
     output_paths,
     stored_provenance,
 )
-from sleap_infer.writers.projects import count_videos, merged_path, part_path
+from sleap_infer.writers.projects import count_videos, part_path
 from sleap_infer.writers.registry import FORMATS, OutputFormat
 from sleap_infer.writers.side_files import same_file
 
@@ -330,14 +330,12 @@ def output_input_problem(
     task: VideoTask, formats: tuple[OutputFormat, ...], inputs: dict[Path, Path]
 ) -> str | None:
     """Why ``task`` may not run because it would write over an input of the run (keyed by
-    resolved path): its outputs, its journal, its project's combined or merged file.
+    resolved path): its outputs, its journal, its project's combined file.
     Checked at planning, so nothing is written, and whatever ``--overwrite`` says."""
     paths = [path for _, path in output_paths(task.output, formats)]
     paths.append(journal_path(task.output))
-    if task.project is not None:
-        if task.project.combined is not None:
-            paths.append(task.project.combined)
-        paths.append(merged_path(task.project.predictions))
+    if task.project is not None and task.project.combined is not None:
+        paths.append(task.project.combined)
     for path in paths:
         key = _key(path)
         if key in inputs:
@@ -368,6 +366,12 @@ def _named_like_output(path: Path, names: set[str]) -> bool:
         if name[:i] in names and _OUTPUT_TAIL.fullmatch(name[i:]):
             return True
     return False
+
+
+def _made_by_us(provenance: dict[str, Any] | None) -> bool:
+    """An output of ``infer predict`` (:func:`is_ours`), or a project copy that
+    ``--merge-into-project`` wrote (it holds the project's user labels too)."""
+    return is_ours(provenance) or "sleap_infer_merged_from" in (provenance or {})
 
 
 def _has_user_instances(path: Path) -> bool:
@@ -404,7 +408,7 @@ def drop_own_outputs(inputs: Sequence[VideoInput]) -> tuple[list[VideoInput], li
         if item.matched and item.problem is None:
             named = _named_like_output(path, by_folder[path.parent])
             hdf5 = path.suffix.lower() in (".slp", ".h5", ".nwb")
-            ours = hdf5 and is_ours(stored_provenance(path))
+            ours = hdf5 and _made_by_us(stored_provenance(path))
             if ours or (named and not (is_labels_path(path) and _has_user_instances(path))):
                 dropped.append(path)
                 continue

@@ -105,6 +105,15 @@ def test_a_project_named_like_an_output_stays_an_input(folder: Path) -> None:
     kept, dropped = drop_own_outputs(expand_inputs([str(folder / "v*")]))
     assert [i.path.name for i in kept] == ["v.mp4", "v.mp4.predictions.slp"]
     assert sorted(p.name for p in dropped) == ["v.mp4.predictions.csv", "v.mp4.predictions.h5.slp"]
+    # A --merge-into-project copy holds user labels too, and is ours all the same.
+    write_labels(folder / "v.mp4", folder / "p.slp")
+    merged = sio.load_slp(str(folder / "p.slp"))
+    merged.provenance["sleap_infer_merged_from"] = str(folder / "p.slp")
+    sio.save_slp(merged, str(folder / "p.slp.merged.slp"))
+    kept, dropped = drop_own_outputs(expand_inputs([str(folder / "p*")]))
+    assert [i.path.name for i in kept] == ["p.slp"] and [p.name for p in dropped] == [
+        "p.slp.merged.slp"
+    ]
     named = [str(folder / "v.mp4"), str(folder / "v.mp4.predictions.csv")]
     kept, dropped = drop_own_outputs(expand_inputs(named))
     assert len(kept) == 2 and not dropped
