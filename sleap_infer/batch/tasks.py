@@ -240,7 +240,7 @@ def _plan_tasks(
         out = _output_for(item, output, fmt, video_index)
         for task in _tasks_for(len(tasks), item, out, fmt, video_index):
             task = _check_name(task)
-            key = task.output.resolve()
+            key = _key(task.output)
             if key in owners and item.problem is None:
                 raise UsageError(
                     f"{item.path} and {owners[key]} would both write {task.output}; "

@@ -195,7 +195,7 @@ def common_folder(paths: Sequence[Path]) -> Path | None:
     if not paths:
         return None
     try:
-        return Path(os.path.commonpath([p.resolve().parent for p in paths]))
+        return Path(os.path.commonpath([Path(os.path.realpath(p)).parent for p in paths]))
     except ValueError:  # nothing in common (e.g. different drives)
         return None
 
@@ -238,7 +238,7 @@ def _relative(path: Path, root: Path | None) -> str:
     if root is None:
         return str(path)
     try:
-        return str(path.resolve().relative_to(root))
+        return str(Path(os.path.realpath(path)).relative_to(root))
     except ValueError:
         return str(path)
 

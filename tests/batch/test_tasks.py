@@ -143,3 +143,23 @@ def test_a_csv_from_another_request_is_refused_like_an_slp(
     assert code == 0, err
     code, err = _run(capsys, video, "--frames", "0-2", "--format", "slp,csv")
     assert code == 0 and "skipped" in err, err
+
+
+def test_broken_links_in_a_folder_fail_alone(
+    capsys: pytest.CaptureFixture[str], folder: Path
+) -> None:
+    """Passed over silently, exit 0, before; a link loop then also broke the summary."""
+    d = folder / "d"
+    d.mkdir()
+    (folder / "v.mp4").rename(d / "v.mp4")
+    (d / "gone.mp4").symlink_to("missing.mp4")
+    (d / "l1.mp4").symlink_to("l2.mp4")
+    (d / "l2.mp4").symlink_to("l1.mp4")
+    code, err = _run(capsys, d, "--frames", "0-1")
+    assert code == 1, err
+    assert sorted(error_lines(err)) == [
+        f"error: {d / 'gone.mp4'}: broken symbolic link (its target missing.mp4 does not exist)",
+        f"error: {d / 'l1.mp4'}: symbolic link loop",
+        f"error: {d / 'l2.mp4'}: symbolic link loop",
+    ]
+    assert (d / "v.mp4.predictions.slp").exists() and "4 videos: 3 failed, 1 done" in err
