@@ -186,15 +186,18 @@ def request_changes(stored: dict[str, Any] | None, wanted: dict[str, Any]) -> li
 
 
 def _readable(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """:func:`fingerprint_changes`, with other checkpoints named by short hashes."""
+    """:func:`fingerprint_changes`, with other checkpoints and configs named by short
+    hashes (a config recorded before configs were part of the request: ``none``)."""
+    hashed = {"checkpoint_sha256": "checkpoint", "config_sha256": "training config"}
     changes = fingerprint_changes(
-        {k: v for k, v in old.items() if k != "checkpoint_sha256"},
-        {k: v for k, v in new.items() if k != "checkpoint_sha256"},
+        {k: v for k, v in old.items() if k not in hashed},
+        {k: v for k, v in new.items() if k not in hashed},
     )
-    then, now = old.get("checkpoint_sha256"), new.get("checkpoint_sha256")
-    if then != now:
-        short = [", ".join(h[:12] for h in hashes or ()) or "none" for hashes in (then, now)]
-        changes.insert(0, f"models: checkpoint sha256 {short[0]} then, {short[1]} now")
+    for key, what in reversed(hashed.items()):
+        then, now = old.get(key), new.get(key)
+        if then != now:
+            short = [", ".join(h[:12] for h in hashes or ()) or "none" for hashes in (then, now)]
+            changes.insert(0, f"models: {what} sha256 {short[0]} then, {short[1]} now")
     return changes
 
 
