@@ -18,8 +18,8 @@ from sleap_infer.batch.tasks import (
     interrupted_outcome,
     settled_before_running,
 )
-from sleap_infer.core.errors import OutputExistsError, ResumeError, SleapInferError
-from sleap_infer.journal import in_use, journal_path
+from sleap_infer.core.errors import OutputExistsError, SleapInferError
+from sleap_infer.journal import JournalBusyError, in_use, journal_path
 from sleap_infer.pipeline.pipeline import Pipeline
 from sleap_infer.pipeline.request import checkpoint_hashes, request_record
 from sleap_infer.pipeline.video_job import VideoResult
@@ -154,7 +154,7 @@ def _elsewhere(
     (this run's journal of it goes: the output holds the same predictions). None for
     any other error, or an output another run finished for another request."""
     journal = journal_path(task.output)
-    if isinstance(exc, ResumeError) and in_use(journal):
+    if isinstance(exc, JournalBusyError):  # (it may be finished and gone by now)
         return VideoOutcome(
             task,
             SKIPPED,

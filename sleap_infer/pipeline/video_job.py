@@ -36,6 +36,7 @@ from sleap_infer.journal import (
     EmptyJournalError,
     Journal,
     JournalWriter,
+    busy_error,
     check_compatible,
     in_use,
     journal_path,
@@ -433,7 +434,7 @@ class VideoJob:
         if not path.exists():
             return None
         if in_use(path):
-            raise ResumeError(f"{path}: another infer process is predicting this video right now")
+            raise busy_error(path)
         if self.overwrite:
             path.unlink()
             return None
