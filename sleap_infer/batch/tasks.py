@@ -207,7 +207,7 @@ def plan_tasks(
     """
     formats = fmt if isinstance(fmt, tuple) else (fmt,)
     tasks = _plan_tasks(inputs, output, formats[0], video_index)
-    sources = {_key(item.path): item.path for item in inputs if item.problem is None}
+    sources = {_key(item.path): item.path for item in inputs}  # unreadable ones too
     for i, task in enumerate(tasks):
         if task.problem is None:
             problem = output_input_problem(task, formats, sources)
@@ -356,7 +356,10 @@ def _key(path: Path) -> Path:
 
 # ``a.mp4`` -> ``a.mp4.predictions.slp``, ``.predictions.csv``, ``.predictions.slp.partial``,
 # a project's ``a.slp.video1.predictions.slp`` and ``a.slp.merged.slp``.
-_OUTPUT_TAIL = re.compile(r"\.(?:(?:video\d+\.)?predictions(?:\.[^.]+)*|merged\.slp)")
+_SUFFIXES = "|".join(re.escape(f.suffix) for f in FORMATS.values())
+_OUTPUT_TAIL = re.compile(
+    rf"\.(?:(?:video\d+\.)?predictions(?:{_SUFFIXES})(?:\.partial)?|merged\.slp)"
+)
 
 
 def _named_like_output(path: Path, names: set[str]) -> bool:

@@ -100,11 +100,19 @@ def test_a_glob_passes_over_our_own_outputs(
 def test_a_project_named_like_an_output_stays_an_input(folder: Path) -> None:
     """Dropped by name only when it holds no user labels; named one by one, never."""
     write_labels(folder / "v.mp4", folder / "v.mp4.predictions.slp")
-    write_labels(folder / "v.mp4", folder / "v.mp4.predictions.h5.slp", n_user=0)
+    write_labels(folder / "v.mp4", folder / "v.mp4.video1.predictions.slp", n_user=0)
     (folder / "v.mp4.predictions.csv").write_text("frame\n")
+    (folder / "v.mp4.predictions.mp4").write_bytes(b"a video, not a format of ours")
     kept, dropped = drop_own_outputs(expand_inputs([str(folder / "v*")]))
-    assert [i.path.name for i in kept] == ["v.mp4", "v.mp4.predictions.slp"]
-    assert sorted(p.name for p in dropped) == ["v.mp4.predictions.csv", "v.mp4.predictions.h5.slp"]
+    assert [i.path.name for i in kept] == [
+        "v.mp4",
+        "v.mp4.predictions.mp4",
+        "v.mp4.predictions.slp",
+    ]
+    assert sorted(p.name for p in dropped) == [
+        "v.mp4.predictions.csv",
+        "v.mp4.video1.predictions.slp",
+    ]
     # A --merge-into-project copy holds user labels too, and is ours all the same.
     write_labels(folder / "v.mp4", folder / "p.slp")
     merged = sio.load_slp(str(folder / "p.slp"))
