@@ -109,7 +109,10 @@ def plan_spec(
     worker_devices = device_list(devices, device)
     inputs = [videos] if isinstance(videos, (str, Path)) else list(videos)
     out = Path(output) if output is not None else None
-    tasks = plan_batch(inputs, out, fmt, recursive, parse_shard(shard), _video_index(spec))
+    notes: list[str] = []
+    tasks = plan_batch(
+        inputs, out, formats, recursive, parse_shard(shard), _video_index(spec), notes
+    )
     if merge_into_project:
         check_merge(tasks, format_names(formats))
     settings = JobSettings(
@@ -120,7 +123,7 @@ def plan_spec(
         merge_into_project=merge_into_project,
         extra_provenance=dict(extra_provenance or {}),
     )
-    return Batch(tasks, spec, settings, worker_devices)
+    return Batch(tasks, spec, settings, worker_devices, notes)
 
 
 def _run_args() -> frozenset[str]:

@@ -83,6 +83,15 @@ class EmptyJournalError(ResumeError):
     """The journal was cut off before its header: it holds no predictions to protect."""
 
 
+class JournalBusyError(ResumeError):
+    """Another live process holds the journal's lock: it is predicting that video now
+    (a batch leaves the video to it, rather than failing it)."""
+
+
+def busy_error(path: Path) -> JournalBusyError:
+    return JournalBusyError(f"{path}: another infer process is predicting this video right now")
+
+
 def journal_path(output: Path) -> Path:
     """Where the journal for ``output`` lives: next to it, never ending in the output's suffix."""
     return output.with_name(output.name + ".partial")
@@ -491,7 +500,7 @@ class JournalWriter:
         self._fh = os.fdopen(fd, "r+b", buffering=0)
         if not _try_lock(self._fh):
             self._fh.close()
-            raise ResumeError(f"{path}: another infer process is predicting this video right now")
+            raise busy_error(path)
         try:
             if existing is not None:
                 self._fh.truncate(existing.valid_bytes)  # drop a torn last record

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import traceback
 from dataclasses import dataclass, field
@@ -10,15 +11,20 @@ from typing import Any, Protocol
 from sleap_infer.batch.tasks import (
     DONE,
     FAILED,
+    SKIPPED,
     TRUNCATED,
     VideoOutcome,
     VideoTask,
     interrupted_outcome,
+    settled_before_running,
 )
-from sleap_infer.core.errors import SleapInferError
+from sleap_infer.core.errors import OutputExistsError, SleapInferError
+from sleap_infer.journal import JournalBusyError, in_use, journal_path
 from sleap_infer.pipeline.pipeline import Pipeline
+from sleap_infer.pipeline.request import checkpoint_hashes, request_record
 from sleap_infer.pipeline.video_job import VideoResult
 from sleap_infer.sources.video import MISSING_AT_END
+from sleap_infer.writers.registry import get_formats
 
 DEBUG_ENV = "SLEAP_INFER_DEBUG"  # set to print tracebacks of unexpected errors
 
@@ -123,7 +129,9 @@ def run_task(
         )
         outcome = outcome_from_result(task, result)
     except SleapInferError as exc:
-        outcome = VideoOutcome(task, FAILED, message=str(exc))
+        outcome = _elsewhere(pipeline, task, settings, exc) or VideoOutcome(
+            task, FAILED, message=str(exc)
+        )
     except Exception as exc:
         if os.environ.get(DEBUG_ENV):
             traceback.print_exc()
@@ -135,6 +143,47 @@ def run_task(
         )
     events.video_finished(outcome)
     return outcome
+
+
+def _elsewhere(
+    pipeline: Pipeline, task: VideoTask, settings: JobSettings, exc: SleapInferError
+) -> VideoOutcome | None:
+    """A video another run took care of is no failure of this one (two runs started on one
+    folder): one it is predicting right now (its journal is locked by a live process) is
+    left to it, and one it finished meanwhile, for the same request, is kept and skipped
+    (this run's journal of it goes: the output holds the same predictions). None for
+    any other error, or an output another run finished for another request."""
+    journal = journal_path(task.output)
+    if isinstance(exc, JournalBusyError):  # (it may be finished and gone by now)
+        return VideoOutcome(
+            task,
+            SKIPPED,
+            message=f"{task.output}: another infer process is predicting it right now; left to it",
+            skip_reason="in progress elsewhere",
+        )
+    if not isinstance(exc, OutputExistsError) or settings.overwrite:
+        return None
+
+    def wanted() -> dict[str, Any]:
+        spec = pipeline.spec
+        return request_record(spec, checkpoint_hashes(spec.model_paths), settings.frames)
+
+    formats = get_formats(settings.output_format)
+    try:
+        settled = settled_before_running(task, formats, False, wanted)
+    except SleapInferError:
+        return None
+    if settled is None or settled.status != SKIPPED:
+        return None
+    if not in_use(journal):
+        with contextlib.suppress(OSError):
+            journal.unlink(missing_ok=True)
+    return VideoOutcome(
+        task,
+        SKIPPED,
+        message=f"{task.output}: finished by another run while this one predicted; kept it",
+        skip_reason="finished by another run",
+    )
 
 
 def run_sequential(

@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any
 from sleap_infer.batch.execute import BatchEvents, JobSettings, QuietEvents, run_sequential
 from sleap_infer.batch.pool import run_on_devices
 from sleap_infer.batch.projects import ProjectStep, finish_projects
-from sleap_infer.batch.tasks import VideoOutcome, VideoTask, plan_tasks, settled_before_running
+from sleap_infer.batch.tasks import (
+    VideoOutcome,
+    VideoTask,
+    drop_own_outputs,
+    plan_tasks,
+    settled_before_running,
+)
 from sleap_infer.core.errors import UsageError
 from sleap_infer.pipeline.request import checkpoint_hashes, request_record
 from sleap_infer.pipeline.spec import PipelineSpec
@@ -60,14 +66,24 @@ class ModelSummary:
 def plan_batch(
     videos: Sequence[str | Path],
     output: Path | None,
-    fmt: OutputFormat,
+    fmt: OutputFormat | tuple[OutputFormat, ...],
     recursive: bool = False,
     shard: tuple[int, int] | None = None,
     video_index: int | None = None,
+    notes: list[str] | None = None,
 ) -> list[VideoTask]:
     """One task per video named by ``videos`` (files, folders, globs, lists), this shard's;
-    ``video_index``: which video of each SLEAP project (named in its outputs' names)."""
-    tasks = plan_tasks(expand_inputs(videos, recursive), output, fmt, video_index)
+    ``video_index``: which video of each SLEAP project (named in its outputs' names);
+    ``fmt``: every format of the run (the first names the outputs). Our own outputs
+    that a glob matched are passed over, in one line added to ``notes``."""
+    inputs, dropped = drop_own_outputs(expand_inputs(videos, recursive))
+    if dropped and notes is not None:
+        shown = ", ".join(p.name for p in dropped[:3]) + (", ..." if len(dropped) > 3 else "")
+        notes.append(
+            f"skipped {len(dropped)} input{'s' if len(dropped) != 1 else ''} that "
+            f"{'are' if len(dropped) != 1 else 'is'} our own predictions, not videos ({shown})"
+        )
+    tasks = plan_tasks(inputs, output, fmt, video_index)
     return take_shard(tasks, shard)
 
 
@@ -92,8 +108,10 @@ class Batch:
         spec: PipelineSpec,
         settings: JobSettings,
         devices: Sequence[str] = ("auto",),
+        notes: Sequence[str] = (),
     ) -> None:
         self.tasks = list(tasks)
+        self.notes = list(notes)  # lines about the inputs for the user (see plan_batch)
         self.spec = spec
         self.settings = settings
         self.devices = list(devices)
@@ -158,7 +176,8 @@ class Batch:
             for outcome in self.skipped:
                 events.video_finished(outcome)
             if not self.todo:
-                outcomes, interrupted = [], False
+                outcomes: list[VideoOutcome] = []
+                interrupted = False
             elif len(self.devices) == 1:
                 if self.pipeline is None:
                     self.load()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 from sleap_infer.core.errors import SleapInferError, UsageError
 from sleap_infer.core.products import Counts
 from sleap_infer.journal import journal_path, read_journal
-from sleap_infer.pipeline.request import request_changes
+from sleap_infer.pipeline.request import REQUEST_KEY, read_side_record, request_changes
 from sleap_infer.sources.inputs import VideoInput, is_labels_path, is_pattern
 from sleap_infer.writers.outputs import (
     COMPLETE,
@@ -21,6 +22,7 @@ from sleap_infer.writers.outputs import (
     judge_output,
     name_problem,
     output_paths,
+    stored_provenance,
 )
 from sleap_infer.writers.projects import count_videos, part_path
 from sleap_infer.writers.registry import FORMATS, OutputFormat
@@ -85,6 +87,7 @@ class VideoOutcome:
     message: str = ""  # the error line for failures
     warnings: list[str] = field(default_factory=list)
     outputs: tuple[Path, ...] = ()  # the files this run wrote (several with several formats)
+    skip_reason: str = "exists"  # why a skipped video was skipped (the summary's status)
 
     @property
     def ok(self) -> bool:
@@ -178,15 +181,34 @@ def check_output_arg(output: Path, inputs: Sequence[VideoInput], fmt: OutputForm
 def plan_tasks(
     inputs: Sequence[VideoInput],
     output: Path | None,
-    fmt: OutputFormat,
+    fmt: OutputFormat | tuple[OutputFormat, ...],
     video_index: int | None = None,
 ) -> list[VideoTask]:
     """Output paths for every input; ``-o`` is a file for one input, else a folder.
 
     A SLEAP project with several videos becomes one task per video (outputs named
     ``.videoN``), unless ``video_index`` picks one. Raises :class:`UsageError` when
-    two videos would write the same file.
+    two videos would write the same file. A task that would write over another
+    input of the run (``'v.mp4*'`` matching ``v.mp4`` and a project named
+    ``v.mp4.predictions.slp``) fails alone (:func:`output_input_problem`).
     """
+    formats = fmt if isinstance(fmt, tuple) else (fmt,)
+    tasks = _plan_tasks(inputs, output, formats[0], video_index)
+    sources = {_key(item.path): item.path for item in inputs}  # unreadable ones too
+    for i, task in enumerate(tasks):
+        if task.problem is None:
+            problem = output_input_problem(task, formats, sources)
+            if problem is not None:
+                tasks[i] = dataclasses.replace(task, problem=problem)
+    return tasks
+
+
+def _plan_tasks(
+    inputs: Sequence[VideoInput],
+    output: Path | None,
+    fmt: OutputFormat,
+    video_index: int | None = None,
+) -> list[VideoTask]:
     if output is not None:
         check_output_arg(output, inputs, fmt)
     if output is not None and output.name.endswith(_FILE_SUFFIXES) and not output.is_dir():
@@ -205,7 +227,7 @@ def plan_tasks(
         out = _output_for(item, output, fmt, video_index)
         for task in _tasks_for(len(tasks), item, out, fmt, video_index):
             task = _check_name(task)
-            key = task.output.resolve()
+            key = _key(task.output)
             if key in owners and item.problem is None:
                 raise UsageError(
                     f"{item.path} and {owners[key]} would both write {task.output}; "
@@ -246,6 +268,10 @@ def settled_before_running(
             continue
         if found != COMPLETE:
             return VideoOutcome(task, FAILED, message=existing_message(path, each, found))
+        if each.hdf5_keys is None:  # CSV: its record is beside it
+            provenance = read_side_record(path)
+        if not is_ours(provenance):
+            return VideoOutcome(task, FAILED, message=not_ours_message(path))
         changes = [] if wanted is None else request_changes(provenance, wanted())
         if changes:
             return VideoOutcome(
@@ -263,6 +289,121 @@ def settled_before_running(
         return VideoOutcome(task, SKIPPED, message=message)
     names = ", ".join(str(path) for _, path in output_paths(task.output, formats))
     return VideoOutcome(task, SKIPPED, message=f"{names} exist (--overwrite replaces them)")
+
+
+def is_ours(provenance: dict[str, Any] | None) -> bool:
+    """Whether an output's provenance is one ``infer predict`` wrote: it holds the request
+    record (or, written before requests were recorded, names us as its maker). A SLEAP
+    1.x or sleap-nn file at the same name answers no request of ours."""
+    if provenance is None:
+        return False
+    return REQUEST_KEY in provenance or provenance.get("sleap_infer") == "predict"
+
+
+def not_ours_message(path: Path) -> str:
+    """The line for a file at an output path that no ``infer predict`` run wrote."""
+    what = (
+        "e.g. a SLEAP labels file"
+        if path.suffix in (".slp", ".h5", ".nwb")
+        else ("or one replaced since, or written before records were kept beside CSV outputs")
+    )
+    return (
+        f"{path}: exists but has no sleap_infer request record (not an output of "
+        f"infer predict, {what}); kept it: move it away, or pass --overwrite to replace it"
+    )
+
+
+def output_input_problem(
+    task: VideoTask, formats: tuple[OutputFormat, ...], inputs: dict[Path, Path]
+) -> str | None:
+    """Why ``task`` may not run because it would write over an input of the run (keyed by
+    resolved path): its outputs, its journal, its project's combined file.
+    Checked at planning, so nothing is written, and whatever ``--overwrite`` says."""
+    paths = [path for _, path in output_paths(task.output, formats)]
+    paths.append(journal_path(task.output))
+    if task.project is not None and task.project.combined is not None:
+        paths.append(task.project.combined)
+    for path in paths:
+        key = _key(path)
+        if key in inputs:
+            return (
+                f"its output {path} is also an input of this run ({inputs[key]}); not "
+                "predicted, so that input is never written over (even with --overwrite): "
+                "rename it, or predict into another -o folder"
+            )
+    return None
+
+
+def _key(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path.absolute()
+
+
+# ``a.mp4`` -> ``a.mp4.predictions.slp``, ``.predictions.csv``, ``.predictions.slp.partial``,
+# a project's ``a.slp.video1.predictions.slp`` and ``a.slp.merged.slp``.
+_SUFFIXES = "|".join(re.escape(f.suffix) for f in FORMATS.values())
+_OUTPUT_TAIL = re.compile(
+    rf"\.(?:(?:video\d+\.)?predictions(?:{_SUFFIXES})(?:\.partial)?|merged\.slp)"
+)
+
+
+def _named_like_output(path: Path, names: set[str]) -> bool:
+    """Whether ``path`` is named as our output of another input in its folder is."""
+    name = path.name
+    for i in (m.start() for m in re.finditer(r"\.", name)):
+        if name[:i] in names and _OUTPUT_TAIL.fullmatch(name[i:]):
+            return True
+    return False
+
+
+def _made_by_us(provenance: dict[str, Any] | None) -> bool:
+    """An output of ``infer predict`` (:func:`is_ours`), or a project copy that
+    ``--merge-into-project`` wrote (it holds the project's user labels too)."""
+    return is_ours(provenance) or "sleap_infer_merged_from" in (provenance or {})
+
+
+def _has_user_instances(path: Path) -> bool:
+    """Whether a ``.slp`` holds labels a person made (instance type 0): a project to keep
+    as an input, never a predictions file to pass over."""
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as f:
+            if "instances" not in f:
+                return False
+            return bool((f["instances"]["instance_type"][()] == 0).any())
+    except (OSError, KeyError, ValueError, TypeError):
+        return False
+
+
+def drop_own_outputs(inputs: Sequence[VideoInput]) -> tuple[list[VideoInput], list[Path]]:
+    """Inputs a glob matched that are our own outputs, taken out (kept, dropped).
+
+    ``infer predict 'data/*'`` would otherwise predict ``a.mp4.predictions.slp`` as
+    a project, one generation more per rerun. Dropped: files holding our request
+    record, and files named as our output of another input of the same expansion
+    (``a.mp4.predictions.csv`` next to ``a.mp4``) unless they hold user labels: a
+    SLEAP project of that name stays an input (and the other input, whose output it
+    would be, is refused). Inputs named one by one are never dropped.
+    """
+    by_folder: dict[Path, set[str]] = {}
+    for item in inputs:
+        by_folder.setdefault(item.path.parent, set()).add(item.path.name)
+    kept: list[VideoInput] = []
+    dropped: list[Path] = []
+    for item in inputs:
+        path = item.path
+        if item.matched and item.problem is None:
+            named = _named_like_output(path, by_folder[path.parent])
+            hdf5 = path.suffix.lower() in (".slp", ".h5", ".nwb")
+            ours = hdf5 and _made_by_us(stored_provenance(path))
+            if ours or (named and not (is_labels_path(path) and _has_user_instances(path))):
+                dropped.append(path)
+                continue
+        kept.append(item)
+    return kept, dropped
 
 
 def saved_frames(task: VideoTask) -> int:

@@ -404,6 +404,8 @@ def predict(
     )
     if summary_json is not None:
         check_summary_path(summary_json, batch.tasks, model, overwrite, batch.formats)
+    for line in batch.notes:  # e.g. our own outputs a glob matched, passed over
+        console.print(f"[yellow]note:[/] {escape(line)}", highlight=False, soft_wrap=True)
     report = RunReport(batch.tasks, options=cli_args, overwrite=overwrite)
     reporter = make_reporter(mode, len(batch.tasks), progress_interval)
     if not batch.tasks:

@@ -195,7 +195,7 @@ def common_folder(paths: Sequence[Path]) -> Path | None:
     if not paths:
         return None
     try:
-        return Path(os.path.commonpath([p.resolve().parent for p in paths]))
+        return Path(os.path.commonpath([Path(os.path.realpath(p)).parent for p in paths]))
     except ValueError:  # nothing in common (e.g. different drives)
         return None
 
@@ -205,7 +205,7 @@ def _status_text(outcome: VideoOutcome) -> Text:
         extra = f" ({outcome.bad_frames} bad frames)" if outcome.bad_frames else ""
         return Text(f"done{extra}", style="green")
     if outcome.status == SKIPPED:
-        return Text("skipped (exists)", style="dim")
+        return Text(f"skipped ({outcome.skip_reason})", style="dim")
     if outcome.status == TRUNCATED:
         return Text(f"truncated ({outcome.bad_frames} frames unread)", style="yellow")
     if outcome.status == INTERRUPTED:
@@ -238,7 +238,7 @@ def _relative(path: Path, root: Path | None) -> str:
     if root is None:
         return str(path)
     try:
-        return str(path.resolve().relative_to(root))
+        return str(Path(os.path.realpath(path)).relative_to(root))
     except ValueError:
         return str(path)
 

@@ -13,6 +13,15 @@ Set ``SLEAP_INFER_STARTUP_TRACE=1`` (one JSON line on stderr at exit) or
 
 ``benchmarks/startup.py`` turns it into a phase table. Unset (the default),
 :func:`mark` and :func:`span` cost one global lookup: nothing is recorded.
+
+``PATH`` follows the rule every file we write follows (see
+:mod:`sleap_infer.writers.side_files`): never over a file we did not create. The
+trace carries ``"schema": "sleap_infer/startup-trace"``; an existing file at
+``PATH`` without it (a typo naming the input video, a checkpoint, a report) is
+kept, and one ``warning:`` line on stderr says the trace was not written. The
+run's exit code is not changed: the trace is a diagnostic, and a prediction
+that succeeded must not be reported as failed for it. The file is written to a
+temporary sibling and renamed, so it is never half-written either.
 """
 
 from __future__ import annotations
@@ -23,6 +32,8 @@ import time
 from collections.abc import Iterator
 
 ENV = "SLEAP_INFER_STARTUP_TRACE"
+SCHEMA = "sleap_infer/startup-trace"
+_MAX_OURS_BYTES = 1 << 20  # a trace is a few KB; a bigger file is not read to find out
 
 _DEST = os.environ.get(ENV) or None
 _marks: dict[str, float] = {}
@@ -77,12 +88,49 @@ def process_start() -> float | None:
 def report() -> dict[str, object]:
     """What has been recorded so far, with the ``exit`` mark set to now."""
     return {
+        "schema": SCHEMA,
         "pid": os.getpid(),
         "process_start": process_start(),
         "marks": {**_marks, "exit": time.time()},
         "spans": dict(_spans),
         "counts": dict(_counts),
     }
+
+
+def is_trace(path: str) -> bool:
+    """Whether ``path`` holds a trace we wrote (JSON with our ``schema``)."""
+    import json
+
+    try:
+        if os.path.getsize(path) > _MAX_OURS_BYTES:
+            return False
+        with open(path, "rb") as fh:
+            data = json.loads(fh.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("schema") == SCHEMA
+
+
+def write_trace(path: str, text: str) -> str | None:
+    """Write ``text`` to ``path`` unless a file not ours is there; why not, or None."""
+    if os.path.isdir(path):
+        return "is a folder"
+    if os.path.lexists(path) and not is_trace(path):
+        return "exists and is not a start-up trace written by sleap_infer; kept it"
+    folder = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "x") as fh:
+            fh.write(text)
+        if os.path.lexists(path) and not is_trace(path):  # appeared meanwhile
+            os.unlink(tmp)
+            return "a file that is not ours appeared there; kept it"
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return f"cannot write ({exc.strerror or exc})"
+    return None
 
 
 def _dump() -> None:
@@ -93,8 +141,9 @@ def _dump() -> None:
     if _DEST == "1":
         print(f"{ENV} {text}", file=sys.stderr)
         return
-    with contextlib.suppress(OSError), open(str(_DEST), "w") as fh:
-        fh.write(text)
+    problem = write_trace(str(_DEST), text)
+    if problem is not None:
+        print(f"warning: {ENV}={_DEST}: {problem}; trace not written", file=sys.stderr)
 
 
 def _register() -> None:

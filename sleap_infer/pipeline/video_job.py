@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import sleap_io as sio
 
-from sleap_infer.core.errors import OutputError, OutputExistsError, ResumeError
+from sleap_infer.core.errors import OutputError, OutputExistsError, ResumeError, VideoError
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.core.products import Counts, Product
 from sleap_infer.core.provenance import now_iso, package_versions, system_info
@@ -36,6 +36,7 @@ from sleap_infer.journal import (
     EmptyJournalError,
     Journal,
     JournalWriter,
+    busy_error,
     check_compatible,
     in_use,
     journal_path,
@@ -44,7 +45,13 @@ from sleap_infer.journal import (
 )
 from sleap_infer.pipeline.linked import link_journal, output_track_names, prepare_journal
 from sleap_infer.pipeline.loaded import Loaded
-from sleap_infer.pipeline.request import REQUEST_KEY, checkpoint_hashes, request_record
+from sleap_infer.pipeline.request import (
+    REQUEST_KEY,
+    VIDEO_FRAMES_KEY,
+    checkpoint_hashes,
+    request_record,
+    write_side_record,
+)
 from sleap_infer.runner import RunStats
 from sleap_infer.sources.frames import select_frames
 from sleap_infer.sources.inputs import is_labels_path
@@ -186,13 +193,61 @@ def project_frames(
     """
     if chosen is None or not chosen.filtered:
         return indices
-    _, picked = select_project_frames(Path(video), chosen, reader.info.n_frames)
+    index, picked = select_project_frames(Path(video), chosen, reader.info.n_frames)
     if picked is None:
         return indices
-    if indices is None:
-        return picked
-    allowed = set(indices)
-    return [i for i in picked if i in allowed]
+    if indices is not None:
+        allowed = set(indices)
+        picked = [i for i in picked if i in allowed]
+    if not picked:
+        # As a --frames past the end: an empty output would read as "done, nothing there".
+        within = "" if indices is None else " within --frames"
+        raise VideoError(
+            f"{video}: {_project_flag(chosen)} selects no frame of video {index}{within}; "
+            "nothing to predict"
+        )
+    return picked
+
+
+def _project_flag(chosen: ProjectSelection) -> str:
+    """The flag that picked the frames (the first in sleap-nn's order, as selection does)."""
+    if chosen.only_labeled:
+        return "--only-labeled-frames"
+    if chosen.only_suggested:
+        return "--only-suggested-frames"
+    if chosen.exclude_user_labeled:
+        return "--exclude-user-labeled"
+    return "--only-predicted-frames"
+
+
+def input_identity(video: str | Path) -> tuple[int, int, int] | None:
+    """What says an input file is still the one being predicted: size, mtime, inode
+    (None for an image folder or glob: its frames are checked as they are read)."""
+    try:
+        stat = os.stat(video)
+    except OSError:
+        return None
+    if not Path(video).is_file():
+        return None
+    return stat.st_size, stat.st_mtime_ns, stat.st_ino
+
+
+def check_unchanged(video: str | Path, before: tuple[int, int, int] | None, jpath: Path) -> None:
+    """Fail the video (one :class:`VideoError` line) when its file was replaced or written
+    to while it was predicted: its predictions mix two videos, so no output is published
+    and the journal is removed (a rerun predicts the new file from the start)."""
+    if before is None:
+        return
+    after = input_identity(video)
+    if after == before:
+        return
+    with contextlib.suppress(OSError):
+        jpath.unlink()
+    how = "it was removed" if after is None else "its size, mtime or inode differ"
+    raise VideoError(
+        f"{video}: the input changed while it was predicted ({how}); no output written, "
+        "rerun to predict it again"
+    )
 
 
 def options_dict(pipeline: Loaded) -> dict[str, Any]:
@@ -299,6 +354,8 @@ class VideoJob:
         request = request_record(
             pipeline.spec, checkpoint_hashes(pipeline.spec.model_paths), frames
         )
+        request[VIDEO_FRAMES_KEY] = info.n_frames  # selections are compared as frame sets
+        identity = input_identity(video)
         warnings = [
             w for w in (clamped, small_frame_warning(pipeline, info, video), *info.notes) if w
         ]
@@ -336,6 +393,7 @@ class VideoJob:
                 if pipeline.tracking.links:
                     extra["tracking"]["linking"] = asdict(linking)
             extra[REQUEST_KEY] = request
+            check_unchanged(video, identity, jpath)
             self._write_output(finished, info, indices, todo, time.perf_counter() - t0,
                                extra, result, project_video(reader))  # fmt: skip
         except Exception as exc:  # not KeyboardInterrupt: that leaves an "interrupted" journal
@@ -380,7 +438,7 @@ class VideoJob:
         if not path.exists():
             return None
         if in_use(path):
-            raise ResumeError(f"{path}: another infer process is predicting this video right now")
+            raise busy_error(path)
         if self.overwrite:
             path.unlink()
             return None
@@ -545,6 +603,11 @@ class VideoJob:
                 failures.append((exc, f"--format {fmt.name}: {exc}"))
             else:
                 result.outputs.append(out_path)
+                request = record.get(REQUEST_KEY)
+                if fmt.hdf5_keys is None and isinstance(request, dict):  # no place in the file
+                    warning = write_side_record(out_path, request)
+                    if warning is not None:
+                        result.warnings.append(warning)
         if failures:
             # The journal stays (the caller removes it only after a clean return), and so
             # do the formats written: a rerun writes only what is missing.

@@ -34,6 +34,12 @@ def _parts(spec: str) -> list[tuple[int, int | None]]:
     return out
 
 
+def frame_ranges(spec: str) -> list[tuple[int, int | None]]:
+    """``--frames`` as its inclusive ranges, in the order given (``hi`` None: to the end);
+    a malformed selection is one :class:`UsageError` line."""
+    return _parts(spec)
+
+
 def check_frames(spec: str | None) -> None:
     """Raise :class:`UsageError` for a malformed selection (before any video is opened)."""
     if spec is not None:

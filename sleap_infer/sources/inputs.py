@@ -27,6 +27,7 @@ the video reader expands again to exactly those files.
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
 import re
@@ -60,6 +61,7 @@ class VideoInput:
     path: Path
     root: Path | None = None
     problem: str | None = None
+    matched: bool = False  # found by a glob, not named: our own outputs are passed over
 
 
 def is_labels_path(path: str | Path) -> bool:
@@ -123,9 +125,42 @@ def _image_folders(folder: Path, recursive: bool, videos: Sequence[Path]) -> lis
     ]
 
 
+def _is_broken_link(path: Path) -> bool:
+    """A symbolic link that leads nowhere: a missing target, or a loop."""
+    try:
+        return path.is_symlink() and not path.exists()
+    except OSError:
+        return True
+
+
+def _link_problem(path: Path) -> str:
+    """Why a broken link cannot be read, in the words of the input's other failures."""
+    try:
+        path.stat()
+    except RuntimeError:
+        return "symbolic link loop"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symbolic link loop"
+        return f"broken symbolic link (its target {os.readlink(path)} does not exist)"
+    return "not readable"
+
+
+def _broken_links(folder: Path, recursive: bool) -> list[Path]:
+    """Links in ``folder`` named as a video or image would be, that lead nowhere: named as
+    failed inputs, as a missing file named on the command line is, never passed over."""
+    pattern = "**/*" if recursive else "*"
+    return sorted(
+        p for p in folder.glob(pattern) if (_is_video(p) or is_image(p)) and _is_broken_link(p)
+    )
+
+
 def _expand_folder(path: Path, recursive: bool) -> list[VideoInput]:
     videos = _folder_videos(path, recursive)
     items = [VideoInput(p, root=path) for p in videos]
+    items += [
+        VideoInput(p, root=path, problem=_link_problem(p)) for p in _broken_links(path, recursive)
+    ]
     # The folder itself has no root: an output named after it goes next to it.
     items += [
         VideoInput(d, root=None if d == path else path)
@@ -140,9 +175,9 @@ def _expand_folder(path: Path, recursive: bool) -> list[VideoInput]:
 def _expand_glob(pattern: Path) -> list[VideoInput]:
     matches = sorted(Path(m) for m in glob.glob(str(pattern), recursive=True))
     files = [m for m in matches if m.is_file()]
-    if not files:
+    if not files and not any(map(_is_broken_link, matches)):
         return [VideoInput(pattern, problem="no files match this pattern")]
-    items = [VideoInput(m) for m in files if not is_image(m)]
+    items = [VideoInput(m, matched=True) for m in files if not is_image(m)]
     by_folder: dict[Path, set[Path]] = {}
     for m in files:
         if is_image(m):
@@ -150,6 +185,7 @@ def _expand_glob(pattern: Path) -> list[VideoInput]:
     for folder, images in by_folder.items():
         whole = images == set(folder_images(folder))
         items.append(VideoInput(folder if whole else folder / pattern.name))
+    items += [VideoInput(m, problem=_link_problem(m)) for m in matches if _is_broken_link(m)]
     return sorted(items, key=lambda i: i.path)
 
 
@@ -169,7 +205,7 @@ def _expand_one(arg: str, recursive: bool, base: Path | None, in_list: bool) -> 
 def _path_problem(path: Path) -> str | None:
     """Why a named video cannot even be attempted (same words as the video reader's)."""
     if not path.exists():
-        return "video not found"
+        return _link_problem(path) if _is_broken_link(path) else "video not found"
     if not path.is_file():
         return "not a regular file"
     if not os.access(path, os.R_OK):
@@ -217,7 +253,10 @@ def expand_inputs(args: Iterable[str | Path], recursive: bool = False) -> list[V
     out: list[VideoInput] = []
     for arg in args:
         for item in _expand_one(str(arg), recursive, None, in_list=False):
-            key = item.path.resolve()
+            try:
+                key = item.path.resolve()
+            except (OSError, RuntimeError):  # a symbolic link loop: it stays a failed input
+                key = item.path.absolute()
             if key not in seen:
                 seen.add(key)
                 out.append(item)

@@ -80,8 +80,8 @@ def test_three_formats_equal_three_single_runs(
         assert code == 0, err
         assert_same_output(fmt, folder / _out(many, fmt).name, _out(many, fmt))
     assert sorted(p.name for p in many.parent.iterdir()) == sorted(
-        ["clip.mp4", *(_out(many, f).name for f in THREE)]
-    )  # no journal left
+        ["clip.mp4", *(_out(many, f).name for f in THREE), ".clip.mp4.predictions.csv.request.json"]
+    )  # no journal left (the CSV's request is recorded beside it)
     (video,) = json.loads((tmp_path / "s.json").read_text())["videos"]
     assert video["outputs"] == [str(_out(many, f)) for f in THREE]
 
@@ -144,6 +144,7 @@ def test_o_folder_takes_several_formats(tmp_path: Path, capsys: pytest.CaptureFi
     code, err = _predict(capsys, video, "--format", "slp", "--format", "csv", "-o", str(out))
     assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == [
+        ".clip.mp4.predictions.csv.request.json",  # the CSV's request, beside it
         "clip.mp4.predictions.csv",
         "clip.mp4.predictions.slp",
     ]

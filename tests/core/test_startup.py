@@ -103,3 +103,27 @@ def test_the_trace_writes_marks_and_spans_at_exit(tmp_path: Path) -> None:
     assert marks["package"] <= marks["done"] <= marks["exit"]
     assert data["spans"]["work"] >= 0.01 and data["counts"]["work"] == 2
     assert data["process_start"] is None or data["process_start"] <= marks["package"]
+
+
+def test_the_trace_never_writes_over_a_file_not_ours(tmp_path: Path) -> None:
+    """``SLEAP_INFER_STARTUP_TRACE=PATH`` used to overwrite any file (the input video
+    included); one warning line now, the file kept, the run's exit unchanged."""
+    video = tmp_path / "v.mp4"
+    video.write_bytes(b"not a trace")
+    res = subprocess.run(
+        [sys.executable, "-c", "from sleap_infer.core import startup; startup.mark('x')"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, startup.ENV: str(video)},
+        timeout=300,
+    )
+    assert res.returncode == 0 and video.read_bytes() == b"not a trace"
+    [line] = res.stderr.splitlines()
+    assert line.startswith(f"warning: {startup.ENV}={video}: exists and is not a start-up trace")
+    trace = tmp_path / "trace.json"
+    for _ in range(2):  # a trace of ours is replaced by the next one
+        _fresh(
+            "from sleap_infer.core import startup; startup.mark('x')", **{startup.ENV: str(trace)}
+        )
+        assert json.loads(trace.read_text())["schema"] == startup.SCHEMA
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

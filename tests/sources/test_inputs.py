@@ -141,3 +141,31 @@ def test_a_damaged_project_is_found_before_the_model_loads(tmp_path: Path) -> No
         ("empty.pkg.slp", "not a readable SLEAP project (empty file)"),
         ("block.slp", None),
     ]
+
+
+def test_broken_links_in_an_input_folder_are_failed_inputs(tmp_path: Path) -> None:
+    """Dangling links and link loops used to be passed over silently (exit 0); they are
+    named as failed inputs, as a missing file named on the command line is."""
+    (tmp_path / "a.mp4").write_bytes(b"video")
+    (tmp_path / "gone.mp4").symlink_to(tmp_path / "missing.mp4")
+    (tmp_path / "loop1.avi").symlink_to(tmp_path / "loop2.avi")
+    (tmp_path / "loop2.avi").symlink_to(tmp_path / "loop1.avi")
+    (tmp_path / "notes.txt").symlink_to(tmp_path / "missing.txt")  # no video by its name
+    want = [
+        ("a.mp4", None),
+        (
+            "gone.mp4",
+            f"broken symbolic link (its target {tmp_path / 'missing.mp4'} does not exist)",
+        ),
+        ("loop1.avi", "symbolic link loop"),
+        ("loop2.avi", "symbolic link loop"),
+    ]
+    for args in (
+        [tmp_path],
+        [str(tmp_path / "*.*[4i]")],
+        [tmp_path / "gone.mp4", tmp_path / "a.mp4", tmp_path / "loop1.avi", tmp_path / "loop2.avi"],
+    ):
+        got = sorted((i.path.name, i.problem) for i in expand_inputs(args))
+        assert got == want, args
+    tasks = plan_tasks(expand_inputs([tmp_path]), None, FORMATS["slp"])
+    assert [t.problem is not None for t in tasks] == [False, True, True, True]
