@@ -301,8 +301,17 @@ def test_real_model_with_nothing_found_writes_every_format(shared: Path, tmp_pat
         result = pipe.predict_to_file(video, output=out, frames="0-3", format=fmt)
         assert result.counts.instances == 0 and is_complete(out, fmt)
     assert (tmp_path / "empty.csv").read_text().splitlines()[0].startswith("track,frame_idx,")
-    # Nothing found, yet every predicted frame is there (as sleap-nn writes it).
-    assert (tmp_path / "empty.csv").read_text().splitlines()[1:] == [
+    # Nothing found: no rows, as sleap-io's own CSV writer leaves empty frames out (#44)...
+    assert (tmp_path / "empty.csv").read_text().splitlines()[1:] == []
+    # ...and with csv_empty_frames every predicted frame is there, a row holding its index.
+    keep = pipeline(
+        [fixture_model(shared, "bottomup")],
+        device="cpu",
+        options=PredictOptions(peak_threshold=1.5, csv_empty_frames=True),
+    )
+    kept = tmp_path / "kept.csv"
+    keep.predict_to_file(video, output=kept, frames="0-3", format=FORMATS["csv"])
+    assert kept.read_text().splitlines()[1:] == [
         "," + str(i) + "," * (1 + 3 * 2)
         for i in range(4)  # 2 nodes
     ]
