@@ -28,6 +28,7 @@ from sleap_infer.batch.run import Batch, BatchResult, device_list, plan_batch
 from sleap_infer.batch.tasks import check_output_for_formats
 from sleap_infer.core.errors import UsageError
 from sleap_infer.pipeline.pipeline import Pipeline
+from sleap_infer.pipeline.python_terms import in_python_words
 from sleap_infer.pipeline.spec import PipelineSpec, bind
 from sleap_infer.sources.frames import check_frames
 from sleap_infer.sources.inputs import parse_shard
@@ -45,6 +46,7 @@ def _model_paths(models: Paths, more: Sequence[str | Path] = ()) -> tuple[str, .
     return tuple(str(p) for p in paths)
 
 
+@in_python_words
 def load(
     models: Paths,
     *more_models: str | Path,
@@ -67,6 +69,7 @@ def load(
     return Pipeline(spec, device)
 
 
+@in_python_words
 def plan(videos: Paths, models: Paths, *, backend: str | None = None, **kwargs: Any) -> Batch:
     """Everything :func:`predict` will do, checked and planned, nothing loaded yet.
 
@@ -82,6 +85,7 @@ def plan(videos: Paths, models: Paths, *, backend: str | None = None, **kwargs: 
     return plan_spec(videos, spec, **run)
 
 
+@in_python_words
 def plan_spec(
     videos: Paths,
     spec: PipelineSpec,
@@ -144,6 +148,7 @@ def check_merge(tasks: Sequence[Any], fmt: str) -> None:
         raise UsageError("--merge-into-project needs a SLEAP project (.slp) among the inputs")
 
 
+@in_python_words
 def predict(
     videos: Paths,
     models: Paths,

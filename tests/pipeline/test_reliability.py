@@ -67,7 +67,7 @@ def test_a_selection_past_the_end_is_an_error_and_keeps_the_earlier_output(
     pipe.predict_to_file(video, output=out)
     before = out.read_bytes()
     with pytest.raises(
-        VideoError, match=r"--frames 1000-2000 selects no frame: .* 20 frames \(0-19\)"
+        VideoError, match=r": frames 1000-2000 selects no frame: .* 20 frames \(0-19\)"
     ):
         pipe.predict_to_file(video, output=out, frames="1000-2000")
     assert out.read_bytes() == before and not journal_path(out).exists()
@@ -238,7 +238,7 @@ def test_an_interrupted_journal_with_predictions_still_asks_for_a_flag(
         _fail_on_call(m, pipe, 3, KeyboardInterrupt())
         with pytest.raises(KeyboardInterrupt):
             pipe.predict_to_file(video, output=out)
-    with pytest.raises(ResumeError, match=r"interrupted run exist \(8 frames\); pass --resume"):
+    with pytest.raises(ResumeError, match=r"interrupted run exist \(8 frames\); pass resume=True"):
         pipe.predict_to_file(video, output=out)
 
 
