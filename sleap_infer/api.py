@@ -3,17 +3,22 @@
     import sleap_infer
 
     pipe = sleap_infer.load("models/centroid", "models/centered_instance")
-    pred = pipe.predict(frames)              # numpy, list of frames, path, sio.Video
+    pred = pipe.predict(frames)              # numpy / torch, list of frames, path, sio.Video
     pred.points                              # (frames, instances, nodes, 2)
-    labels = pred.to_labels()                # sio.Labels
+    pred[0].points                           # one frame: (instances found, nodes, 2)
+    labels = pred.to_labels()                # sio.Labels; pred.to_dataframe(), to_movement()
+    for frame in pipe.stream("video.mp4"):   # FrameResults as predicted, flat memory
+        ...
     pipe.predict_to_file("video.mp4", "video.slp")   # journal, resume, atomic output
 
     sleap_infer.predict(["a.mp4", "b.mp4"], ["models/bottomup"], output="preds/")
 
 Option names and defaults are ``infer predict``'s (``peak_threshold=0.2``,
-``batch_size=4``, ``tracking=True``, ``filter_min_instance_score=0.3`` ...):
-:func:`sleap_infer.pipeline.spec.bind` routes both to the same records, and the
-command line is a thin layer over :func:`plan` and :class:`Batch`.
+``batch_size=4``, ``max_instances=None``, ``tracking=False``, no ``filter_*``
+post-filter ...): :func:`sleap_infer.pipeline.spec.bind` routes both to the same
+records and checks each value's kind and range once for both, and the command
+line is a thin layer over :func:`plan` and :class:`Batch`. Errors leave these
+calls in Python's words (``overwrite=True``, not ``--overwrite``).
 """
 
 from __future__ import annotations
