@@ -38,6 +38,7 @@ from sleap_infer.pipeline.loaded import Loaded
 from sleap_infer.pipeline.progress import FrameProgress, wanted
 from sleap_infer.pipeline.python_terms import in_python_words, reworded
 from sleap_infer.pipeline.result import FrameResult, Prediction
+from sleap_infer.pipeline.spec import check_kind
 from sleap_infer.pipeline.video_job import VideoJob, VideoResult, embed_labels
 from sleap_infer.sources.arrays import Source, is_sio_video
 from sleap_infer.sources.video import VideoInfo
@@ -141,6 +142,12 @@ class Pipeline(Loaded):
         selection when resuming), ``on_progress(n)`` each batch's frames. ``progress``:
         on stderr, by default unless ``on_start`` or ``on_progress`` is given.
         """
+        for name, value, kind in (
+            ("resume", resume, bool),
+            ("overwrite", overwrite, bool),
+            ("video_index", video_index, int),
+        ):  # as the command line's parser: ``overwrite="no"`` must not mean yes
+            check_kind(name, value, frozenset({kind}), name == "video_index")
         if resume and overwrite:
             raise ContradictionError("--resume and --overwrite contradict each other: pick one")
         video = _video_path(video)

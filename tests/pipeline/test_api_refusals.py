@@ -87,6 +87,10 @@ def test_one_line_errors(pipe: sleap_infer.Pipeline, video: Path, tmp_path: Path
         sleap_infer.load(SYNTHETIC_MODEL, device="cpu", tracking="no")
     with pytest.raises(ValueError, match="resume=True and overwrite=True contradict"):
         pipe.predict_to_file(video, tmp_path / "o.slp", resume=True, overwrite=True)
+    with pytest.raises(TypeError, match="overwrite='no': must be True or False"):
+        pipe.predict_to_file(video, tmp_path / "o.slp", overwrite="no")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="video_index='0': must be a whole number or None"):
+        pipe.predict_to_file(video, tmp_path / "o.slp", video_index="0")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="batch_size=2.5"):
         pipe.predict(video, batch_size=2.5)  # type: ignore[arg-type]
 
