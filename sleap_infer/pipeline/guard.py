@@ -17,6 +17,8 @@ from pathlib import Path
 
 from sleap_infer.core.errors import SleapInferError, UsageError
 from sleap_infer.model.loader import resolve_model_dir
+from sleap_infer.writers.outputs import COMPLETE, existing_output
+from sleap_infer.writers.registry import OutputFormat
 from sleap_infer.writers.side_files import same_file
 
 
@@ -33,18 +35,21 @@ def model_folders(model_paths: Iterable[str | Path]) -> list[Path]:
 
 
 def refuse_protected_output(
-    outputs: Iterable[Path], video: str | Path, model_paths: Iterable[str | Path]
+    outputs: Iterable[tuple[OutputFormat, Path]],
+    video: str | Path,
+    model_paths: Iterable[str | Path],
 ) -> None:
     """One :class:`UsageError` line for an output that is the input ``video`` or an existing
-    file among the models' files (a checkpoint, a config, an export's engine)."""
+    file among the models' files (a checkpoint, a config, an export's engine). A finished
+    output of ours kept in a model's folder is no model file: ``overwrite`` decides it."""
     folders = model_folders(model_paths)
-    for out in outputs:
+    for fmt, out in outputs:
         if same_file(out, Path(video)):
             raise UsageError(
                 f"{out}: is the input of this run ({video}); give another output "
                 "(overwriting never replaces an input)"
             )
-        if not out.exists():
+        if not out.exists() or existing_output(out, fmt) == COMPLETE:
             continue
         where = out.resolve()
         for folder in folders:

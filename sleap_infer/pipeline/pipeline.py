@@ -155,9 +155,7 @@ class Pipeline(Loaded):
         formats = self.check_formats(format)
         if output is not None:
             out = Path(output)
-            refuse_protected_output(
-                [p for _, p in output_paths(out, formats)], video, self.spec.model_paths
-            )
+            refuse_protected_output(output_paths(out, formats), video, self.spec.model_paths)
         if self.embeds_labels:
             if len(formats) > 1:
                 raise UsageError(

@@ -52,6 +52,8 @@ def test_predict_to_file_never_writes_over_the_models_files(tmp_path: Path, vide
     assert ckpt.read_bytes() == before
     out = pipe.predict_to_file(video, model / "new.slp", progress=False)  # a new file: fine
     assert out.output.exists()
+    again = pipe.predict_to_file(video, model / "new.slp", overwrite=True, progress=False)
+    assert again.output.exists()  # a finished output of ours there is no model file
 
 
 # --------------------------------------------------------------- unclear 10
