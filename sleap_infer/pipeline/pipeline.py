@@ -25,6 +25,7 @@ silent); errors leave these calls in Python's words (``overwrite=True``, not
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -140,7 +141,9 @@ class Pipeline(Loaded):
         ``video_index`` picks one video of a SLEAP project (default: ``video_index``'s);
         ``on_start(info, n)`` hears how many frames this run will predict (fewer than the
         selection when resuming), ``on_progress(n)`` each batch's frames. ``progress``:
-        on stderr, by default unless ``on_start`` or ``on_progress`` is given.
+        on stderr, by default unless ``on_start`` or ``on_progress`` is given; without
+        them the result's ``warnings`` (frames smaller than the model's max stride, a
+        clamped selection) are also given through :func:`warnings.warn`.
         """
         for name, value, kind in (
             ("resume", resume, bool),
@@ -164,18 +167,23 @@ class Pipeline(Loaded):
                 )
             return embed_labels(self, Path(video), output, formats[0], overwrite)
         display: FrameProgress | None = None
-        if wanted(progress, on_start is None and on_progress is None):
+        direct = on_start is None and on_progress is None  # not the batch's display
+        if wanted(progress, direct):
             display = FrameProgress(Path(video).name)
             on_start = _both(on_start, lambda _info, n: display.start(n))
             on_progress = _both(on_progress, display.advance)
         job = VideoJob(self, formats, resume, overwrite)
         try:
-            return job.run(
+            result = job.run(
                 video, output, frames, video_index, on_start, on_progress, extra_provenance
             )
         finally:
             if display is not None and display.started:
                 display.close()
+        if direct:  # the batch prints them with its outcome line; a caller hears them here
+            for line in result.warnings:
+                warnings.warn(line, stacklevel=3)
+        return result
 
 
 def _both(first: Callable[..., None] | None, then: Callable[..., None]) -> Callable[..., None]:

@@ -129,6 +129,16 @@ def test_small_frames_warn_in_memory() -> None:
         pipe.predict(np.zeros((2, 64, 64), np.uint8))
 
 
+def test_small_frames_warn_in_files(tmp_path: Path) -> None:
+    pipe = sleap_infer.load(SYNTHETIC_MODEL, device="cpu")
+    video = write_video(tmp_path / "tiny.mp4", counter_frames(2, height=8, width=8))
+    with pytest.warns(UserWarning, match="smaller than the model's max stride 16"):
+        pipe.predict(video, progress=False)
+    with pytest.warns(UserWarning, match="smaller than the model's max stride 16"):
+        result = pipe.predict_to_file(video, tmp_path / "tiny.slp", progress=False)
+    assert any("max stride" in w for w in result.warnings)
+
+
 # --------------------------------------------------------------- unclear 25
 def test_load_refuses_what_the_command_line_refuses() -> None:
     """Every ``infer predict`` option with a lower or upper bound in its parser: the binder
