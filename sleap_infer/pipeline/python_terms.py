@@ -46,12 +46,14 @@ SWITCHES = frozenset(
         "tracking_pre_cull_to_target",
     }
 )
+_FORMAT = re.compile(r"(?<![\w-])--format ([a-z][a-z0-9_-]*)\b")
 _FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
 
 
 def python_words(message: str) -> str:
     """``message`` with command-line flags as keyword arguments."""
     message = message.replace("-o/--output", "output").replace("--tracking (-t)", "--tracking")
+    message = _FORMAT.sub(r"format='\1'", message)
 
     def keyword(match: re.Match[str]) -> str:
         name = match.group(1).replace("-", "_")

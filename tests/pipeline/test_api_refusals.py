@@ -187,3 +187,5 @@ def test_python_words() -> None:
         "use_flow=True only matters with tracking=True"
     )
     assert python_words("frames 0-99 of a-b--c") == "frames 0-99 of a-b--c"
+    assert python_words("--format csv: cannot write") == "format='csv': cannot write"
+    assert python_words("unknown --format 'mat'") == "unknown format 'mat'"
