@@ -59,7 +59,8 @@ class FrameResult:
             f", {len(v)} {name}" for name, v in (("masks", self.masks), ("boxes", self.boxes))
             if v is not None
         )  # fmt: skip
-        return f"FrameResult(frame {self.frame_idx}, {len(self)} instances{extra})"
+        found = f"{len(self)} instance{'' if len(self) == 1 else 's'}"
+        return f"FrameResult(frame {self.frame_idx}, {found}{extra})"
 
 
 def frame_result(

@@ -127,6 +127,12 @@ def test_prediction_indexing() -> None:
     pred = pipe.predict(np.zeros((5, 64, 64), np.uint8), frames=[1, 3])
     assert len(pred) == 2
     assert pred[-1].frame_idx == 3 and pred[0].frame_idx == 1
+    assert (
+        repr(pred[0])
+        == f"FrameResult(frame 1, {len(pred[0])} instance"
+        + ("" if len(pred[0]) == 1 else "s")
+        + ")"
+    )
     with pytest.raises(IndexError, match=r"Prediction\[2\]: 2 frames were predicted"):
         pred[2]
     with pytest.raises(TypeError, match="index rows with an int"):
