@@ -47,6 +47,15 @@ def main(out: Path) -> None:
     by_video = pipe.predict(sio.load_video(str(video)), frames=range(40, 60))
     assert np.array_equal(by_path.points, by_video.points, equal_nan=True)
 
+    # ... one frame of it (the instances found), or a table for analysis.
+    first = pred[0]
+    print(first, "points", first.points.shape)  # (instances, nodes, 2)
+    print(pred.to_dataframe().head(4))  # frame, instance, track, node, x, y, score
+
+    # ... or frame by frame as they are predicted: memory stays flat on any length.
+    for frame in pipe.stream(video, frames="0-19", progress=False):
+        assert np.array_equal(frame.points, pred[frame.frame_idx].points, equal_nan=True)
+
     # 3. As SLEAP labels, for every tool that reads them.
     labels = pred.to_labels()
     labels.save(str(out / "first20.slp"))

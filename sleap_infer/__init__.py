@@ -4,7 +4,8 @@
 
     pipe = sleap_infer.load("models/bottomup")          # or load(centroid, instance)
     pred = pipe.predict(frames)                         # numpy, list, path, sio.Video
-    pred.points, pred.to_labels()
+    pred.points, pred.to_labels(), pred[0], pred.to_dataframe()
+    for frame in pipe.stream("video.mp4"): ...      # one frame at a time, flat memory
     pipe.predict_to_file("video.mp4")                   # resumable, atomic, never overwrites
     sleap_infer.predict(["a.mp4", "b.mp4"], "models/bottomup", output="preds/")
 
@@ -27,6 +28,7 @@ _EXPORTS = {
     "Pipeline": "sleap_infer.pipeline.pipeline",
     "PipelineSpec": "sleap_infer.pipeline.spec",
     "Prediction": "sleap_infer.pipeline.result",
+    "FrameResult": "sleap_infer.pipeline.result",
     "VideoResult": "sleap_infer.pipeline.video_job",
     "Batch": "sleap_infer.batch.run",
     "BatchResult": "sleap_infer.batch.run",
@@ -38,6 +40,7 @@ __all__ = [
     "Batch",
     "BatchResult",
     "Counts",
+    "FrameResult",
     "Pipeline",
     "PipelineSpec",
     "Prediction",

@@ -3,17 +3,22 @@
     import sleap_infer
 
     pipe = sleap_infer.load("models/centroid", "models/centered_instance")
-    pred = pipe.predict(frames)              # numpy, list of frames, path, sio.Video
+    pred = pipe.predict(frames)              # numpy / torch, list of frames, path, sio.Video
     pred.points                              # (frames, instances, nodes, 2)
-    labels = pred.to_labels()                # sio.Labels
+    pred[0].points                           # one frame: (instances found, nodes, 2)
+    labels = pred.to_labels()                # sio.Labels; pred.to_dataframe(), to_movement()
+    for frame in pipe.stream("video.mp4"):   # FrameResults as predicted, flat memory
+        ...
     pipe.predict_to_file("video.mp4", "video.slp")   # journal, resume, atomic output
 
     sleap_infer.predict(["a.mp4", "b.mp4"], ["models/bottomup"], output="preds/")
 
 Option names and defaults are ``infer predict``'s (``peak_threshold=0.2``,
-``batch_size=4``, ``tracking=True``, ``filter_min_instance_score=0.3`` ...):
-:func:`sleap_infer.pipeline.spec.bind` routes both to the same records, and the
-command line is a thin layer over :func:`plan` and :class:`Batch`.
+``batch_size=4``, ``max_instances=None``, ``tracking=False``, no ``filter_*``
+post-filter ...): :func:`sleap_infer.pipeline.spec.bind` routes both to the same
+records and checks each value's kind and range once for both, and the command
+line is a thin layer over :func:`plan` and :class:`Batch`. Errors leave these
+calls in Python's words (``overwrite=True``, not ``--overwrite``).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from sleap_infer.batch.execute import BatchEvents, JobSettings
 from sleap_infer.batch.run import Batch, BatchResult, device_list, plan_batch
 from sleap_infer.core.errors import UsageError
 from sleap_infer.pipeline.pipeline import Pipeline
+from sleap_infer.pipeline.python_terms import in_python_words
 from sleap_infer.pipeline.spec import PipelineSpec, bind
 from sleap_infer.sources.frames import check_frames
 from sleap_infer.sources.inputs import parse_shard
@@ -44,6 +50,7 @@ def _model_paths(models: Paths, more: Sequence[str | Path] = ()) -> tuple[str, .
     return tuple(str(p) for p in paths)
 
 
+@in_python_words
 def load(
     models: Paths,
     *more_models: str | Path,
@@ -66,6 +73,7 @@ def load(
     return Pipeline(spec, device)
 
 
+@in_python_words
 def plan(videos: Paths, models: Paths, *, backend: str | None = None, **kwargs: Any) -> Batch:
     """Everything :func:`predict` will do, checked and planned, nothing loaded yet.
 
@@ -81,6 +89,7 @@ def plan(videos: Paths, models: Paths, *, backend: str | None = None, **kwargs: 
     return plan_spec(videos, spec, **run)
 
 
+@in_python_words
 def plan_spec(
     videos: Paths,
     spec: PipelineSpec,
@@ -145,6 +154,7 @@ def check_merge(tasks: Sequence[Any], fmt: str) -> None:
         raise UsageError("--merge-into-project needs a SLEAP project (.slp) among the inputs")
 
 
+@in_python_words
 def predict(
     videos: Paths,
     models: Paths,

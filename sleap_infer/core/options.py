@@ -86,6 +86,9 @@ NUMBER_RANGES: dict[str, NumberRange] = {
     "max_edge_length_ratio": _POSITIVE,
     "dist_penalty_weight": _NON_NEGATIVE,
     "min_instance_peaks": _NON_NEGATIVE,
+    "n_points": NumberRange(2.0),  # samples along a PAF line: its two ends at least
+    "min_new_track_points": _NON_NEGATIVE,
+    "min_match_points": _NON_NEGATIVE,
     "fg_threshold": NumberRange(0.0, 1.0, high_open=True),
     "distance_gate_alpha": _POSITIVE,
     "merge_w_valley": _NON_NEGATIVE,

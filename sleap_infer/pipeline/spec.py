@@ -17,10 +17,15 @@ from it.
 from __future__ import annotations
 
 import difflib
+import types
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from enum import Enum
+from functools import cache
 from typing import Any
+
+import numpy as np
 
 from sleap_infer.core.errors import UsageError
 from sleap_infer.core.filters import InstanceFilters
@@ -180,6 +185,66 @@ def _plain(value: Any) -> Any:
     return value.value if isinstance(value, Enum) else value
 
 
+class OptionTypeError(UsageError, TypeError):
+    """An option given a value of the wrong kind (``peak_threshold="0.3"``, ``tracking="no"``,
+    ``max_instances=2.5``): also a ``TypeError``, for Python callers."""
+
+
+_RECORD_OF_GROUP: dict[str, type] = {
+    **_RECORDS,
+    "filters": InstanceFilters,
+    "project": ProjectSelection,
+}
+_KINDS: dict[type, str] = {bool: "True or False", int: "a whole number", float: "a number"}
+_KINDS[str] = "a string"
+_OWN_KINDS: dict[str, type] = {"batch_size": int, "centroid_only": bool, "tracking": bool}
+
+
+@cache
+def _kinds(group: str, key: str) -> tuple[frozenset[type], bool] | None:
+    """The plain types a record field takes (and whether None), or None: not checked here
+    (tuples, callables: their converters check them)."""
+    hint = typing.get_type_hints(_RECORD_OF_GROUP[group]).get(key)
+    parts = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    allowed = frozenset(p for p in parts if p in _KINDS)
+    if len(allowed) + (type(None) in parts) != len(parts) or not allowed:
+        return None
+    return allowed, type(None) in parts
+
+
+def _fits(value: Any, kind: type) -> bool:
+    if kind is bool:
+        return isinstance(value, (bool, np.bool_))
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    if kind is int:
+        return isinstance(value, (int, np.integer))
+    if kind is float:
+        return isinstance(value, (int, float, np.integer, np.floating))
+    return isinstance(value, kind)
+
+
+def check_kind(name: str, value: Any, kinds: frozenset[type], optional: bool) -> None:
+    """One :class:`OptionTypeError` line for a value the command line's parser would
+    refuse: the API takes Python values, and ``tracking="no"`` is truthy, ``"0.3"`` a
+    string torch chokes on after loading, ``2.5`` instances a count truncated silently."""
+    if (value is None and optional) or any(_fits(value, k) for k in kinds):
+        return
+    want = " or ".join(_KINDS[k] for k in sorted(kinds, key=list(_KINDS).index))
+    raise OptionTypeError(f"{name}={value!r}: must be {want}{' or None' if optional else ''}")
+
+
+def _check_value(name: str, group: str, key: str, value: Any) -> None:
+    """``value`` of option ``name`` (record field ``group.key``) has the field's type."""
+    if name == "no_refine":
+        kinds: tuple[frozenset[type], bool] | None = (frozenset({bool}), False)
+    else:
+        kinds = _kinds(group, key)
+    if kinds is not None:
+        # ``tracker=None``: not chosen (the command line's default), see tracking_options
+        check_kind(name, value, kinds[0], kinds[1] or name == "tracker")
+
+
 def bind(
     model_paths: tuple[str, ...] | list[str],
     backend: str | None = None,
@@ -195,16 +260,21 @@ def bind(
     """
     groups: dict[str, dict[str, Any]] = {g: {} for g in (*_RECORDS, "filters", "project")}
     own: dict[str, Any] = {}
-    tracking = bool(params.pop("tracking", False))
+    tracking = params.pop("tracking", False)
+    check_kind("tracking", tracking, frozenset({bool}), True)
+    tracking = bool(tracking)
     refuse_not_ported(params)
     for name, value in params.items():
         if name in NOT_PORTED:
             continue
-        check_number(name, value, name)
         if name in _OWN:
+            check_kind(name, _plain(value), frozenset({_OWN_KINDS[name]}), False)
+            check_number(name, value, name)
             own[name] = value
             continue
         group, key, convert = _route(name)
+        _check_value(name, group, key, _plain(value))
+        check_number(name, value, name)
         groups[group][key] = convert(_plain(value))
     batch_size = int(own.get("batch_size", BATCH_SIZE))
     if batch_size < 1:

@@ -187,7 +187,7 @@ def test_one_format_failing_keeps_the_others_and_the_journal(
         with pytest.raises(OutputError) as failed:
             pipe.predict_to_file(video, format=["slp", "csv", "analysis-h5"])
     (line,) = str(failed.value).splitlines()
-    assert line.startswith("--format csv: ") and str(_out(video, "csv")) in line
+    assert line.startswith("format='csv': ") and str(_out(video, "csv")) in line
     assert _out(video, "slp").is_file() and _out(video, "analysis-h5").is_file()
     assert not _out(video, "csv").exists()
     journal = journal_path(_out(video, "slp"))

@@ -160,7 +160,7 @@ def test_options_by_cli_names(frames: np.ndarray) -> None:
     assert loose.options.refine is False
     with pytest.raises(UsageError, match="did you mean 'peak_threshold'"):
         sleap_infer.load(SYNTHETIC_MODEL, peak_treshold=0.3)
-    with pytest.raises(UsageError, match="only matter with --tracking"):
+    with pytest.raises(UsageError, match="only matter with tracking=True"):
         sleap_infer.load(SYNTHETIC_MODEL, max_tracks=2)
 
 

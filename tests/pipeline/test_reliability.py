@@ -67,7 +67,7 @@ def test_a_selection_past_the_end_is_an_error_and_keeps_the_earlier_output(
     pipe.predict_to_file(video, output=out)
     before = out.read_bytes()
     with pytest.raises(
-        VideoError, match=r"--frames 1000-2000 selects no frame: .* 20 frames \(0-19\)"
+        VideoError, match=r": frames 1000-2000 selects no frame: .* 20 frames \(0-19\)"
     ):
         pipe.predict_to_file(video, output=out, frames="1000-2000")
     assert out.read_bytes() == before and not journal_path(out).exists()
@@ -76,7 +76,8 @@ def test_a_selection_past_the_end_is_an_error_and_keeps_the_earlier_output(
 def test_a_clamped_selection_says_how_many_frames_it_dropped(
     pipe: Pipeline, video: Path, tmp_path: Path
 ) -> None:
-    result = pipe.predict_to_file(video, output=tmp_path / "p.slp", frames="15-29,40")
+    with pytest.warns(UserWarning, match="11 selected frames past the end"):
+        result = pipe.predict_to_file(video, output=tmp_path / "p.slp", frames="15-29,40")
     assert result.counts.frames == 5
     assert len(result.warnings) == 1
     assert "11 selected frames past the end" in result.warnings[0]
@@ -167,7 +168,8 @@ def test_a_run_that_failed_writing_its_output_is_continued_by_a_plain_rerun(
         journal.n_predicted == 20
         and journal.failed == "OutputError: /x/p.nwb: cannot write (simulated)"
     )
-    again = pipe.predict_to_file(video, output=out)  # no --resume needed
+    with pytest.warns(UserWarning, match="continuing the 20 frames of a run that failed"):
+        again = pipe.predict_to_file(video, output=out)  # no --resume needed
     assert again.resumed_frames == 20 and again.counts.frames == 20
     assert "continuing the 20 frames of a run that failed" in again.warnings[0]
     pipe.predict_to_file(video, output=tmp_path / "clean.slp")
@@ -182,7 +184,8 @@ def test_a_failed_journal_with_other_settings_is_replaced_with_a_warning(
         _fail_output_write(m)
         with pytest.raises(OutputError):
             pipe.predict_to_file(video, output=out, frames="0-9")
-    again = pipe.predict_to_file(video, output=out)
+    with pytest.warns(UserWarning, match="discarded 10 frames of a run that failed"):
+        again = pipe.predict_to_file(video, output=out)
     assert again.resumed_frames == 0 and again.counts.frames == 20
     assert "discarded 10 frames" in again.warnings[0]
     assert 'frames: "0-9" then, "all" now' in again.warnings[0]
@@ -214,7 +217,8 @@ def test_memory_error_mid_video_marks_the_journal_failed(
             pipe.predict_to_file(video, output=out)
     journal = read_journal(journal_path(out))
     assert journal.n_predicted == 8 and journal.failed == "MemoryError: cannot allocate 50 GiB"
-    assert pipe.predict_to_file(video, output=out).resumed_frames == 8
+    with pytest.warns(UserWarning, match="continuing the 8 frames of a run that failed"):
+        assert pipe.predict_to_file(video, output=out).resumed_frames == 8
 
 
 def test_ctrl_c_before_the_first_frame_leaves_nothing_that_blocks(
@@ -238,7 +242,7 @@ def test_an_interrupted_journal_with_predictions_still_asks_for_a_flag(
         _fail_on_call(m, pipe, 3, KeyboardInterrupt())
         with pytest.raises(KeyboardInterrupt):
             pipe.predict_to_file(video, output=out)
-    with pytest.raises(ResumeError, match=r"interrupted run exist \(8 frames\); pass --resume"):
+    with pytest.raises(ResumeError, match=r"interrupted run exist \(8 frames\); pass resume=True"):
         pipe.predict_to_file(video, output=out)
 
 

@@ -52,7 +52,7 @@ def test_interrupted_run_resumes_to_the_clean_result(
     partial = read_journal(journal_path(out))
     assert partial.predicted.tolist() == list(range(12))
 
-    with pytest.raises(ResumeError, match=r"resumed\.slp\.partial: .* pass --resume"):
+    with pytest.raises(ResumeError, match=r"resumed\.slp\.partial: .* pass resume=True"):
         pipe.predict_to_file(video, output=out)
     resumed = pipe.predict_to_file(video, output=out, resume=True)
     assert (resumed.counts.frames, resumed.resumed_frames) == (40, 12)
@@ -92,7 +92,7 @@ def test_resume_refuses_a_journal_from_other_settings(
             first.predict_to_file(video, output=out)
     other = pipeline([SYNTHETIC_MODEL], device="cpu", options=PredictOptions(peak_threshold=0.5))
     with pytest.raises(
-        ResumeError, match=r"differs: options.peak_threshold: 0.2 then, 0.5 now; use --overwrite"
+        ResumeError, match=r"differs: options.peak_threshold: 0.2 then, 0.5 now; use overwrite=True"
     ):
         other.predict_to_file(video, output=out, resume=True)
     with pytest.raises(ResumeError, match='differs: frames: "all" then, "0-9" now;'):
