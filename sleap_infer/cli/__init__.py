@@ -1,7 +1,8 @@
 """The ``infer`` command line: predict, track, eval, render, export, bench, info, system.
 
 Help is Typer's plain (click) help, not its rich panels: at 80 columns the
-panels cut option names with an ellipsis, plain help wraps (see :mod:`.help`).
+panels cut option names with an ellipsis, plain help wraps (see :mod:`.help`, which
+still groups predict's options under panel headings).
 """
 
 from __future__ import annotations
