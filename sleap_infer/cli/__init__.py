@@ -95,7 +95,10 @@ def _version(value: bool) -> None:
 
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show version.")
+        bool,
+        typer.Option(
+            "--version", "-v", callback=_version, is_eager=True, help="Show the version and exit."
+        ),
     ] = False,
 ) -> None:
     """Fast batch pose prediction for sleap-nn models."""
@@ -107,7 +110,7 @@ def build_app(commands: Iterable[str] = COMMANDS) -> typer.Typer:
         name="infer",
         help="Fast batch pose prediction for sleap-nn models (torch, ONNX Runtime, TensorRT).",
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish)
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
         context_settings=CONTEXT,
