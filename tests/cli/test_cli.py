@@ -201,7 +201,7 @@ def test_bench_writes_table_and_json(tmp_path: Path) -> None:
     assert rows[("trt", 1)]["status"] == "unavailable"  # no TensorRT/CUDA in CI
     assert "tensorrt" in rows[("trt", 1)]["reason"].lower()
     assert data["system"]["cpu_budget"] >= 1 and "torch" in data["system"]["versions"]
-    assert "p50 ms" in res.stdout and "unavailable" in res.stdout
+    assert "Piped FPS" in res.stdout and "unavailable" in res.stdout
     # Share of this machine's measured peak: the network's work, the rate, the peak.
     assert data["peak"]["gflops"]["cpu:fp32"] > 0 and data["peak"]["threads"] >= 1
     ran = rows[("torch", 2)]
