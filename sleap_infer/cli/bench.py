@@ -167,7 +167,8 @@ def bench(
                 console.print(line, highlight=False, soft_wrap=True)
             elif row.batch == config.batch_sizes[-1]:  # one line per backend that cannot run
                 console.print(f"  {row.backend}: {row.status} ({left})", highlight=False)
-            status.update(f"benchmarking: {left}")
+            if status is not None:  # None under -q
+                status.update(f"benchmarking: {left}")
 
         rows, context = run_bench(config, on_row=show)
     if not console.errors_only:  # -q: the table is not an error
