@@ -22,7 +22,13 @@ from rich.markup import escape
 from sleap_infer import __version__
 from sleap_infer.cli import sleap_nn_flags
 from sleap_infer.cli.console import console
-from sleap_infer.cli.help import EXIT_FAILED, EXIT_INTERRUPTED, HelpCommand
+from sleap_infer.cli.help import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    INTERRUPT_HOOKS,
+    HelpCommand,
+    sigterm_as_interrupt,
+)
 from sleap_infer.core import startup
 from sleap_infer.core.errors import Interrupted, SleapInferError, plain
 
@@ -123,6 +129,8 @@ def build_app(commands: Iterable[str] = COMMANDS) -> typer.Typer:
     for name in commands:
         module_name, function, short_help, no_args_is_help = COMMANDS[name]
         module = importlib.import_module(f"sleap_infer.cli.{module_name}")
+        if hasattr(module, "on_interrupt"):
+            INTERRUPT_HOOKS[name] = module.on_interrupt
         built.command(
             name,
             no_args_is_help=no_args_is_help,
@@ -162,9 +170,12 @@ def main(argv: list[str] | None = None) -> None:
     first, so that the interpreter's exit does not trace torch's million objects
     once more (0.3-0.5 s on a 2-core machine; every output is closed by then).
     Callers passing ``argv`` (tests) keep their collector as it was.
+
+    SIGTERM is Ctrl-C from here on, for every command (:func:`.help.sigterm_as_interrupt`).
     """
     try:
-        _main(sys.argv[1:] if argv is None else list(argv))
+        with sigterm_as_interrupt():
+            _main(sys.argv[1:] if argv is None else list(argv))
     finally:
         console.errors_only = False  # -q is this call's; a caller in the same process prints
         if argv is None:

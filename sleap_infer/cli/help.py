@@ -12,8 +12,10 @@ plain help here prints each panel as a section of its own.
 from __future__ import annotations
 
 import re
+import signal
 import textwrap
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -23,6 +25,11 @@ EXIT_OK = 0
 EXIT_FAILED = 1  # a video, the model or a benchmark row failed
 EXIT_USAGE = 2  # bad usage or options (what SleapInferError.UsageError carries)
 EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM, as shells report SIGINT
+
+INTERRUPT_HOOKS: dict[str, Callable[[Any], None]] = {}
+"""Per command, what to do with its click context when it is interrupted (before the
+one ``interrupted`` line): the command module's ``on_interrupt``, when it has one
+(registered by :func:`sleap_infer.cli.build_app`)."""
 
 _BRACED = re.compile(r"^\{([^}]*)\}")
 
@@ -109,6 +116,29 @@ def exit_codes(ok: str, failed: str, interrupted: str = "interrupted (Ctrl-C or 
     )
 
 
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (``kill``, a SLURM time limit or preemption) stops every command as Ctrl-C
+    does, from the moment the command line is read: the one ``interrupted`` line, exit
+    130, temporary files removed by the code that made them (render's ``.tmp.mp4``), and
+    predict's ``--summary-json`` written. Python's default for SIGTERM is to die at once
+    (exit 143) with none of that. The previous handler comes back afterwards, so a caller
+    in the same process (tests) keeps its own; only the main thread can set one.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 @contextmanager
 def whole_hyphenated_words() -> Iterator[None]:
     """Wrap help text at spaces only, so option names in it stay copyable."""
@@ -137,12 +167,18 @@ class HelpCommand(TyperCommand):
 
         Typer turns a ``KeyboardInterrupt`` into a silent exit code 130, so the command
         line's one-line report never ran; an error of ours passes through to it instead.
+        SIGTERM arrives here as the same ``KeyboardInterrupt`` (see
+        :func:`sigterm_as_interrupt`); a command's :data:`INTERRUPT_HOOKS` entry runs
+        first (predict writes its ``--summary-json``).
         """
         from sleap_infer.core.errors import Interrupted
 
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
+            hook = INTERRUPT_HOOKS.get(self.name or "")
+            if hook is not None:
+                hook(ctx)
             raise Interrupted("interrupted") from None
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
