@@ -209,23 +209,25 @@ def _percent(share: float | None) -> str:
 
 
 class Eta:
-    """Rows done and an estimate of the time left, from the frames measured so far.
+    """Rows done and an estimate of the time left, from the rows measured so far.
 
-    A row's work grows with its batch size (the same iterations of more frames), so
-    the estimate is the time per frame-weighted row so far times the weight left; a
-    row that cannot run costs nothing and leaves the total. The first rows also pay
-    for loading and exporting, so early estimates run long rather than short.
+    A row's work grows with its batch size (the same iterations of more frames), so the
+    estimate is the time per batch-size unit times the units left; a row that cannot run
+    costs nothing and leaves the total. The clock starts when the first row is done: that
+    row also paid for start-up (loading the model, measuring this machine's peak), which
+    the others do not, and counting it made the first estimates several times too long.
+    The next backends' loading and export still fall inside their first rows.
     """
 
     def __init__(
         self, n_backends: int, batch_sizes: Sequence[int], clock: Callable[[], float] | None = None
     ) -> None:
         self.clock = clock or time.monotonic
-        self.start = self.clock()
         self.n_rows = n_backends * len(batch_sizes)
         self.rows = 0
         self.total = n_backends * sum(batch_sizes)
         self.weight = 0
+        self.first: tuple[float, int] | None = None  # (when, weight) at the first row done
 
     def done(self, row: Measurement) -> str:
         """Count ``row`` in; return :meth:`text`."""
@@ -236,6 +238,8 @@ class Eta:
             self.total -= row.batch
         else:
             self.weight += row.batch
+            if self.first is None:
+                self.first = (self.clock(), self.weight)
         return self.text()
 
     def text(self) -> str:
@@ -243,10 +247,10 @@ class Eta:
         head = f"{self.rows}/{self.n_rows} rows"
         if self.rows >= self.n_rows:
             return f"{head}, done"
-        if self.weight == 0:
-            return head
-        elapsed = self.clock() - self.start
-        left = elapsed * max(self.total - self.weight, 0) / self.weight
+        if self.first is None or self.weight == self.first[1]:
+            return f"{head}, estimating the time left"
+        per_unit = (self.clock() - self.first[0]) / (self.weight - self.first[1])
+        left = per_unit * max(self.total - self.weight, 0)
         return f"{head}, about {_duration(left)} left"
 
 

@@ -51,7 +51,7 @@ def test_bench_without_backend_measures_every_installed_runtime(
         ("trt", UNAVAILABLE),
     ]
     text = out + err
-    assert "torch batch 1:" in text and "(1/4 rows, about" in text and "4/4 rows, done" in text
+    assert "torch batch 1:" in text and "(2/4 rows, about" in text and "4/4 rows, done" in text
     assert "trt: unavailable:" in text
     assert max(len(line) for line in out.splitlines()) <= 80, out
 
@@ -90,14 +90,15 @@ def test_table_fits_80_columns_with_the_longest_names(extra: dict[str, float]) -
 
 
 def test_eta_weighs_rows_by_batch_size_and_drops_rows_that_cannot_run() -> None:
+    """The clock starts at the first row done: that one also paid for start-up."""
     now = [0.0]
     eta = Eta(2, [1, 4], clock=lambda: now[0])
-    assert eta.text() == "0/4 rows"
-    now[0] = 10.0
-    assert eta.done(Measurement("torch", 1)) == "1/4 rows, about 2 min left"  # 9 frames left: 90 s
-    now[0] = 50.0
+    assert eta.text() == "0/4 rows, estimating the time left"
+    now[0] = 100.0  # start-up and the first row
+    assert eta.done(Measurement("torch", 1)) == "1/4 rows, estimating the time left"
+    now[0] = 140.0  # 4 units in 40 s: 10 s a unit, 5 units left
     assert eta.done(Measurement("torch", 4)) == "2/4 rows, about 50 s left"
     assert eta.done(Measurement("trt", 1, status=UNAVAILABLE)) == "3/4 rows, about 40 s left"
-    now[0] = 5000.0
-    assert eta.text() == "3/4 rows, about 67 min left"
+    now[0] = 5140.0
+    assert eta.text() == "3/4 rows, about 84 min left"
     assert eta.done(Measurement("trt", 4, status=UNAVAILABLE)) == "4/4 rows, done"
