@@ -172,9 +172,10 @@ def bench(
 
         rows, context = run_bench(config, on_row=show)
     if not console.errors_only:  # -q: the table is not an error
-        Console(width=None if console.is_terminal else 80).print(_table(rows, context))
+        report = Console(width=None if console.is_terminal else 80)  # stdout: the report
+        report.print(_table(rows, context))
         for line in _not_run(rows):
-            console.print(line, highlight=False)
+            report.print(line, highlight=False)
         if json_path is None:
             console.print(
                 "latency (p50, p95), cold start, memory and GFLOP/s per row: --json PATH",
