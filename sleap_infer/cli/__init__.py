@@ -20,7 +20,6 @@ import typer.main
 from rich.markup import escape
 
 from sleap_infer import __version__
-from sleap_infer.cli import sleap_nn_flags
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import (
     EXIT_FAILED,
@@ -207,6 +206,10 @@ def _main(args: list[str]) -> None:
 def _own_spelling(args: list[str]) -> list[str]:
     """sleap-nn's flags in our spelling (:mod:`.sleap_nn_flags`), lists checked for commas,
     and ``-q`` taken out for commands without their own: the console prints only errors."""
+    # Imported here, under main()'s SIGTERM handler: it brings numpy (a quarter second),
+    # and a SIGTERM before any handler of ours exists kills the process (exit 143).
+    from sleap_infer.cli import sleap_nn_flags
+
     console.errors_only = False  # a test may call main() again in the same process
     notes: list[str] = []
     args = sleap_nn_flags.translate(args, notes, value_options)

@@ -116,27 +116,53 @@ def exit_codes(ok: str, failed: str, interrupted: str = "interrupted (Ctrl-C or 
     )
 
 
+_TERM_PENDING: list[bool] = [False]  # a SIGTERM came while the command line was read
+
+
 def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
+
+
+def _note_term(signum: int, frame: object) -> None:
+    _TERM_PENDING[0] = True
 
 
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (``kill``, a SLURM time limit or preemption) stops every command as Ctrl-C
-    does, from the moment the command line is read: the one ``interrupted`` line, exit
-    130, temporary files removed by the code that made them (render's ``.tmp.mp4``), and
-    predict's ``--summary-json`` written. Python's default for SIGTERM is to die at once
-    (exit 143) with none of that. The previous handler comes back afterwards, so a caller
-    in the same process (tests) keeps its own; only the main thread can set one.
+    does: the one ``interrupted`` line, exit 130, temporary files removed by the code that
+    made them (render's ``.tmp.mp4``), and predict's ``--summary-json`` written. Python's
+    default is to die at once (exit 143) with none of that.
+
+    While the command line is read (imports, parsing: a second or more on a busy
+    machine) a SIGTERM is only noted; :func:`arm_sigterm` raises it as the command
+    starts, with its options parsed, so predict still knows where its summary goes. The
+    previous handler comes back afterwards, so a caller in the same process (tests)
+    keeps its own; only the main thread can set one.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    _TERM_PENDING[0] = False
+    previous = signal.signal(signal.SIGTERM, _note_term)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        _TERM_PENDING[0] = False
+
+
+def arm_sigterm() -> None:
+    """From here SIGTERM raises ``KeyboardInterrupt``; one noted while starting raises now.
+    Only under :func:`sigterm_as_interrupt` (a command called otherwise keeps its caller's)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not _note_term:
+        return
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    if _TERM_PENDING[0]:
+        _TERM_PENDING[0] = False
+        raise KeyboardInterrupt
 
 
 @contextmanager
@@ -174,6 +200,7 @@ class HelpCommand(TyperCommand):
         from sleap_infer.core.errors import Interrupted
 
         try:
+            arm_sigterm()
             return super().invoke(ctx)
         except KeyboardInterrupt:
             hook = INTERRUPT_HOOKS.get(self.name or "")

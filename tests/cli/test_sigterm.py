@@ -26,12 +26,15 @@ import importlib, os, signal, sys, time
 from pathlib import Path
 from sleap_infer.cli import main
 
-module, name, touch = sys.argv[1], sys.argv[2], sys.argv[3] == "touch"
+module, name, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+real = getattr(importlib.import_module(module), name)
 
 def terminated_here(*args, **kwargs):
-    if touch:  # the temporary file the real function would be writing
+    if mode == "touch":  # the temporary file the real function would be writing
         Path(args[0]).write_bytes(b"half a video")
     os.kill(os.getpid(), signal.SIGTERM)
+    if mode == "go on":  # while the command line is read: noted, raised as it starts
+        return real(*args, **kwargs)
     time.sleep(30)
     raise AssertionError("SIGTERM did not stop the command")
 
@@ -68,10 +71,10 @@ def predictions(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _terminated(target: str, *args: str | Path, touch: bool = False) -> tuple[int, str]:
+def _terminated(target: str, *args: str | Path, mode: str = "-") -> tuple[int, str]:
     module, name = target.split(":")
     res = subprocess.run(
-        [sys.executable, "-c", CHILD, module, name, "touch" if touch else "-", *map(str, args)],
+        [sys.executable, "-c", CHILD, module, name, mode, *map(str, args)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -88,7 +91,7 @@ def _one_interrupted_line(code: int, out: str) -> None:
 def test_render_interrupted_by_sigterm_leaves_no_temporary_file(predictions: Path) -> None:
     out = predictions.parent / "drawn.mp4"
     code, text = _terminated(
-        "sleap_infer.render.encode:_encode", "render", predictions, "-o", out, touch=True
+        "sleap_infer.render.encode:_encode", "render", predictions, "-o", out, mode="touch"
     )
     _one_interrupted_line(code, text)
     assert not out.exists()
@@ -123,4 +126,18 @@ def test_predict_interrupted_before_its_run_still_writes_the_summary(
     _one_interrupted_line(code, text)
     written = json.loads(summary.read_text())
     assert written["exit_code"] == 130 and written["error"] == "interrupted", written
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
+
+
+def test_predict_terminated_while_its_command_line_is_read(
+    predictions: Path, tmp_path: Path
+) -> None:
+    """SIGTERM before the command even started (importing, parsing: over a second on a
+    busy machine) is held until predict starts, so it knows where its summary goes."""
+    summary = tmp_path / "summary.json"
+    video = predictions.parent / "v.mp4"
+    args = ("predict", video, "-m", SYNTHETIC_MODEL, "-o", tmp_path, "--summary-json", summary)
+    code, text = _terminated("sleap_infer.cli:_commands_for", *args, mode="go on")
+    _one_interrupted_line(code, text)
+    assert json.loads(summary.read_text())["exit_code"] == 130
     assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
