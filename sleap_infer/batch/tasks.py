@@ -274,12 +274,7 @@ def settled_before_running(
             return VideoOutcome(task, FAILED, message=not_ours_message(path))
         changes = [] if wanted is None else request_changes(provenance, wanted())
         if changes:
-            return VideoOutcome(
-                task,
-                FAILED,
-                message=f"{path}: exists but was predicted with other settings "
-                f"({'; '.join(changes)}); --overwrite replaces it",
-            )
+            return VideoOutcome(task, FAILED, message=other_request_message(path, changes))
     if missing:
         # Nothing there, or some formats finished and others not: the pipeline predicts
         # (or resumes its journal) and writes only the missing ones, keeping the rest.
@@ -404,6 +399,52 @@ def drop_own_outputs(inputs: Sequence[VideoInput]) -> tuple[list[VideoInput], li
                 continue
         kept.append(item)
     return kept, dropped
+
+
+# What each part of a request (pipeline/request.py's record) is, in words, for the
+# one-line refusal: "predicted with other models and other tracking settings".
+_REQUEST_WORDS = {
+    "models": "other models",
+    "tracking": "other tracking settings",
+    "filters": "other instance filters",
+    "overrides": "other preprocessing overrides",
+    "project": "other project frame choices",
+    "centroid_only": "another --centroid-only",
+}
+
+
+def other_request_message(path: Path, changes: list[str]) -> str:
+    """One readable line for a finished output that answers another request.
+
+    ``changes`` are :func:`~sleap_infer.pipeline.request.request_changes`' ``"key: OLD
+    then, NEW now"`` strings, which hold checkpoint hashes and JSON blobs: the line
+    says only which parts differ, in words (the option names, and the frame ranges,
+    being short). The rule stays: finished work is never replaced without asking.
+    """
+    words: list[str] = []
+    options: list[str] = []
+    for change in changes:
+        key, _, rest = change.partition(": ")
+        top, _, leaf = key.partition(".")
+        if top == "options":
+            options.append(leaf or top)
+        elif top == "frames":
+            then, _, now = rest.removesuffix(" now").partition(" then, ")
+            words.append(f"other frames ({then.strip(chr(34))} then, {now.strip(chr(34))} now)")
+        elif key == "tracking" and rest.startswith("unset then"):
+            words.append("no tracking (this run tracks)")
+        elif key == "tracking" and rest.endswith("unset now"):
+            words.append("tracking (this run does not track)")
+        else:
+            words.append(_REQUEST_WORDS.get(top, f"other {top}"))
+    if options:
+        words.append(f"other options ({', '.join(options)})")
+    words = list(dict.fromkeys(words)) or ["other settings"]
+    said = words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+    return (
+        f"{path}: exists, predicted with {said}; "
+        "--overwrite replaces it, or -o writes this run elsewhere"
+    )
 
 
 def saved_frames(task: VideoTask) -> int:

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
+import platform
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +40,45 @@ ORT_PROVIDERS = {
     "DmlExecutionProvider": "pip install onnxruntime-directml, Windows",
     "ROCMExecutionProvider": "an onnxruntime built for ROCm",
 }
-"""ONNX Runtime providers named even when absent, with what brings each."""
+"""ONNX Runtime providers named even when absent (where they could run: see
+:data:`PROVIDER_PLACES`), with what brings each."""
+
+
+def _nvidia(cuda: dict[str, Any]) -> bool:
+    return bool(cuda.get("available") or cuda.get("driver"))
+
+
+def _amd_gpu(_cuda: dict[str, Any]) -> bool:
+    return os.path.exists("/dev/kfd")  # the ROCm kernel driver's device
+
+
+def _anywhere(_cuda: dict[str, Any]) -> bool:
+    return True
+
+
+PROVIDER_PLACES: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], bool]]] = {
+    "CPUExecutionProvider": (("Linux", "Windows", "Darwin"), _anywhere),
+    "CUDAExecutionProvider": (("Linux", "Windows"), _nvidia),
+    "TensorrtExecutionProvider": (("Linux", "Windows"), _nvidia),
+    "CoreMLExecutionProvider": (("Darwin",), _anywhere),
+    "OpenVINOExecutionProvider": (("Linux", "Windows"), _anywhere),
+    "DmlExecutionProvider": (("Windows",), _anywhere),
+    "ROCMExecutionProvider": (("Linux",), _amd_gpu),
+}
+"""Where an absent provider could run: its operating systems, and the hardware it needs
+(an NVIDIA driver for CUDA and TensorRT, an AMD GPU for ROCm). Listing CoreML, DirectML
+or ROCm as "not in this build" on a Linux box without such a GPU only sent people
+looking for wheels that cannot help them there."""
+
+
+def could_run_here(name: str, cuda: dict[str, Any], system: str | None = None) -> bool:
+    """Whether provider ``name`` can run on this OS and machine (unknown names: yes)."""
+    systems, hardware = PROVIDER_PLACES.get(name, ((), _anywhere))
+    if systems and (system or platform.system()) not in systems:
+        return False
+    return hardware(cuda)
+
+
 USED_PROVIDERS = ("CPUExecutionProvider", "CUDAExecutionProvider")
 """The providers sleap_infer's onnx backend starts sessions with."""
 _GPU_PROVIDERS = ("CUDAExecutionProvider", "TensorrtExecutionProvider")
@@ -176,16 +217,20 @@ def _provider_note(name: str, in_build: bool, cuda: dict[str, Any]) -> str:
     return "in this build"
 
 
-def provider_facts(ort: Probe, cuda: dict[str, Any]) -> list[dict[str, Any]]:
-    """ONNX Runtime's execution providers: the usual ones (present or not), then any other
-    this build has; empty when onnxruntime does not import (its runtime row says why)."""
+def provider_facts(
+    ort: Probe, cuda: dict[str, Any], system: str | None = None
+) -> list[dict[str, Any]]:
+    """ONNX Runtime's execution providers: the usual ones that could run on this OS and
+    machine (present or not), then any other this build has; empty when onnxruntime does
+    not import (its runtime row says why)."""
     if not ort.ok:
         return []
     try:
         present = [str(p) for p in ort.handle.get_available_providers()]
     except Exception:  # see _onnx_checks
         present = []
-    names = [*ORT_PROVIDERS, *(p for p in present if p not in ORT_PROVIDERS)]
+    usual = [p for p in ORT_PROVIDERS if p in present or could_run_here(p, cuda, system)]
+    names = [*usual, *(p for p in present if p not in ORT_PROVIDERS)]
     facts = []
     for name in names:
         in_build = name in present

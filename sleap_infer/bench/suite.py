@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import platform
 import time
 from collections.abc import Callable, Sequence
@@ -37,6 +38,32 @@ from sleap_infer.runtimes import RUNTIME_NAMES, backend_maker
 
 BASELINE = "torch"
 DEFAULT_BACKENDS = ("torch", "onnx")
+"""What :class:`BenchConfig` measures when built without ``backends`` (library callers);
+``infer bench`` measures :func:`installed_backends` unless ``--backend`` is given."""
+RUNTIME_MODULES = {
+    "torch": "torch",
+    "onnx": "onnxruntime",
+    "openvino": "openvino",
+    "trt": "tensorrt",
+}
+"""The package each runtime runs on: the runtime is installed when that package is."""
+
+
+def installed_backends() -> list[str]:
+    """Every runtime whose package is installed, in :data:`RUNTIME_NAMES` order.
+
+    ``infer bench`` with no ``--backend`` measures these: its question is "which
+    runtime is fastest here", and the README calls OpenVINO the fastest on a CPU, so
+    leaving it out by default answered another question. A runtime installed but unable
+    to run on the device (TensorRT on a CPU) gets its ``unavailable`` row with the reason.
+    """
+    return [
+        name
+        for name in RUNTIME_NAMES
+        if importlib.util.find_spec(RUNTIME_MODULES.get(name, name)) is not None
+    ]
+
+
 # Extra rows that are a backend with options (``infer bench --fp16`` / ``--bf16`` / ``--int8``).
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "torch+fp16": ("torch", {"fp16": True}),

@@ -1,7 +1,8 @@
 """The ``infer`` command line: predict, track, eval, render, export, bench, info, system.
 
 Help is Typer's plain (click) help, not its rich panels: at 80 columns the
-panels cut option names with an ellipsis, plain help wraps (see :mod:`.help`).
+panels cut option names with an ellipsis, plain help wraps (see :mod:`.help`, which
+still groups predict's options under panel headings).
 """
 
 from __future__ import annotations
@@ -19,9 +20,14 @@ import typer.main
 from rich.markup import escape
 
 from sleap_infer import __version__
-from sleap_infer.cli import sleap_nn_flags
 from sleap_infer.cli.console import console
-from sleap_infer.cli.help import EXIT_FAILED, EXIT_INTERRUPTED, HelpCommand
+from sleap_infer.cli.help import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    INTERRUPT_HOOKS,
+    HelpCommand,
+    sigterm_as_interrupt,
+)
 from sleap_infer.core import startup
 from sleap_infer.core.errors import Interrupted, SleapInferError, plain
 
@@ -94,7 +100,10 @@ def _version(value: bool) -> None:
 
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show version.")
+        bool,
+        typer.Option(
+            "--version", "-v", callback=_version, is_eager=True, help="Show the version and exit."
+        ),
     ] = False,
 ) -> None:
     """Fast batch pose prediction for sleap-nn models."""
@@ -106,7 +115,7 @@ def build_app(commands: Iterable[str] = COMMANDS) -> typer.Typer:
         name="infer",
         help="Fast batch pose prediction for sleap-nn models (torch, ONNX Runtime, TensorRT).",
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish)
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
         context_settings=CONTEXT,
@@ -119,6 +128,8 @@ def build_app(commands: Iterable[str] = COMMANDS) -> typer.Typer:
     for name in commands:
         module_name, function, short_help, no_args_is_help = COMMANDS[name]
         module = importlib.import_module(f"sleap_infer.cli.{module_name}")
+        if hasattr(module, "on_interrupt"):
+            INTERRUPT_HOOKS[name] = module.on_interrupt
         built.command(
             name,
             no_args_is_help=no_args_is_help,
@@ -158,9 +169,12 @@ def main(argv: list[str] | None = None) -> None:
     first, so that the interpreter's exit does not trace torch's million objects
     once more (0.3-0.5 s on a 2-core machine; every output is closed by then).
     Callers passing ``argv`` (tests) keep their collector as it was.
+
+    SIGTERM is Ctrl-C from here on, for every command (:func:`.help.sigterm_as_interrupt`).
     """
     try:
-        _main(sys.argv[1:] if argv is None else list(argv))
+        with sigterm_as_interrupt():
+            _main(sys.argv[1:] if argv is None else list(argv))
     finally:
         console.errors_only = False  # -q is this call's; a caller in the same process prints
         if argv is None:
@@ -192,6 +206,10 @@ def _main(args: list[str]) -> None:
 def _own_spelling(args: list[str]) -> list[str]:
     """sleap-nn's flags in our spelling (:mod:`.sleap_nn_flags`), lists checked for commas,
     and ``-q`` taken out for commands without their own: the console prints only errors."""
+    # Imported here, under main()'s SIGTERM handler: it brings numpy (a quarter second),
+    # and a SIGTERM before any handler of ours exists kills the process (exit 143).
+    from sleap_infer.cli import sleap_nn_flags
+
     console.errors_only = False  # a test may call main() again in the same process
     notes: list[str] = []
     sleap_nn_flags.check_switch_values(args, switch_options)

@@ -412,7 +412,26 @@ def predict(
         console.print(f"nothing to predict: shard {shard} of these inputs is empty")  # n > inputs
         _finish(report, reporter, summary_json, [], EXIT_OK)
         return
+    ctx.meta[SUMMARY_BY_RUN] = True  # from here _run writes the summary however it ends
     _run(batch, report, reporter, summary_json)
+
+
+SUMMARY_BY_RUN = "sleap_infer.summary_by_run"
+
+
+def on_interrupt(ctx: typer.Context) -> None:
+    """Interrupted before the run began (importing, loading options, planning: the first
+    second or so): the ``--summary-json`` asked for is still written, with no videos and
+    exit code 130, where nothing but a summary of ours is there (called by help.HelpCommand)."""
+    path = ctx.params.get("summary_json")
+    if path is None or ctx.meta.get(SUMMARY_BY_RUN):
+        return
+    try:
+        check_summary_path(path, (), ctx.params.get("model") or ())
+        summary = RunReport([]).build([], EXIT_INTERRUPTED, error="interrupted")
+        write_summary(path, summary)
+    except SleapInferError as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
 
 
 # Flags about this run's inputs, files and display; every other flag is a pipeline option

@@ -19,6 +19,17 @@ from sleap_infer.cli.console import console
 from sleap_infer.cli.help import exit_codes
 from sleap_infer.core.errors import UsageError
 
+# The tracker option as predict declares it, less predict's "Implies --tracking.":
+# infer track always tracks, so the sentence only puzzled here.
+Tracker = Annotated[
+    str | None,
+    typer.Option(
+        metavar="NAME",
+        help=str(trk.Tracker.__metadata__[0].help).replace(" Implies --tracking.", ""),
+        show_default=False,
+    ),
+]
+
 EPILOG = exit_codes(ok="re-tracked and written", failed="the file could not be read or written")
 
 
@@ -47,7 +58,7 @@ def track(
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace an existing output file.")
     ] = False,
-    tracker: trk.Tracker = None,
+    tracker: Tracker = None,
     features: trk.Features = None,
     scoring: trk.Scoring = None,
     reduction: trk.Reduction = trk.DEFAULTS.reduction,

@@ -21,7 +21,7 @@ import numpy as np
 import sleap_io as sio
 
 from sleap_infer.core.errors import UsageError, VideoError
-from sleap_infer.render.overlay import FrameOverlay
+from sleap_infer.render.overlay import FrameOverlay, Style
 from sleap_infer.sources.frames import parse_frames, select_frames
 from sleap_infer.sources.inputs import is_labels_path
 from sleap_infer.sources.labels_video import LabelsVideoReader
@@ -30,6 +30,10 @@ from sleap_infer.sources.slp import FILE, read_slp
 from sleap_infer.sources.video import ErrorCallback, VideoReader, runs
 
 MAX_SCALE = 8.0
+MIN_SIDE = 2 * int(np.ceil(Style.for_size(1, 1).node)) + 1
+"""The smallest picture side render draws on, in pixels: one node, the smallest mark it
+draws, is a dot this wide (its radius is :class:`Style`'s ``node``), so on a smaller
+picture a single node would cover it and nothing could be told apart."""
 
 
 class Drawn(NamedTuple):
@@ -50,14 +54,23 @@ def load_predictions(path: Path) -> sio.Labels:
     return read_slp(path, FILE, open_videos=False)
 
 
-def scaled_size(height: int, width: int, scale: float) -> tuple[int, int]:
-    """Output ``(height, width)`` for ``scale``; rejects factors that make no picture."""
+def scaled_size(
+    height: int, width: int, scale: float, where: Path | str = "video"
+) -> tuple[int, int]:
+    """Output ``(height, width)`` for ``scale``; rejects a picture under :data:`MIN_SIDE`
+    pixels a side, saying why and, where one would do, the ``--scale`` that draws it."""
     if not (0 < scale <= MAX_SCALE):
         raise UsageError(f"--scale {scale}: must be above 0 and at most {MAX_SCALE:g}")
     size = (max(1, round(height * scale)), max(1, round(width * scale)))
-    if min(size) < 8:
-        raise UsageError(f"--scale {scale}: {height}x{width} frames would shrink to {size}")
-    return size
+    if min(size) >= MIN_SIDE:
+        return size
+    drawn = "" if scale == 1 else f" at --scale {scale:g} ({size[0]}x{size[1]})"
+    needed = np.ceil(MIN_SIDE / min(height, width) * 100) / 100
+    hint = f"; --scale {needed:g} draws them" if needed <= MAX_SCALE else ""
+    raise UsageError(
+        f"{where}: {height}x{width} frames{drawn} are too small to draw on: render needs "
+        f"at least {MIN_SIDE} pixels a side, the width of one node's dot{hint}"
+    )
 
 
 class Scene:
@@ -89,7 +102,7 @@ class Scene:
         self.by_frame: dict[int, list[sio.LabeledFrame]] = defaultdict(list)
         if n_videos:
             self._index_frames(self.labels.videos[video_index], info.height, info.width)
-        self.size = scaled_size(info.height, info.width, scale)
+        self.size = scaled_size(info.height, info.width, scale, self.source)
         self.overlay = FrameOverlay(self.labels.tracks, (info.height, info.width), self.size)
 
     def _open(self, video: Path | None, video_index: int) -> VideoReader | LabelsVideoReader:

@@ -66,8 +66,8 @@ def test_a_rerun_skips_only_the_same_request(
     code, err = run_cli(capsys, *base, "--frames", "0-5")  # same request: skipped
     assert code == 0 and "skipped" in err, err
     for extra, differs in (
-        ((), "frames"),  # every frame asked, 6 predicted
-        (("--frames", "0-5", "--peak-threshold", "0.5"), "options.peak_threshold"),
+        ((), "predicted with other frames (0-5 then, all now);"),  # 6 predicted, all asked
+        (("--frames", "0-5", "--peak-threshold", "0.5"), "with other options (peak_threshold);"),
     ):
         code, err = run_cli(capsys, *base, *extra)
         [line] = error_lines(err)
@@ -86,3 +86,32 @@ def test_a_model_path_is_checked_before_anything_is_skipped(
     code, err = run_cli(capsys, "predict", video, "-m", tmp_path / "nonexistent", "-o", out)
     [line] = error_lines(err)
     assert code == 1 and "model path does not exist" in line and "skipped" not in err
+
+
+def test_the_refusal_says_what_differs_in_words_on_one_line() -> None:
+    """The README's top-down line after its single-instance line: other checkpoints and
+    tracking. The line names the parts in words; no hashes, no JSON (issue 44 item 1)."""
+    from sleap_infer.batch.tasks import other_request_message
+    from sleap_infer.pipeline.request import request_changes
+
+    then = {"checkpoint_sha256": ["7ef5fc9e4a0a" + "0" * 52], "options": {"peak_threshold": 0.2}}
+    then["frames"] = "all"
+    now = {
+        "checkpoint_sha256": ["7edf2e8b4ae1" + "1" * 52, "f5e6189f3046" + "2" * 52],
+        "options": {"peak_threshold": 0.5},
+        "frames": "0-9",
+        "tracking": {"candidates": None, "features": None, "tracker": "classic"},
+    }
+    line = other_request_message(
+        Path("v.mp4.predictions.slp"), request_changes({"request": then}, now)
+    )
+    assert line == (
+        "v.mp4.predictions.slp: exists, predicted with other models, other frames "
+        "(all then, 0-9 now), no tracking (this run tracks) and other options "
+        "(peak_threshold); --overwrite replaces it, or -o writes this run elsewhere"
+    )
+    now["tracking"]["tracker"] = "sort"
+    line = other_request_message(
+        Path("p.slp"), request_changes({"request": {**now, "tracking": {}}}, now)
+    )
+    assert "with other tracking settings;" in line and "{" not in line and "\n" not in line

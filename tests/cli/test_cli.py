@@ -201,7 +201,7 @@ def test_bench_writes_table_and_json(tmp_path: Path) -> None:
     assert rows[("trt", 1)]["status"] == "unavailable"  # no TensorRT/CUDA in CI
     assert "tensorrt" in rows[("trt", 1)]["reason"].lower()
     assert data["system"]["cpu_budget"] >= 1 and "torch" in data["system"]["versions"]
-    assert "p50 ms" in res.stdout and "unavailable" in res.stdout
+    assert "Piped FPS" in res.stdout and "unavailable" in res.stdout
     # Share of this machine's measured peak: the network's work, the rate, the peak.
     assert data["peak"]["gflops"]["cpu:fp32"] > 0 and data["peak"]["threads"] >= 1
     ran = rows[("torch", 2)]
@@ -339,3 +339,59 @@ def test_trt_without_tensorrt_names_the_extra(tmp_path: Path) -> None:
         lines = [line for line in res.stderr.splitlines() if line.startswith("error:")]
         assert len(lines) == 1 and "sleap-infer[tensorrt]" in res.stderr, res.stderr
     assert not (tmp_path / "e").exists()
+
+
+def test_version_as_sleap_nn_spells_it_and_ours() -> None:
+    """``-v`` is sleap-nn's spelling of the version flag; ``--version`` stays."""
+    from sleap_infer import __version__
+
+    for flag in ("-v", "--version"):
+        res = infer(flag)
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.strip() == f"sleap_infer {__version__}"
+
+
+def test_shell_completion_is_offered_and_completes() -> None:
+    """``--install-completion`` / ``--show-completion`` exist, and the completion script's
+    callback completes command and option names through the real entry point."""
+    import os
+
+    assert "--install-completion" in infer("--help").stdout
+    shown = subprocess.run(
+        [sys.executable, "-m", "sleap_infer", "--show-completion", "bash"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "SHELL": "/bin/bash"},
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "_INFER_COMPLETE=complete_bash" in shown.stdout
+    for words, cword, want in (
+        ("infer pre", "1", "predict"),
+        ("infer track --trac", "2", "--tracker"),
+    ):
+        env = {
+            **os.environ,
+            "_INFER_COMPLETE": "complete_bash",
+            "COMP_WORDS": words,
+            "COMP_CWORD": cword,
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "sleap_infer"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        assert want in done.stdout.split(), done.stdout
+
+
+def test_track_help_does_not_say_it_implies_tracking() -> None:
+    """infer track always tracks: predict's "Implies --tracking." is dropped from its help."""
+    res = infer("track", "--help")
+    assert res.returncode == 0
+    text = " ".join(res.stdout.split())
+    assert "--tracker NAME" in text and "classic:" in text
+    assert "Implies --tracking" not in text
+    assert "Implies --tracking" in " ".join(infer("predict", "--help").stdout.split())

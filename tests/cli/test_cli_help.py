@@ -102,3 +102,21 @@ def test_bf16_help_states_how_far_keypoints_move() -> None:
     text = " ".join(_help("predict", "80").split())
     assert "not exact: on an under-trained model 53 of 166 instances moved more than 5 px" in text
     assert "Check 'infer bench --bf16' on your model first" in text
+
+
+def test_every_predict_option_is_in_a_panel() -> None:
+    """predict's options stand under the headings of help.HELP_PANELS, every one of them
+    (a new option left out of the table would fall back into a flat 'Options' list)."""
+    from sleap_infer.cli.help import HELP_PANELS, PREDICT_PANELS
+
+    command = typer.main.get_command(app).commands["predict"]  # type: ignore[attr-defined]
+    visible = [p for p in command.params if p.param_type_name == "option" and not p.hidden]
+    unplaced = [p.name for p in visible if p.rich_help_panel not in PREDICT_PANELS]
+    assert not unplaced, unplaced
+    stale = set(HELP_PANELS["predict"]) - {p.name for p in command.params}
+    assert not stale, stale  # a table row for an option that no longer exists
+    text = _help("predict", "80")
+    headings = [line[:-1] for line in text.splitlines() if re.match(r"^[A-Z].*:$", line)]
+    assert headings == ["Arguments", "Options", *PREDICT_PANELS], headings
+    for panel in PREDICT_PANELS:
+        assert any(p.rich_help_panel == panel for p in visible), panel

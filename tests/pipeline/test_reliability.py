@@ -264,7 +264,7 @@ def test_finished_outputs_are_skipped_by_default_and_replaced_with_overwrite(
     # Another request (a 10-frame test) is no reason to skip, nor to replace: one line.
     other = run_batch(tasks, spec, JobSettings(frames="0-9"), _Events(), ["cpu"])
     assert [o.status for o in other.outcomes] == [FAILED]
-    assert 'frames: "all" then, "0-9" now' in other.outcomes[0].message
+    assert "predicted with other frames (all then, 0-9 now);" in other.outcomes[0].message
     assert predicted_poses(out)[0] == list(range(20))  # untouched
     forced = run_batch(tasks, spec, JobSettings(frames="0-9", overwrite=True), _Events(), ["cpu"])
     assert [o.status for o in forced.outcomes] == [DONE]

@@ -424,3 +424,42 @@ def test_pose_labels_of_a_real_video_draw_their_nodes(
     for k, inst in enumerate(lf.instances):
         for x, y in np.rint(inst.numpy()[~np.isnan(inst.numpy()).any(axis=1)]).astype(int):
             assert tuple(image[y, x]) == PALETTE[k]
+
+
+@pytest.mark.parametrize(
+    ("size", "scale", "said"),
+    [
+        (
+            (1, 1),
+            1.0,
+            "v.mp4: 1x1 frames are too small to draw on: render needs at least 9 "
+            "pixels a side, the width of one node's dot",
+        ),
+        (
+            (4, 6),
+            1.0,
+            "v.mp4: 4x6 frames are too small to draw on: render needs at least 9 "
+            "pixels a side, the width of one node's dot; --scale 2.25 draws them",
+        ),
+        ((100, 120), 0.05, "v.mp4: 100x120 frames at --scale 0.05 (5x6) are too small"),
+    ],
+)
+def test_too_small_a_picture_says_the_limit_and_why(
+    size: tuple[int, int], scale: float, said: str
+) -> None:
+    """Issue 45 item 23: 1x1 frames said they "would shrink to (1, 1)" at --scale 1."""
+    from sleap_infer.render.scene import MIN_SIDE, scaled_size
+
+    with pytest.raises(UsageError) as exc:
+        scaled_size(*size, scale, "v.mp4")
+    assert str(exc.value).startswith(said) and "\n" not in str(exc.value)
+    assert "shrink" not in str(exc.value)
+    assert scaled_size(MIN_SIDE, MIN_SIDE, 1.0) == (MIN_SIDE, MIN_SIDE)
+
+
+def test_render_names_the_video_whose_frames_are_too_small(tmp_path: Path) -> None:
+    pred = _predictions(tmp_path)
+    with pytest.raises(UsageError) as exc:
+        render_video(pred, tmp_path / "o.mp4", scale=0.01)
+    _one_line(exc, "src.mp4", "too small to draw on", "at least 9 pixels")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pred.slp", "src.mp4"]
