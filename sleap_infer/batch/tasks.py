@@ -431,6 +431,8 @@ def other_request_message(path: Path, changes: list[str]) -> str:
         elif top == "frames":
             then, _, now = rest.removesuffix(" now").partition(" then, ")
             words.append(f"other frames ({then.strip(chr(34))} then, {now.strip(chr(34))} now)")
+        elif top == "models" and rest.startswith("training config"):
+            words.append("another training_config.yaml")
         elif key == "tracking" and rest.startswith("unset then"):
             words.append("no tracking (this run tracks)")
         elif key == "tracking" and rest.endswith("unset now"):
