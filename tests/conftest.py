@@ -9,7 +9,9 @@ every type in sleap-nn's layout, and small videos written with PyAV.
 from __future__ import annotations
 
 import os
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import av
@@ -42,6 +44,23 @@ def _export_cache(
     root = tmp_path_factory.getbasetemp() / "export-cache"
     monkeypatch.setenv("SLEAP_INFER_CACHE", str(root))
     return root
+
+
+@pytest.fixture()
+def alarm() -> Iterator[None]:
+    """Fail in 30 s instead of hanging: for tests of reads that once blocked forever (a FIFO
+    where a model file should be)."""
+
+    def hung(signum: int, frame: object) -> None:
+        raise TimeoutError("hung: a read that must not block took over 30 s")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(30)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
 
 
 @pytest.fixture(scope="session")

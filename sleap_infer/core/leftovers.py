@@ -19,7 +19,11 @@ import re
 import shutil
 import socket
 import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
+
+from sleap_infer.core.errors import OutputError
 
 _OWNER = re.compile(r"^([0-9a-f]{8})-([0-9]+)$")
 
@@ -71,3 +75,34 @@ def remove_stale(folder: Path, prefix: str, suffix: str = "") -> list[Path]:
                 entry.unlink()
             removed.append(entry)
     return removed
+
+
+def write_atomically(
+    path: Path,
+    write: Callable[[BinaryIO], None],
+    failure: str,
+    replaces: Callable[[Path], bool] | None = None,
+) -> None:
+    """Write a small side file whole or not at all: ``write`` fills an owner-tagged
+    temporary sibling (leftovers of dead owners removed first), which is fsynced and
+    renamed over ``path``. A reader never sees half a file and a failed write leaves an
+    earlier file in place. ``replaces`` says whether a file that appeared at ``path``
+    meanwhile may be replaced (a check done earlier cannot see one that came since); a
+    file it refuses is kept. ``failure`` starts the one-line :class:`OutputError`.
+    """
+    tmp = path.with_name(f".{path.name}.{owner_tag()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale(path.parent, f".{path.name}.", ".tmp")  # left by killed runs
+        with open(tmp, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        if replaces is not None and path.exists() and not replaces(path):
+            tmp.unlink()
+            raise OutputError(f"{failure} (a file that is not ours appeared there; kept it)")
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OutputError(f"{failure} ({exc.strerror or exc})") from exc

@@ -9,17 +9,14 @@ metrics ``.npz`` (arrays as lists, NaN/inf as ``null``, the per-pair
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
-from sleap_infer.core.errors import OutputError
-from sleap_infer.core.leftovers import owner_tag, remove_stale
+from sleap_infer.core.leftovers import write_atomically
 
 # (label, section, key, unit): the numbers sleap-nn's eval logs, in its order.
 HEADLINE = (
@@ -100,19 +97,8 @@ def write_npz(path: Path, metrics: dict[str, Any], failure: str, overwrite: bool
     appeared meanwhile is kept unless ``overwrite`` (``failure`` starts the error line).
     """
     data = {k: v for k, v in metrics.items() if k not in _OURS_ONLY}
-    tmp = path.with_name(f".{path.name}.{owner_tag()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale(path.parent, f".{path.name}.", ".tmp")  # left by killed runs
-        with open(tmp, "wb") as f:
-            np.savez_compressed(f, metrics=np.array(data, dtype=object), schema=NPZ_SCHEMA)
-            f.flush()
-            os.fsync(f.fileno())
-        if not overwrite and path.exists() and not is_our_npz(path):
-            tmp.unlink()
-            raise OutputError(f"{failure} (a file that is not ours appeared there; kept it)")
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise OutputError(f"{failure} ({exc.strerror or exc})") from exc
+
+    def save(f: BinaryIO) -> None:
+        np.savez_compressed(f, metrics=np.array(data, dtype=object), schema=NPZ_SCHEMA)
+
+    write_atomically(path, save, failure, None if overwrite else is_our_npz)

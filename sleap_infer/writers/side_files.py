@@ -22,11 +22,12 @@ import contextlib
 import json
 import os
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from sleap_infer.core.errors import OutputError, UsageError
-from sleap_infer.core.leftovers import owner_tag, remove_stale
+from sleap_infer.core.leftovers import write_atomically
 
 SCHEMA_KEY = "schema"
 # A report of ours is small; a bigger file is not read to find out (it is not ours).
@@ -127,20 +128,11 @@ def write_json(
     With ``schema`` and not ``overwrite``, a file at ``path`` that is not ours of that
     kind (one that appeared after :func:`check_side_file` looked) is left alone.
     """
-    tmp = path.with_name(f".{path.name}.{owner_tag()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale(path.parent, f".{path.name}.", ".tmp")  # left by killed runs
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=indent, allow_nan=allow_nan)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        if schema is not None and not overwrite and path.exists() and not is_ours(path, schema):
-            tmp.unlink()
-            raise OutputError(f"{failure} (a file that is not ours appeared there; kept it)")
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise OutputError(f"{failure} ({exc.strerror or exc})") from exc
+
+    def dump(f: BinaryIO) -> None:
+        text = json.dumps(data, indent=indent, allow_nan=allow_nan)
+        f.write((text + "\n").encode("utf-8"))
+
+    keeps_foreign = schema is not None and not overwrite
+    replaces = partial(is_ours, schema=schema) if keeps_foreign else None
+    write_atomically(path, dump, failure, replaces)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,20 +28,6 @@ def two_exports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         src = write_model_dir(work / f"model_{name}", config_dict("single_instance"), seed=seed)
         out.append(export_model(src, work / f"export_{name}", settings, device="cpu").path)
     return out[0], out[1]
-
-
-@pytest.fixture()
-def alarm() -> Iterator[None]:
-    def hung(signum: int, frame: object) -> None:
-        raise TimeoutError("hung reading an export file")
-
-    old = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(20)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def test_a_graph_swapped_for_another_models_is_refused(

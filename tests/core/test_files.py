@@ -3,30 +3,12 @@
 from __future__ import annotations
 
 import os
-import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sleap_infer.core.errors import ModelError
 from sleap_infer.core.files import check_file, read_bytes_bounded, read_text_bounded
-
-
-@pytest.fixture()
-def alarm() -> Iterator[None]:
-    """Fail instead of hanging: a blocking open of a FIFO is what these tests guard against."""
-
-    def hung(signum: int, frame: object) -> None:
-        raise TimeoutError("hung reading a model file")
-
-    old = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(20)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def test_a_fifo_is_refused_without_blocking(tmp_path: Path, alarm: None) -> None:

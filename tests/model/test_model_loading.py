@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import types
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import h5py
@@ -177,22 +175,6 @@ def test_foreign_classes_become_placeholders(
     assert type(loaded["config"]).__name__ == "TrainingJobConfig"
     assert type(loaded["config"]).__module__.startswith("sleap_infer.placeholder")
     assert load_state_dict(path)["w"].tolist() == [1.0, 1.0]
-
-
-@pytest.fixture()
-def alarm() -> Iterator[None]:
-    """Fail instead of hanging: reading a FIFO blocked forever before model files were checked."""
-
-    def hung(signum: int, frame: object) -> None:
-        raise TimeoutError("hung reading a model file")
-
-    old = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(30)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def _not_regular(path: Path, kind: str) -> str:
