@@ -59,7 +59,8 @@ from sleap_infer.core.products import Counts, Product
 from sleap_infer.sources.video import FrameError
 
 MAGIC = b"SIJRNL1\n"
-FORMAT_VERSION = 2  # 2: the tracking package redesign (full options, current tracker states)
+FORMAT_VERSION = 3  # 3: image folders in sleap-io's order (a v2 journal numbered them naturally)
+# 2: the tracking package redesign (full options, current tracker states)
 _FRAME = struct.Struct("<II")  # payload length, crc32
 _META = struct.Struct("<I")
 _BATCH_ARRAYS = (
