@@ -431,6 +431,8 @@ def other_request_message(path: Path, changes: list[str]) -> str:
         elif top == "frames":
             then, _, now = rest.removesuffix(" now").partition(" then, ")
             words.append(f"other frames ({then.strip(chr(34))} then, {now.strip(chr(34))} now)")
+        elif top == "models" and rest.startswith("training config sha256 none then"):
+            words.append("no training config recorded (an older output)")
         elif top == "models" and rest.startswith("training config"):
             words.append("another training_config.yaml")
         elif key == "tracking" and rest.startswith("unset then"):
@@ -441,6 +443,8 @@ def other_request_message(path: Path, changes: list[str]) -> str:
             words.append(_REQUEST_WORDS.get(top, f"other {top}"))
     if options:
         words.append(f"other options ({', '.join(options)})")
+    if "other models" in words:  # other checkpoints: their configs differ with them
+        words = [w for w in words if "training" not in w]
     words = list(dict.fromkeys(words)) or ["other settings"]
     said = words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
     return (

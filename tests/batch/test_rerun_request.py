@@ -115,3 +115,18 @@ def test_the_refusal_says_what_differs_in_words_on_one_line() -> None:
         Path("p.slp"), request_changes({"request": {**now, "tracking": {}}}, now)
     )
     assert "with other tracking settings;" in line and "{" not in line and "\n" not in line
+
+
+def test_a_changed_config_is_named_alone_and_other_models_cover_their_configs() -> None:
+    """#44/#45: the config's hash belongs to the request; the line names it in words, and
+    only where the checkpoints are the same (other models bring other configs)."""
+    from sleap_infer.batch.tasks import other_request_message
+
+    config = "models: training config sha256 0418c37c029b then, 76464f390f1b now"
+    checkpoint = "models: checkpoint sha256 7ef5fc9e4a0a then, f5e6189f3046 now"
+    older = "models: training config sha256 none then, 76464f390f1b now"
+    path = Path("v.slp")
+    assert "predicted with another training_config.yaml;" in other_request_message(path, [config])
+    both = other_request_message(path, [checkpoint, config])
+    assert "predicted with other models;" in both and "training" not in both
+    assert "no training config recorded" in other_request_message(path, [older])
