@@ -130,8 +130,7 @@ def test_local_peaks_raster_order_and_strictness() -> None:
     cms[0, 1, 2, 3] = 0.8
     cms[0, 0, 2, 7] = 0.6
     cms[0, 0, 6, 1] = 0.9
-    cms[1, 0, 4, 4] = 0.7
-    cms[1, 0, 4, 5] = 0.7  # plateau: neither is strictly greater, so no peak
+    cms[1, 0, 4, 3:6] = 0.7  # a 3-wide plateau does not fit a 2x2 block: no peak
     cms[1, 1, 8, 8] = 0.3
     pts, vals, sample, channel = find_local_peaks(cms, threshold=0.5, refine=False)
     # Order: sample, then row, then column, then channel.
