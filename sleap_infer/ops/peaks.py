@@ -8,7 +8,8 @@ Conventions follow sleap-nn so outputs match it exactly:
   neighbours, except for flat tops (sleap-nn 0.3.5, its #781): equal pixels that
   fit in a 2x2 block (a pair, an L of 3 or all 4) and are higher than every
   pixel around them make one peak at the mean of their coordinates (so it can
-  be fractional); a wider flat top, or one next to a higher pixel, gives none.
+  be fractional); a wider flat top, or one touching an equal or higher pixel
+  outside it, gives none.
   Peaks are returned in raster order of ``(sample, row, col, channel)`` of the
   top's first pixel.
 """
@@ -150,21 +151,6 @@ def find_global_peaks(
     points = torch.where(below[..., None], torch.full_like(points, float("nan")), points)
     values = torch.where(below, torch.zeros_like(values), values)
     return points, values
-
-
-def neighbour_max(cms: torch.Tensor) -> torch.Tensor:
-    """Max over the 8 neighbours of every pixel (centre excluded; outside = -inf)."""
-    height, width = cms.shape[-2:]
-    padded = F.pad(cms, (1, 1, 1, 1), value=float("-inf"))
-    out = None
-    for dy in range(3):
-        for dx in range(3):
-            if dy == 1 and dx == 1:
-                continue
-            shifted = padded[..., dy : dy + height, dx : dx + width]
-            out = shifted if out is None else torch.maximum(out, shifted)
-    assert out is not None
-    return out
 
 
 _NEIGHBOURS = tuple((dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if (dy, dx) != (0, 0))
