@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from typing import cast
 
 import torch
 from torch import nn
@@ -155,7 +156,8 @@ class UNet(nn.Module):
             for block in self.stem.stem_stack:
                 x = block(x)
         stem_output = x
-        stack = self.encoders[0].encoder_stack
+        stack = cast(_EncoderStack, self.encoders[0]).encoder_stack
+        decoder = cast(_DecoderStack, self.decoders[0]).decoder_stack
         for block in stack[:-1]:
             x = block(x)
             skips.append(x)
@@ -165,5 +167,5 @@ class UNet(nn.Module):
         skips.reverse()
         if self.stem is not None:
             skips.append(stem_output)
-        skips += [None] * (len(self.decoders[0].decoder_stack) - len(skips))
-        return run_decoder(x, self.decoders[0].decoder_stack, skips, self.max_stride)
+        skips += [None] * (len(decoder) - len(skips))
+        return run_decoder(x, cast(list[UpBlock], decoder), skips, self.max_stride)
