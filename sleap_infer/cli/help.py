@@ -68,7 +68,7 @@ HELP_PANELS: dict[str, dict[str, str]] = {
         ),
         **_panel(
             PEAKS,
-            "peak_threshold no_refine integral_patch_size max_instances "
+            "peak_threshold no_refine integral_patch_size refine_like_sleap_nn max_instances "
             "centroid_peak_threshold centroid_only max_edge_length_ratio "
             "dist_penalty_weight n_points min_instance_peaks min_line_scores bbox_nms_iou "
             "filter_overlapping filter_overlapping_method filter_overlapping_threshold "

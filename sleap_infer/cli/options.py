@@ -140,6 +140,15 @@ PeakThreshold = Annotated[
 NoRefine = Annotated[
     bool, typer.Option("--no-refine", help="Disable integral sub-pixel refinement.")
 ]
+RefineLikeSleapNn = Annotated[
+    bool,
+    typer.Option(
+        "--refine-like-sleap-nn",
+        help="Integral refinement exactly as sleap-nn 0.3.5, even where negative map "
+        "values cancel the patch and its mean lands far outside it (by default such a "
+        "peak keeps its pixel).",
+    ),
+]
 # No min/max here: core.options.check_integral_patch_size says "odd, 1 to 15" in one line.
 IntegralPatchSize = Annotated[
     int,

@@ -54,6 +54,7 @@ from sleap_infer.cli.options import (
     PeakThreshold,
     PolygonEpsilon,
     ProgressMode,
+    RefineLikeSleapNn,
     check_device,
     formats_for_output,
 )
@@ -126,6 +127,7 @@ def predict(
     peak_threshold: PeakThreshold = defaults.PEAK_THRESHOLD,
     no_refine: NoRefine = False,
     integral_patch_size: IntegralPatchSize = defaults.INTEGRAL_PATCH_SIZE,
+    refine_like_sleap_nn: RefineLikeSleapNn = False,
     max_instances: Annotated[
         int | None,
         typer.Option(

@@ -25,10 +25,11 @@ from sleap_infer.core.files import (
 )
 from sleap_infer.core.options import DecodeSettings
 
-EXPORT_LAYOUT_VERSION = 4
+EXPORT_LAYOUT_VERSION = 5
 """Bumped whenever graph outputs change meaning, so stale cache entries are never reused.
 3: integral refinement keeps a peak on its pixel when the patch mean leaves the patch.
-4: ``graph_outputs`` (decoded in-graph or raw maps) is required."""
+4: ``graph_outputs`` (decoded in-graph or raw maps) is required.
+5: local peak slots include flat tops (equal pixels in a 2x2 block) at their mean, as sleap-nn."""
 
 EXPORT_FOLDER = "exported"
 """Where ``infer export`` writes a model's export by default: ``<model>/exported``."""
@@ -227,6 +228,9 @@ def decode_misfit(have: DecodeSettings, want: DecodeSettings, fields: list[str])
         and have.integral_patch_size != want.integral_patch_size
     ):
         return f"its refinement patch is {have.integral_patch_size}, not {want.integral_patch_size}"
+    if "refine_guard" in fields and want.refine and have.refine_guard != want.refine_guard:
+        state = "without" if have.refine_guard else "with"
+        return f"it was exported {state} --refine-like-sleap-nn"
     if "max_peaks" in fields and have.max_peaks < want.max_peaks:
         return f"it keeps {have.max_peaks} peak candidates, fewer than the {want.max_peaks} needed"
     for name in ("n_points", "max_edge_length_ratio", "dist_penalty_weight"):

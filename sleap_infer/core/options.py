@@ -150,6 +150,9 @@ class PredictOptions:
     peak_threshold: float = PEAK_THRESHOLD
     refine: bool = True
     integral_patch_size: int = INTEGRAL_PATCH_SIZE
+    # True: sleap-nn's integral refinement exactly, without our guard (a patch whose
+    # weighted mean leaves it keeps its pixel by default; see ops.peaks.integral_offsets).
+    refine_like_sleap_nn: bool = False
     max_instances: int | None = None
     centroid_peak_threshold: float | None = None  # top-down stage 1 override
     max_edge_length_ratio: float = MAX_EDGE_LENGTH_RATIO
@@ -233,6 +236,7 @@ class PredictOptions:
         return DecodeSettings(
             refine=self.refine,
             integral_patch_size=self.integral_patch_size,
+            refine_guard=not self.refine_like_sleap_nn,
             max_peaks=wanted,
             peak_threshold=self.peak_threshold,
             n_points=self.n_points,
@@ -252,6 +256,7 @@ class DecodeSettings:
 
     refine: bool = True
     integral_patch_size: int = INTEGRAL_PATCH_SIZE
+    refine_guard: bool = True  # False: --refine-like-sleap-nn
     max_peaks: int = MAX_PEAKS
     peak_threshold: float = PEAK_THRESHOLD
     # Bottom-up PAF line scoring; matching stays on the host.

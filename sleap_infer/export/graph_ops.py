@@ -6,7 +6,9 @@ want every shape known from the input shape alone. So here:
 
 * global peaks are two ``argmax`` reductions (x from the column maxima, y from
   the row maxima): the host's own :func:`~sleap_infer.ops.peaks.global_peak_indices`;
-* local peaks keep the strict 8-neighbour test, then ``topk`` to a fixed ``K``
+* local peaks keep the host's (sleap-nn's) test: above the 4 neighbours before
+  and ``>=`` the 4 after, flat tops checked densely with the host's own
+  :func:`~sleap_infer.ops.peaks.flat_tops` on shifted maps; then ``topk`` to a fixed ``K``
   per channel; empty slots carry value ``-inf``, and the value of the first
   maximum that did not fit is returned too, so the host can tell a full channel;
 * refinement gathers a fixed ``k x k`` patch around every candidate with one
@@ -14,7 +16,8 @@ want every shape known from the input shape alone. So here:
   confidence-weighted mean offset with the host's own
   :func:`~sleap_infer.ops.peaks.integral_offsets`, including its guard (a mean
   that leaves the patch keeps the integer peak), so both paths fall back on
-  the same peaks.
+  the same peaks. As on the host, a flat top's fractional point is floored to
+  the pixel the patch is centred on.
 """
 
 from __future__ import annotations
@@ -24,11 +27,14 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from sleap_infer.ops.peaks import integral_offsets, neighbour_max
+from sleap_infer.ops.peaks import flat_tops, integral_offsets, neighbour_max_split
 
 
 class LocalPeaks(NamedTuple):
-    """The ``k`` strongest strict local maxima of every channel, each field ``(B, C, k)``.
+    """The ``k`` strongest local maxima of every channel, each field ``(B, C, k)``.
+
+    ``x`` and ``y`` are float positions in grid units: integers, or a flat top's
+    mean (fractional).
 
     ``dropped`` ``(B, C)`` is the value of the strongest maximum that did not fit
     (``-inf`` when all fit): the host compares it with its own threshold to
@@ -42,7 +48,7 @@ class LocalPeaks(NamedTuple):
 
 
 def local_peak_candidates(cms: torch.Tensor, k: int) -> LocalPeaks:
-    """The ``k`` strongest strict local maxima per channel, in raster order.
+    """The ``k`` strongest local maxima per channel, in raster order of their first pixel.
 
     Slots beyond the number of maxima have value ``-inf``, sort last and sit at
     ``(0, 0)`` (a fixed position, so every runtime returns the same empty slots).
@@ -52,7 +58,14 @@ def local_peak_candidates(cms: torch.Tensor, k: int) -> LocalPeaks:
     batch, channels, height, width = cms.shape
     size = height * width
     k = min(k, size)
-    is_peak = cms > neighbour_max(cms)
+    before, after = neighbour_max_split(cms)
+    padded = F.pad(cms, (2, 2, 2, 2), value=float("-inf"))
+
+    def value_at(dy: int, dx: int) -> torch.Tensor:
+        return padded[..., 2 + dy : 2 + dy + height, 2 + dx : 2 + dx + width]
+
+    keep, offsets = flat_tops(cms, value_at)
+    is_peak = (cms > before) & (cms >= after) & keep
     masked = torch.where(is_peak, cms, torch.full_like(cms, float("-inf")))
     flat = masked.reshape(batch, channels, size)
     # One more than kept: the extra one tells the host whether anything was cut off.
@@ -67,9 +80,14 @@ def local_peak_candidates(cms: torch.Tensor, k: int) -> LocalPeaks:
     _, order = torch.topk(key, k, dim=2, largest=False)
     index = torch.gather(index, 2, order)
     values = torch.gather(values, 2, order)
-    return LocalPeaks(
-        index % width, torch.div(index, width, rounding_mode="floor"), values, dropped
+    # A flat top's offset to its mean; empty slots stay exactly at (0, 0).
+    shift = torch.gather(
+        offsets.reshape(batch, channels, size, 2), 2, index[..., None].expand(-1, -1, -1, 2)
     )
+    shift = torch.where(torch.isinf(values)[..., None], torch.zeros_like(shift), shift)
+    x = (index % width).to(cms.dtype) + shift[..., 0]
+    y = torch.div(index, width, rounding_mode="floor").to(cms.dtype) + shift[..., 1]
+    return LocalPeaks(x, y, values, dropped)
 
 
 def gather_patches(cms: torch.Tensor, x: torch.Tensor, y: torch.Tensor, size: int) -> torch.Tensor:
@@ -92,10 +110,21 @@ def gather_patches(cms: torch.Tensor, x: torch.Tensor, y: torch.Tensor, size: in
 
 
 def refined_points(
-    cms: torch.Tensor, x: torch.Tensor, y: torch.Tensor, refine: bool, patch_size: int
+    cms: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    refine: bool,
+    patch_size: int,
+    guard: bool = True,
 ) -> torch.Tensor:
-    """Integer ``x``/``y`` ``(B, C, P)`` -> float ``(B, C, P, 2)`` points, refined if asked."""
+    """``x``/``y`` ``(B, C, P)`` -> float ``(B, C, P, 2)`` points, refined if asked.
+
+    Refinement centres the patch on the floored point (sleap-nn's rule for flat
+    tops; integer points are their own floor).
+    """
     points = torch.stack([x, y], dim=-1).to(cms.dtype)
     if not refine:
         return points
-    return points + integral_offsets(gather_patches(cms, x, y, patch_size))
+    anchors = torch.floor(points)
+    ix, iy = anchors[..., 0].long(), anchors[..., 1].long()
+    return anchors + integral_offsets(gather_patches(cms, ix, iy, patch_size), guard)

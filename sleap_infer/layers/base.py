@@ -174,6 +174,7 @@ class InferenceLayer(Preprocessor, ABC):
             opts.peak_threshold if threshold is None else threshold,
             refine=opts.refine,
             patch_size=opts.integral_patch_size,
+            guard=not opts.refine_like_sleap_nn,
         )
 
     def global_peaks(self, outputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -185,6 +186,7 @@ class InferenceLayer(Preprocessor, ABC):
             opts.peak_threshold,
             refine=opts.refine,
             patch_size=opts.integral_patch_size,
+            guard=not opts.refine_like_sleap_nn,
         )
 
     @property

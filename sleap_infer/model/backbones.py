@@ -81,7 +81,7 @@ def parse_unet(raw: dict[str, Any]) -> UNetConfig:
         filters=int(get(raw, "filters", d.filters)),
         filters_rate=float(get(raw, "filters_rate", d.filters_rate)),
         max_stride=int(get(raw, "max_stride", d.max_stride)),
-        stem_stride=raw.get("stem_stride"),
+        stem_stride=None if raw.get("stem_stride") is None else int(raw["stem_stride"]),
         middle_block=bool(raw.get("middle_block", True)),
         up_interpolate=bool(get(raw, "up_interpolate", d.up_interpolate)),
         stacks=int(get(raw, "stacks", d.stacks)),
@@ -89,8 +89,15 @@ def parse_unet(raw: dict[str, Any]) -> UNetConfig:
         output_stride=int(get(raw, "output_stride", d.output_stride)),
     )
     # These layouts crash or mis-wire inside sleap-nn, so no valid checkpoint exists.
-    if cfg.stem_stride is not None:
-        raise ConfigError("unet.stem_stride is set: sleap-nn cannot run stem-strided UNets")
+    if cfg.stem_stride not in (None, 1, 2):
+        # sleap-nn 0.3.5 builds stem_stride 4 but its decoder mis-wires the channels
+        # (its own forward pass fails), so no trained checkpoint exists.
+        raise ConfigError(
+            f"unet.stem_stride {cfg.stem_stride}: sleap-nn runs stem-strided UNets "
+            "with stem_stride 2 only"
+        )
+    if cfg.stem_stride == 2 and cfg.max_stride < 4:
+        raise ConfigError("unet.max_stride must be at least 4 with stem_stride 2 (as in sleap-nn)")
     if not cfg.middle_block:
         raise ConfigError("unet.middle_block is false: sleap-nn cannot run UNets without it")
     if cfg.stacks != 1:

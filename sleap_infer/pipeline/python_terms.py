@@ -30,6 +30,7 @@ SWITCHES = frozenset(
         "tracking",
         "merge_into_project",
         "no_refine",
+        "refine_like_sleap_nn",
         "centroid_only",
         "fp16",
         "no_empty_frames",

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from sleap_infer.backends.onnx_backend import ONNXBackend, onnx_backend_for_dir
-from sleap_infer.core.artifact import METADATA_NAME, ONNX_NAME, read_export
+from sleap_infer.core.artifact import METADATA_NAME, ONNX_NAME, decode_misfit, read_export
 from sleap_infer.core.errors import ExportError, ModelError
+from sleap_infer.core.options import PredictOptions
 from sleap_infer.export.exporter import export_model
 from sleap_infer.export.settings import ExportSettings
 from sleap_infer.model.loader import load_model
@@ -83,3 +84,18 @@ def test_export_files_that_are_not_regular_files_are_refused(
         read_export(folder)
     with pytest.raises(ModelError, match=rf"{name}: is {what}"):
         load_model(folder)
+
+
+def test_an_export_serves_refine_like_sleap_nn_only_if_made_with_it() -> None:
+    """The unguarded refinement is traced into the graph: a guarded export cannot serve it
+    (and the reverse); without refinement the guard does not matter."""
+    fields = ["refine", "integral_patch_size", "refine_guard", "max_peaks"]
+    guarded = PredictOptions().decode_settings()
+    like = PredictOptions(refine_like_sleap_nn=True).decode_settings()
+    assert like.refine_guard is False and guarded.refine_guard is True
+    assert decode_misfit(guarded, like, fields) == "it was exported without --refine-like-sleap-nn"
+    assert decode_misfit(like, guarded, fields) == "it was exported with --refine-like-sleap-nn"
+    assert decode_misfit(like, like, fields) is None
+    no_refine = PredictOptions(refine=False, refine_like_sleap_nn=True).decode_settings()
+    plain = PredictOptions(refine=False).decode_settings()
+    assert decode_misfit(plain, no_refine, fields) is None

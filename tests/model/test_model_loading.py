@@ -56,7 +56,7 @@ def test_self_built_checkpoints_roundtrip(tmp_path: Path, model_type: str) -> No
 @pytest.mark.parametrize(
     ("unet", "message"),
     [
-        ({"stem_stride": 2}, "stem_stride"),
+        ({"stem_stride": 4}, "stem_stride 4"),
         ({"middle_block": False}, "middle_block"),
         ({"stacks": 2}, "stacks"),
         ({"convs_per_block": 1}, "convs_per_block"),

@@ -12,7 +12,7 @@ from sleap_infer.ops.peaks import (
     find_global_peaks,
     find_local_peaks,
     integral_offsets,
-    neighbour_max,
+    neighbour_max_split,
     refine_integral,
     refinement_fallbacks,
 )
@@ -130,8 +130,7 @@ def test_local_peaks_raster_order_and_strictness() -> None:
     cms[0, 1, 2, 3] = 0.8
     cms[0, 0, 2, 7] = 0.6
     cms[0, 0, 6, 1] = 0.9
-    cms[1, 0, 4, 4] = 0.7
-    cms[1, 0, 4, 5] = 0.7  # plateau: neither is strictly greater, so no peak
+    cms[1, 0, 4, 3:6] = 0.7  # a 3-wide plateau does not fit a 2x2 block: no peak
     cms[1, 1, 8, 8] = 0.3
     pts, vals, sample, channel = find_local_peaks(cms, threshold=0.5, refine=False)
     # Order: sample, then row, then column, then channel.
@@ -150,7 +149,9 @@ def test_local_peaks_threshold_is_strict() -> None:
 
 def test_neighbour_max_excludes_centre() -> None:
     x = torch.arange(9.0).reshape(1, 1, 3, 3)
-    nm = neighbour_max(x)
+    before, after = neighbour_max_split(x)
+    assert before[0, 0, 1, 1] == 3 and after[0, 0, 1, 1] == 8  # NW, N, NE, W / E, SW, S, SE
+    nm = torch.maximum(before, after)
     assert nm[0, 0, 1, 1] == 8  # centre is 4, neighbours up to 8
     assert nm[0, 0, 2, 2] == 7  # corner: neighbours 4, 5, 7
 

@@ -11,14 +11,21 @@ import torch
 
 from sleap_infer.ops import peaks
 from sleap_infer.ops.paf import connection_candidates, max_edge_length, score_candidates
-from sleap_infer.ops.peaks import find_local_peaks, neighbour_max
+from sleap_infer.ops.peaks import find_local_peaks, flat_tops, neighbour_max_split
 
 
 def dense_local_peaks(cms: torch.Tensor, threshold: float) -> tuple[torch.Tensor, ...]:
-    """The dense reference: strict max over all 8 shifted neighbours, raster order."""
-    is_peak = (cms > neighbour_max(cms)) & (cms > threshold)
+    """The dense reference on whole shifted maps: above the 4 neighbours before, ``>=``
+    the 4 after, flat tops checked on every pixel; raster order."""
+    height, width = cms.shape[-2:]
+    before, after = neighbour_max_split(cms)
+    padded = torch.nn.functional.pad(cms, (2, 2, 2, 2), value=float("-inf"))
+    keep, offsets = flat_tops(
+        cms, lambda dy, dx: padded[..., 2 + dy : 2 + dy + height, 2 + dx : 2 + dx + width]
+    )
+    is_peak = (cms > before) & (cms >= after) & keep & (cms > threshold)
     s, row, col, ch = torch.nonzero(is_peak.permute(0, 2, 3, 1), as_tuple=True)
-    return s, ch, row, col
+    return s, ch, row, col, offsets[s, ch, row, col]
 
 
 def tricky_maps(seed: int) -> torch.Tensor:
@@ -26,7 +33,8 @@ def tricky_maps(seed: int) -> torch.Tensor:
     cms = torch.rand(3, 4, 17, 23, generator=g) * 0.3
     cms[0, 0, 0, 0] = 0.9  # corner peak
     cms[0, 1, 16, 10] = 0.9  # border peak
-    cms[1, 2, 5, 5] = cms[1, 2, 5, 6] = 0.8  # plateau: not a strict peak
+    cms[1, 2, 5, 5] = cms[1, 2, 5, 6] = 0.8  # a flat top of two: one peak at x = 5.5
+    cms[1, 1, 9, 3:6] = 0.8  # three in a row: no peak
     cms[2, 3, 8, 8] = float("nan")  # NaN neighbour kills its neighbours' peaks
     cms[2, 3, 7, 7] = 0.95
     cms[2, 0] = 0.0  # an empty map
@@ -38,10 +46,10 @@ def test_sparse_local_peaks_match_dense_reference() -> None:
         cms = tricky_maps(seed)
         for threshold in (0.0, 0.1, 0.25, 0.5, 2.0):
             points, values, s, ch = find_local_peaks(cms, threshold, refine=False)
-            ref_s, ref_ch, ref_row, ref_col = dense_local_peaks(cms, threshold)
+            ref_s, ref_ch, ref_row, ref_col, ref_off = dense_local_peaks(cms, threshold)
             assert torch.equal(s, ref_s) and torch.equal(ch, ref_ch)
-            assert torch.equal(points[:, 0].long(), ref_col)
-            assert torch.equal(points[:, 1].long(), ref_row)
+            assert torch.equal(points[:, 0], ref_col + ref_off[:, 0])
+            assert torch.equal(points[:, 1], ref_row + ref_off[:, 1])
             assert torch.equal(values, cms[ref_s, ref_ch, ref_row, ref_col])
 
 
@@ -103,7 +111,7 @@ def test_sparse_maps_skip_the_full_map_neighbour_pass(monkeypatch) -> None:
     def refuse(cms: torch.Tensor) -> torch.Tensor:
         raise AssertionError("dense neighbour pass on a sparse map")
 
-    monkeypatch.setattr(peaks, "neighbour_max", refuse)
+    monkeypatch.setattr(peaks, "neighbour_max_split", refuse)
     cms = torch.zeros(1, 3, 256, 256)
     assert find_local_peaks(cms, 0.2)[0].shape == (0, 2)
     cms[0, 1, 100, 120] = 0.9

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from sleap_infer.pipeline.request import frames_text, request_changes, resolved_frames
+from sleap_infer.writers.outputs import stored_provenance
 
 import scene
 from cli_runs import error_lines, run_cli
@@ -78,3 +79,17 @@ def test_frames_text_merges_ranges_and_resolves_them_on_the_video() -> None:
     stored = {"request": {"frames": "0-165", "video_frames": 166, "checkpoint_sha256": []}}
     assert request_changes(stored, {"frames": "all", "checkpoint_sha256": []}) == []
     assert request_changes(stored, {"frames": "0-164", "checkpoint_sha256": []}) != []
+
+
+def test_refine_like_sleap_nn_is_recorded_and_belongs_to_the_request(
+    capsys: pytest.CaptureFixture[str], video: Path
+) -> None:
+    """Issue 50 item 3: the flag is in the provenance's options, and a rerun without it
+    is another request (refused without --overwrite), never skipped."""
+    code, err = _run(capsys, video, SYNTHETIC_MODEL, "--frames", "0-1", "--refine-like-sleap-nn")
+    assert code == 0, err
+    provenance = stored_provenance(video.with_name("v.slp"))
+    assert provenance is not None and provenance["options"]["refine_like_sleap_nn"] is True
+    code, err = _run(capsys, video, SYNTHETIC_MODEL, "--frames", "0-1")
+    [line] = error_lines(err)
+    assert code == 1 and "with other options (refine_like_sleap_nn)" in line, err

@@ -66,7 +66,7 @@ class ExportWrapper(nn.Module):
 
     model_type: ClassVar[str]
     output_names: ClassVar[tuple[str, ...]]
-    decode_fields: ClassVar[tuple[str, ...]] = ("refine", "integral_patch_size")
+    decode_fields: ClassVar[tuple[str, ...]] = ("refine", "integral_patch_size", "refine_guard")
     slot_values: ClassVar[tuple[str, ...]] = ()
     """Outputs whose last axis holds top-K slot values: two runtimes may break a near-tie at
     the K-th place differently, which shifts the raster-ordered slots, so they are

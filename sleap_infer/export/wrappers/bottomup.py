@@ -35,7 +35,12 @@ class _PeakSlotsWrapper(ExportWrapper):
         """Local peak slots and their refined ``(B, N, K, 2)`` grid positions."""
         peaks = local_peak_candidates(cms, self.decode.max_peaks)
         grid = refined_points(
-            cms, peaks.x, peaks.y, self.decode.refine, self.decode.integral_patch_size
+            cms,
+            peaks.x,
+            peaks.y,
+            self.decode.refine,
+            self.decode.integral_patch_size,
+            self.decode.refine_guard,
         )
         return peaks, grid
 
@@ -62,6 +67,7 @@ class BottomUpWrapper(_PeakSlotsWrapper):
     decode_fields = (
         "refine",
         "integral_patch_size",
+        "refine_guard",
         "max_peaks",
         "n_points",
         "max_edge_length_ratio",
@@ -103,7 +109,7 @@ class MultiClassBottomUpWrapper(_PeakSlotsWrapper):
 
     model_type = "multi_class_bottomup"
     output_names = ("peaks", "peak_vals", "peak_valid", "dropped_peak_vals", "class_probs")
-    decode_fields = ("refine", "integral_patch_size", "max_peaks")
+    decode_fields = ("refine", "integral_patch_size", "refine_guard", "max_peaks")
 
     def forward(self, image: torch.Tensor) -> Outputs:
         heads = self.head_outputs(image)

@@ -20,7 +20,7 @@ class CentroidWrapper(ExportWrapper):
 
     model_type = "centroid"
     output_names = ("centroids", "centroid_vals", "instance_valid", "dropped_centroid_vals")
-    decode_fields = ("refine", "integral_patch_size", "max_peaks")
+    decode_fields = ("refine", "integral_patch_size", "refine_guard", "max_peaks")
     slot_values = ("centroid_vals",)
 
     def forward(
@@ -29,7 +29,12 @@ class CentroidWrapper(ExportWrapper):
         cms = self.confmaps(image)
         peaks = local_peak_candidates(cms, self.decode.max_peaks)
         points = refined_points(
-            cms, peaks.x, peaks.y, self.decode.refine, self.decode.integral_patch_size
+            cms,
+            peaks.x,
+            peaks.y,
+            self.decode.refine,
+            self.decode.integral_patch_size,
+            self.decode.refine_guard,
         )
         points, values = points[:, 0], peaks.values[:, 0]  # one channel
         return (

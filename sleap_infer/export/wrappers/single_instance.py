@@ -25,8 +25,14 @@ class SingleInstanceWrapper(ExportWrapper):
     def global_peaks(self, cms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Maps ``(B, N, H, W)`` -> refined, scaled peaks, their values and validity flags."""
         x, y, values = global_peak_indices(cms)
+        decode = self.decode
         points = refined_points(
-            cms, x[..., None], y[..., None], self.decode.refine, self.decode.integral_patch_size
+            cms,
+            x[..., None],
+            y[..., None],
+            decode.refine,
+            decode.integral_patch_size,
+            decode.refine_guard,
         )[:, :, 0]
         return points * self.coordinate_scale, values, values >= self.decode.peak_threshold
 
