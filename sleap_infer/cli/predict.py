@@ -170,6 +170,23 @@ def predict(
     recursive: Annotated[
         bool, typer.Option("--recursive", "-r", help="Search folders' subfolders too.")
     ] = False,
+    headers: Annotated[
+        str | None,
+        typer.Option(
+            metavar="JSON",
+            help="HTTP headers for http(s):// video inputs, a JSON object, e.g. "
+            '\'{"Authorization": "Bearer <token>"}\'.',
+        ),
+    ] = None,
+    stream_mode: Annotated[
+        str | None,
+        typer.Option(
+            "--stream-mode",
+            metavar="MODE",
+            help="How http(s):// videos are read: auto/blockcache (range requests, at most "
+            "32 MiB cached), download (into memory), cache/filecache (a temporary file).",
+        ),
+    ] = None,
     skip_existing: Annotated[
         bool,
         # Kept so scripts written for earlier versions still run: skipping is now the default.
@@ -360,6 +377,7 @@ def predict(
     from sleap_infer.api import plan_spec
     from sleap_infer.batch.run import device_list
     from sleap_infer.pipeline.spec import bind
+    from sleap_infer.sources import remote
 
     startup.mark("command_imported")
     mode = _progress_mode(progress.value, quiet)
@@ -375,6 +393,9 @@ def predict(
     spec = bind(model, backend.value if given else None, notify=print_export_notice, **options)
     given = getattr(ctx.get_parameter_source("output_format"), "name", "DEFAULT") != "DEFAULT"
     output_format = formats_for_output(output, output_format, given)
+    remote.configure(
+        remote.RemoteOptions(remote.parse_headers(headers), remote.check_stream_mode(stream_mode))
+    )
     cli_args = {
         "videos": list(videos),
         "model": [str(m) for m in model],
@@ -447,6 +468,8 @@ RUN_FLAGS = frozenset(
         "output",
         "output_format",
         "recursive",
+        "headers",
+        "stream_mode",
         "skip_existing",
         "resume",
         "overwrite",

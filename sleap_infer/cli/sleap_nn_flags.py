@@ -7,7 +7,7 @@ options would double every help page, so the translation happens once, on the
 argument list, before click parses it: :func:`translate` rewrites each
 sleap-nn flag (and, where the words differ, its value) into our spelling, and
 refuses by name, with a reason, what infer deliberately does not do (SAM mask
-backends, remote inputs) or does not do yet (the MOT trackers of issue #31).
+backends) or does not do yet (the MOT trackers of issue #31).
 Our help keeps our names; ``docs/from_sleap_nn.md`` lists the whole table.
 
 ``sleap-nn track -m MODEL ...`` predicts and tracks: ``infer track -m`` runs
@@ -97,7 +97,6 @@ SAM = (
     "SAM mask backends are not part of infer (deliberately: no SAM models; predict masks "
     "with a segmentation model)"
 )
-REMOTE = "remote (URL) inputs are not supported by infer: download the file first"
 HDF5_VIDEO = (
     "HDF5 video inputs (a dataset inside an .h5) are not supported by infer: use a video "
     "file or image folder"
@@ -116,9 +115,8 @@ PREDICT_IO: dict[str, Flag] = {
         {"slp": ("--format", "slp"), "analysis_h5": ("--format", "analysis-h5")},
         many=True,
     ),
-    "--headers": refused(REMOTE),
-    "--stream-mode": refused(REMOTE),
-    "--stream_mode": refused(REMOTE),
+    # http(s):// inputs are read over HTTP range requests (sources/remote.py).
+    "--stream_mode": alias("--stream-mode"),
     "--embed": by_value(
         "(never embeds)",
         {
