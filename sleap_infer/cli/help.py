@@ -56,7 +56,8 @@ HELP_PANELS: dict[str, dict[str, str]] = {
     "predict": {
         **_panel(
             INPUTS,
-            "output output_format frames no_empty_frames csv_empty_frames recursive headers "
+            "output output_format frames no_empty_frames csv_empty_frames embed "
+            "restore_source_videos save_embeddings recursive headers "
             "stream_mode video_index "
             "only_labeled_frames only_suggested_frames exclude_user_labeled "
             "only_predicted_frames merge_into_project keep_corrupt_frames "

@@ -164,6 +164,10 @@ DistPenaltyWeight = Annotated[
 # ----------------------------------------------------------- segmentation
 SEGMENTATION_PANEL = "Segmentation models"
 MaskOutput = _choices("MaskOutput", ("mask", "polygon", "both"))
+Embed = _choices("Embed", ("false", "true", "auto"))
+SaveEmbeddings = _choices("SaveEmbeddings", ("slp", "none"))
+DEFAULT_EMBED = Embed("false")
+DEFAULT_SAVE_EMBEDDINGS = SaveEmbeddings("slp")
 DEFAULT_MASK_OUTPUT = MaskOutput("mask")
 MergeMethod = _choices("MergeMethod", ("greedy", "multicut"))
 DEFAULT_MERGE_METHOD = MergeMethod("greedy")
@@ -284,6 +288,32 @@ MaskOutputOption = Annotated[
         case_sensitive=False,
         help="mask: segmentation masks; polygon: simplified outlines (PredictedROI); both.",
         rich_help_panel=SEGMENTATION_PANEL,
+    ),
+]
+EmbedOption = Annotated[
+    Embed,  # type: ignore[valid-type]
+    typer.Option(
+        "--embed",
+        case_sensitive=False,
+        help=".slp output: true embeds the predicted frames' images (a self-contained "
+        "file, as sio.save_slp(embed=True)); auto: only when the input is a .pkg.slp.",
+    ),
+]
+RestoreSourceVideos = Annotated[
+    bool,
+    typer.Option(
+        "--restore-source-videos",
+        help=".slp output of a .pkg.slp input: reference the video the package was made "
+        "from (when it records one) instead of the package.",
+    ),
+]
+SaveEmbeddingsOption = Annotated[
+    SaveEmbeddings,  # type: ignore[valid-type]
+    typer.Option(
+        "--save-embeddings",
+        case_sensitive=False,
+        help="An embedding model's re-ID vectors: slp writes them into the .slp; none "
+        "leaves them out of every output.",
     ),
 ]
 PolygonEpsilon = Annotated[

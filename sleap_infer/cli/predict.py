@@ -21,10 +21,12 @@ from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, exit_codes
 from sleap_infer.cli.options import (
     DEFAULT_BACKEND,
+    DEFAULT_EMBED,
     DEFAULT_FORMAT,
     DEFAULT_MASK_OUTPUT,
     DEFAULT_MERGE_METHOD,
     DEFAULT_PROGRESS,
+    DEFAULT_SAVE_EMBEDDINGS,
     MERGE_THRESHOLDS_TEXT,
     BackendOption,
     BboxNmsIou,
@@ -32,6 +34,7 @@ from sleap_infer.cli.options import (
     Device,
     DistanceGateAlpha,
     DistPenaltyWeight,
+    EmbedOption,
     FgThreshold,
     Fp16,
     FullResMasks,
@@ -54,6 +57,8 @@ from sleap_infer.cli.options import (
     PeakThreshold,
     PolygonEpsilon,
     ProgressMode,
+    RestoreSourceVideos,
+    SaveEmbeddingsOption,
     check_device,
     formats_for_output,
 )
@@ -167,6 +172,9 @@ def predict(
             "where nothing was found (left out by default, as sleap-io's CSV writer does).",
         ),
     ] = False,
+    embed: EmbedOption = DEFAULT_EMBED,
+    restore_source_videos: RestoreSourceVideos = False,
+    save_embeddings: SaveEmbeddingsOption = DEFAULT_SAVE_EMBEDDINGS,
     recursive: Annotated[
         bool, typer.Option("--recursive", "-r", help="Search folders' subfolders too.")
     ] = False,

@@ -117,30 +117,15 @@ PREDICT_IO: dict[str, Flag] = {
     ),
     # http(s):// inputs are read over HTTP range requests (sources/remote.py).
     "--stream_mode": alias("--stream-mode"),
-    "--embed": by_value(
-        "(never embeds)",
-        {
-            "false": (),
-            "true": "embedding frame images in the .slp is not implemented in infer",
-            "auto": "embedding frame images in the .slp is not implemented in infer "
-            "(--embed false: reference the input)",
-        },
-    ),
-    "--restore_source_videos": refused(
-        "infer's .slp refers to the .pkg.slp input as sleap-nn's default does; restoring the "
-        "original video paths is not implemented"
-    ),
+    # --embed false|true|auto is ours, spelt and meant as sleap-nn's.
+    "--restore_source_videos": alias("--restore-source-videos"),
     "--no-restore_source_videos": ignored(
-        "--no-restore_source_videos is what infer always does", takes_value=False
+        "a .pkg.slp input is referenced unless --restore-source-videos is given (the last "
+        "one counts)",
+        takes_value=False,
+        clears="--restore-source-videos",
     ),
-    "--save_embeddings": by_value(
-        "(re-ID vectors)",
-        {
-            "slp": (),  # what infer's .slp always does with an embedding model's vectors
-            "none": "infer's .slp always keeps an embedding model's re-ID vectors "
-            "(sleap-nn's --save_embeddings slp); stripping them is not implemented",
-        },
-    ),
+    "--save_embeddings": alias("--save-embeddings"),
     "--stream-to-file": alias("--output"),
     "--write-interval": ignored(
         "infer writes every batch to a journal as it goes; --write-interval has no effect"

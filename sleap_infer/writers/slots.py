@@ -32,6 +32,18 @@ RANKS = (
 
 
 @dataclass(frozen=True)
+class SlpSaving:
+    """How the ``.slp`` is saved, as sleap-nn's flags say (``sio.save_slp``'s arguments):
+    ``embed`` the predicted frames' images into it (``--embed``), reference the video a
+    ``.pkg.slp`` input was made from (``--restore_source_videos``), keep an embedding
+    model's re-ID vectors (``--save_embeddings slp``, the default here)."""
+
+    embed: bool = False
+    restore_source_videos: bool = False
+    vectors: bool = True
+
+
+@dataclass(frozen=True)
 class Source:
     """Everything an output format is built from: the finished journal and what it is of."""
 
@@ -51,6 +63,7 @@ class Source:
     csv_empty_frames: bool = False
     # The run's .slp predictions (absolute), beside this output: analysis HDF5's labels_path.
     labels_path: str = ""
+    saving: SlpSaving = field(default_factory=SlpSaving)  # .slp only
 
     @property
     def node_names(self) -> list[str]:

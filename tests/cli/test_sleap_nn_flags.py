@@ -420,9 +420,13 @@ def test_integral_refinement_given_twice_keeps_the_last() -> None:
     assert not parse([*base, "--no-refine", "--integral_refinement", "integral"])[1]["no_refine"]
     assert parse([*base, "--integral_refinement", "integral", "--no-refine"])[1]["no_refine"]
     # a refused value given before a good one is no error (click converts only the last)
+    first = ["--centroid_output", "centroid", "--centroid_output", "instance"]
+    assert parse([*base, *first])[1] == parse(base)[1]
+    with pytest.raises(UsageError, match="^--centroid_output centroid: "):
+        parse([*base, "--centroid_output", "instance", "--centroid_output", "centroid"])
+    # --embed (ours, as sleap-nn's): the last one counts
     assert parse([*base, "--embed", "true", "--embed", "false"])[1] == parse(base)[1]
-    with pytest.raises(UsageError, match="^--embed true: "):
-        parse([*base, "--embed", "false", "--embed", "true"])
+    assert parse([*base, "--embed", "false", "--embed", "true"])[1]["embed"].value == "true"
 
 
 def test_predict_tracking_without_a_model_retracks() -> None:
