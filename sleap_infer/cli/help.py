@@ -75,7 +75,7 @@ HELP_PANELS: dict[str, dict[str, str]] = {
             "dist_penalty_weight n_points min_instance_peaks min_line_scores bbox_nms_iou "
             "filter_overlapping filter_overlapping_method filter_overlapping_threshold "
             "filter_min_visible_nodes filter_min_visible_node_fraction "
-            "filter_min_mean_node_score filter_min_instance_score",
+            "filter_min_mean_node_score filter_min_instance_score filter_min_centroid_distance",
         ),
         **_panel(
             TRACKING,

@@ -352,6 +352,7 @@ def predict(
     filter_min_visible_node_fraction: adj.FilterMinVisibleNodeFraction = None,
     filter_min_mean_node_score: adj.FilterMinMeanNodeScore = None,
     filter_min_instance_score: adj.FilterMinInstanceScore = None,
+    filter_min_centroid_distance: adj.FilterMinCentroidDistance = None,
     max_height: adj.MaxHeight = None,
     max_width: adj.MaxWidth = None,
     input_scale: adj.InputScale = None,

@@ -187,9 +187,6 @@ PREDICT_ONLY: dict[str, Flag] = {
     "--no-full-res-masks": ignored(_FULL_RES_OFF, False, clears="--full-res-masks"),
     "--mask_backend": refused(SAM),
     "--mask-backend": refused(SAM),
-    "--filter_min_centroid_distance": refused(
-        "centroid de-duplication is not implemented yet in infer"
-    ),
     "--queue_maxsize": ignored("infer's frame queue sizes itself; --queue_maxsize has no effect"),
     "--paf-workers": ignored(
         "infer groups bottom-up PAFs in the predicting process; for parallel work use "
@@ -242,6 +239,7 @@ PREDICT_ONLY: dict[str, Flag] = {
             "--filter_min_visible_node_fraction",
             "--filter_min_mean_node_score",
             "--filter_min_instance_score",
+            "--filter_min_centroid_distance",
         )
     ),
 }

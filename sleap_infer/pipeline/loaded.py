@@ -153,6 +153,7 @@ class Loaded:
                     preds.point_scores,
                     preds.instance_scores,
                     preds.valid,
+                    centroids=preds.extras.get("centroids"),
                     **filters.op_kwargs(),
                 )
             snapshot = online.track(preds) if online is not None else None

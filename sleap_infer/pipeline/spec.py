@@ -117,6 +117,7 @@ _RENAMED: dict[str, tuple[str, str, Callable[[Any], Any]]] = {
     "filter_min_visible_node_fraction": ("filters", "min_visible_node_fraction", lambda v: v),
     "filter_min_mean_node_score": ("filters", "min_mean_node_score", lambda v: v),
     "filter_min_instance_score": ("filters", "min_instance_score", lambda v: v),
+    "filter_min_centroid_distance": ("filters", "min_centroid_distance", lambda v: v),
     "only_labeled_frames": ("project", "only_labeled", bool),
     "only_suggested_frames": ("project", "only_suggested", bool),
     "only_predicted_frames": ("project", "only_predicted", bool),
