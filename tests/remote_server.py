@@ -1,9 +1,10 @@
 """A local HTTP server with ``Range`` support, in a thread, for the URL-input tests.
 
 Serves the files of one folder on 127.0.0.1 (no test needs the internet). Kinds of
-misbehaviour a test can ask for: a required header (403 without it), and a
+misbehaviour a test can ask for: a required header (403 without it), a
 connection dropped part-way through a response (``drop_after`` bytes, the first
-``drops`` times), as a flaky network or a proxy would.
+``drops`` times), as a flaky network or a proxy would, and a server that answers
+only after ``delay`` seconds.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import contextlib
 import http.server
 import re
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +25,7 @@ class ServerState:
     required: dict[str, str] = field(default_factory=dict)
     drop_after: int | None = None  # bytes sent before the connection is cut
     drops: int = 0  # how many responses are cut (then it serves normally)
+    delay: float = 0.0  # seconds before answering (a server that hangs)
     requests: list[tuple[str, str | None]] = field(default_factory=list)  # (path, Range)
 
 
@@ -33,6 +36,7 @@ def _handler(state: ServerState) -> type[http.server.BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             state.requests.append((self.path, self.headers.get("Range")))
+            time.sleep(state.delay)
             for key, value in state.required.items():
                 if self.headers.get(key) != value:
                     self.send_error(403, "Forbidden")
@@ -66,11 +70,16 @@ def _handler(state: ServerState) -> type[http.server.BaseHTTPRequestHandler]:
     return Handler
 
 
+class _QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # a client that gave up (a timeout test) is expected, not news
+
+
 @contextlib.contextmanager
 def serve(root: Path, **kwargs: object) -> Iterator[tuple[str, ServerState]]:
     """``(base URL, state)`` of a server on 127.0.0.1 serving ``root``; stopped after."""
     state = ServerState(Path(root), **kwargs)  # type: ignore[arg-type]
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    server = _QuietServer(("127.0.0.1", 0), _handler(state))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -87,6 +87,13 @@ def test_http_errors_are_one_line_naming_the_url_without_its_query(
     assert str(err.value) == f"{base}/{name}: {message}"
 
 
+def test_a_server_that_does_not_answer_is_one_line(video: Path) -> None:
+    remote.configure(remote.RemoteOptions(timeout_s=0.3))
+    with serve(video.parent, delay=1.0) as (base, _), pytest.raises(VideoError) as err:
+        open_video(f"{base}/{video.name}")
+    assert str(err.value) == f"{base}/{video.name}: no answer in 0.3 s"
+
+
 def test_headers_go_with_every_request(video: Path) -> None:
     remote.configure(remote.RemoteOptions(headers={"Authorization": "Bearer t"}))
     with serve(video.parent, required={"Authorization": "Bearer t"}) as (base, _):
