@@ -71,7 +71,7 @@ HELP_PANELS: dict[str, dict[str, str]] = {
         **_panel(
             PEAKS,
             "peak_threshold no_refine integral_patch_size max_instances "
-            "centroid_peak_threshold centroid_only max_edge_length_ratio "
+            "centroid_peak_threshold centroid_only centroid_output max_edge_length_ratio "
             "dist_penalty_weight n_points min_instance_peaks min_line_scores bbox_nms_iou "
             "filter_overlapping filter_overlapping_method filter_overlapping_threshold "
             "filter_min_visible_nodes filter_min_visible_node_fraction "

@@ -167,6 +167,8 @@ MaskOutput = _choices("MaskOutput", ("mask", "polygon", "both"))
 Embed = _choices("Embed", ("false", "true", "auto"))
 SaveEmbeddings = _choices("SaveEmbeddings", ("slp", "none"))
 DEFAULT_EMBED = Embed("false")
+CentroidOutput = _choices("CentroidOutput", ("instance", "centroid", "both"))
+DEFAULT_CENTROID_OUTPUT = CentroidOutput("instance")
 DEFAULT_SAVE_EMBEDDINGS = SaveEmbeddings("slp")
 DEFAULT_MASK_OUTPUT = MaskOutput("mask")
 MergeMethod = _choices("MergeMethod", ("greedy", "multicut"))
@@ -297,6 +299,15 @@ EmbedOption = Annotated[
         case_sensitive=False,
         help=".slp output: true embeds the predicted frames' images (a self-contained "
         "file, as sio.save_slp(embed=True)); auto: only when the input is a .pkg.slp.",
+    ),
+]
+CentroidOutputOption = Annotated[
+    CentroidOutput,  # type: ignore[valid-type]
+    typer.Option(
+        "--centroid-output",
+        case_sensitive=False,
+        help="A centroid model run alone (or --centroid-only): its centroids in the .slp "
+        "as instances; centroid: as sio.PredictedCentroid records; both.",
     ),
 ]
 RestoreSourceVideos = Annotated[

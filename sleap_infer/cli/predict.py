@@ -21,6 +21,7 @@ from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, exit_codes
 from sleap_infer.cli.options import (
     DEFAULT_BACKEND,
+    DEFAULT_CENTROID_OUTPUT,
     DEFAULT_EMBED,
     DEFAULT_FORMAT,
     DEFAULT_MASK_OUTPUT,
@@ -31,6 +32,7 @@ from sleap_infer.cli.options import (
     BackendOption,
     BboxNmsIou,
     CenterNmsKernel,
+    CentroidOutputOption,
     Device,
     DistanceGateAlpha,
     DistPenaltyWeight,
@@ -368,6 +370,7 @@ def predict(
     only_predicted_frames: adj.OnlyPredicted = False,
     merge_into_project: adj.MergeIntoProject = False,
     centroid_only: adj.CentroidOnly = False,
+    centroid_output: CentroidOutputOption = DEFAULT_CENTROID_OUTPUT,
     keep_corrupt_frames: adj.KeepCorruptFrames = False,
     # --- what an NWB output says of its session and subject.
     nwb_subject: nwb.Subject = None,

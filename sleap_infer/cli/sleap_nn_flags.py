@@ -151,16 +151,7 @@ PREDICT_ONLY: dict[str, Flag] = {
     ),
     "--centroid_only": alias("--centroid-only"),
     "--centroid-only": alias("--centroid-only"),
-    "--centroid-output": by_value(
-        "(centroid-only output)",
-        {
-            "instance": (),
-            "centroid": "sio.PredictedCentroid output is not implemented yet in infer "
-            "(instance available)",
-            "both": "sio.PredictedCentroid output is not implemented yet in infer "
-            "(instance available)",
-        },
-    ),
+    "--centroid_output": alias("--centroid-output"),  # --centroid-output is ours
     "--backbone_ckpt_path": refused(
         "checkpoint-path overrides are not implemented in infer: point -m at a model directory"
     ),
@@ -243,7 +234,6 @@ PREDICT_ONLY: dict[str, Flag] = {
         )
     ),
 }
-PREDICT_ONLY["--centroid_output"] = PREDICT_ONLY["--centroid-output"]
 for _name in (
     "--sam3_model_id",
     "--sam3-model-id",

@@ -46,6 +46,7 @@ MERGE_DILATE = 1
 MASK_OUTPUTS = ("mask", "polygon", "both")
 EMBED_CHOICES = ("false", "true", "auto")  # sleap-nn's --embed: frame images in the .slp
 SAVE_EMBEDDINGS = ("slp", "none")  # sleap-nn's --save_embeddings: re-ID vectors in the .slp
+CENTROID_OUTPUTS = ("instance", "centroid", "both")  # sleap-nn's --centroid-output
 POLYGON_EPSILON = 0.01
 MAX_INTEGRAL_PATCH_SIZE = 15
 """Refinement averages a patch of the confidence map around each peak. An even side has
@@ -191,6 +192,9 @@ class PredictOptions:
     embed: str = "false"
     restore_source_videos: bool = False
     save_embeddings: str = "slp"
+    # A centroid model run alone: its centroids as instances (the default), as
+    # sio.PredictedCentroid records (centroid), or both (sleap-nn's --centroid-output).
+    centroid_output: str = "instance"
     # Box detectors: class-wise IoU NMS; None = the type's default (SSD 0.45, CenterNet
     # off), 1.0 suppresses nothing.
     bbox_nms_iou: float | None = None
@@ -227,6 +231,7 @@ class PredictOptions:
         for flag, value, allowed in (
             ("--embed", self.embed, EMBED_CHOICES),
             ("--save-embeddings", self.save_embeddings, SAVE_EMBEDDINGS),
+            ("--centroid-output", self.centroid_output, CENTROID_OUTPUTS),
         ):
             if value not in allowed:
                 raise UsageError(f"{flag} {value!r}: choose from {', '.join(allowed)}")

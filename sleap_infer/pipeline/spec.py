@@ -285,6 +285,12 @@ def bind(
     project = ProjectSelection(**groups["project"])
     if backend is None:
         backend = export_runtime(tuple(str(p) for p in model_paths)) or "torch"
+    centroid_output = groups["options"].get("centroid_output", "instance")
+    if tracking and centroid_output != "instance":  # sleap-nn 0.3.5 refuses it too
+        raise UsageError(
+            f"--centroid-output {centroid_output}: tracking needs instances (the tracker "
+            "assigns tracks to instances); use --centroid-output instance with --tracking"
+        )
     return PipelineSpec(
         model_paths=tuple(str(p) for p in model_paths),
         backend=str(_plain(backend)),

@@ -91,7 +91,7 @@ from sleap_infer.writers.slots import SlpSaving
 OUTPUT_ONLY_OPTIONS = frozenset(
     {
         *("mask_output", "polygon_epsilon", "no_empty_frames", "csv_empty_frames"),
-        *("embed", "restore_source_videos", "save_embeddings"),
+        *("embed", "restore_source_videos", "save_embeddings", "centroid_output"),
     }
 )
 
@@ -292,17 +292,28 @@ def fingerprint(
     }
 
 
-def slp_saving(options: PredictOptions, source_video: sio.Video | None) -> SlpSaving:
+def slp_saving(
+    options: PredictOptions, source_video: sio.Video | None, centroid_source: str | None = None
+) -> SlpSaving:
     """How the ``.slp`` is saved (``--embed``, ``--restore-source-videos``,
-    ``--save-embeddings``); ``--embed auto`` embeds when the input's frames are embedded
-    (a ``.pkg.slp``), as sleap-nn 0.3.5's ``_resolve_embed`` decides."""
+    ``--save-embeddings``, ``--centroid-output``); ``--embed auto`` embeds when the input's
+    frames are embedded (a ``.pkg.slp``), as sleap-nn 0.3.5's ``_resolve_embed`` decides.
+    ``centroid_source``: the ``sio.Centroid.source`` tag of a centroid model run alone
+    (None for any other run: sleap-nn writes their instances whatever it is asked)."""
     embed = options.embed == "true"
     if options.embed == "auto" and source_video is not None:
         embed = source_video.source_video is not None or bool(
             getattr(source_video.backend, "has_embedded_images", False)
             or source_video.backend_metadata.get("has_embedded_images")
         )
-    return SlpSaving(embed, options.restore_source_videos, options.save_embeddings == "slp")
+    centroids = options.centroid_output if centroid_source is not None else "instance"
+    return SlpSaving(
+        embed,
+        options.restore_source_videos,
+        options.save_embeddings == "slp",
+        "" if centroids == "instance" else centroids,
+        centroid_source or "",
+    )
 
 
 def provenance(pipeline: Loaded, source: str, frames: Sequence[int] | None) -> dict[str, Any]:
@@ -619,7 +630,7 @@ class VideoJob:
                     nwb=pipeline.spec.nwb,
                     empty_frames=not pipeline.options.no_empty_frames,
                     csv_empty_frames=pipeline.options.csv_empty_frames,
-                    slp_saving=slp_saving(pipeline.options, source_video),
+                    slp_saving=slp_saving(pipeline.options, source_video, pipeline.centroid_source),
                     replace=self.overwrite,
                 )
             except OutputError as exc:  # the other formats are still written

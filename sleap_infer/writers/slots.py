@@ -36,11 +36,15 @@ class SlpSaving:
     """How the ``.slp`` is saved, as sleap-nn's flags say (``sio.save_slp``'s arguments):
     ``embed`` the predicted frames' images into it (``--embed``), reference the video a
     ``.pkg.slp`` input was made from (``--restore_source_videos``), keep an embedding
-    model's re-ID vectors (``--save_embeddings slp``, the default here)."""
+    model's re-ID vectors (``--save_embeddings slp``, the default here), write a lone
+    centroid model's centroids as ``sio.PredictedCentroid`` (``centroids``: ``centroid``
+    instead of the instances, ``both``; ``centroid_source`` their ``source`` tag)."""
 
     embed: bool = False
     restore_source_videos: bool = False
     vectors: bool = True
+    centroids: str = ""
+    centroid_source: str = ""
 
 
 @dataclass(frozen=True)

@@ -72,8 +72,8 @@ from sleap_infer.core.options import POLYGON_EPSILON
 from sleap_infer.core.polygons import check_mask_output, mask_rois, packaged
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.journal import embeddings_of, vector_slots
-from sleap_infer.writers.embed_frames import embed_frames
 from sleap_infer.writers.slots import Source
+from sleap_infer.writers.slp_resave import needs_resave, resave
 
 PREDICTED_INSTANCE = 1  # sleap-io InstanceType.PREDICTED
 SEGMENTATION_ANNOTATION = 2  # what sleap-io writes in masks.annotation_type
@@ -627,5 +627,5 @@ def write_slp(path: Path, source: Source) -> None:
     ) as writer:
         for batch in journal.batches():
             writer.add(batch)
-    if source.saving.embed:
-        embed_frames(path)
+    if needs_resave(source.saving):
+        resave(path, source.saving)

@@ -99,3 +99,35 @@ def test_save_embeddings_none_leaves_the_vectors_out(
         for lf in tracked
         for d in (*lf.instances, *lf.masks)
     )
+
+
+def test_centroid_output_writes_sio_predicted_centroids_as_sleap_nn(
+    capsys: pytest.CaptureFixture[str], shared: Path, tmp_path: Path
+) -> None:
+    video = shared / "videos" / "centered_pair_small.mp4"
+    model = fixture_model(shared, "centroid")
+    args = ["predict", video, "-m", model, "--frames", "0-4"]
+    for mode in ("instance", "centroid", "both"):
+        out = tmp_path / f"{mode}.slp"
+        assert run_cli(capsys, *args, "--centroid_output", mode, "-o", out)[0] == 0
+    labels = {m: sio.load_slp(str(tmp_path / f"{m}.slp")) for m in ("instance", "centroid", "both")}
+    for lf, only, both in zip(labels["instance"], labels["centroid"], labels["both"]):
+        want = [
+            (p[~np.isnan(p).any(axis=1)][0], i.score) for i in lf.instances for p in [i.numpy()]
+        ]
+        for got in (only.centroids, both.centroids):
+            assert [((c.x, c.y), c.score, c.source) for c in got] == [
+                ((float(p[0]), float(p[1])), pytest.approx(s), "center_of_mass") for p, s in want
+            ]
+        assert not only.instances and len(both.instances) == len(lf.instances)
+    # centroids alone: sleap-nn's one-node "centroid" skeleton; both: the model's
+    assert [n.name for n in labels["centroid"].skeletons[0].nodes] == ["centroid"]
+    assert labels["both"].skeletons[0].node_names == labels["instance"].skeletons[0].node_names
+    # a top-down run writes instances whatever is asked, as sleap-nn; tracking is refused
+    pair = ["-m", model, "-m", fixture_model(shared, "centered_instance")]
+    top = tmp_path / "td.slp"
+    assert run_cli(capsys, "predict", video, *pair, "--frames", "0", "-o", top,
+                   "--centroid_output", "centroid")[0] == 0  # fmt: skip
+    assert sio.load_slp(str(top))[0].instances and not sio.load_slp(str(top))[0].centroids
+    code, err = run_cli(capsys, *args, "--centroid_output", "both", "-t", "-o", tmp_path / "t.slp")
+    assert code == 2 and error_lines(err)[0].startswith("error: --centroid-output both: tracking")
