@@ -15,6 +15,7 @@ from sleap_infer.core.products import Counts
 from sleap_infer.journal import journal_path, read_journal
 from sleap_infer.pipeline.request import REQUEST_KEY, read_side_record, request_changes
 from sleap_infer.sources.inputs import VideoInput, is_labels_path, is_pattern
+from sleap_infer.sources.remote import as_url, file_name
 from sleap_infer.writers.outputs import (
     COMPLETE,
     default_output_path,
@@ -99,7 +100,14 @@ def _output_for(
 ) -> Path:
     # An image glob (``frames/cam1_*.png``) is named after its folder, as the predictor
     # names it (its VideoInfo.path is the folder), never with a literal ``*``.
-    source = item.path.parent if is_pattern(item.path) else item.path
+    url = as_url(item.path)
+    if url is not None:
+        # Nowhere to write beside a URL: the current folder, under its file name (sleap-nn).
+        source = Path(file_name(url))
+    elif is_pattern(item.path):
+        source = item.path.parent
+    else:
+        source = item.path
     if source.name in ("", ".", ".."):
         # ``.``, ``..``, or a glob in the current folder: named after the folder it is.
         source = source.absolute().resolve()

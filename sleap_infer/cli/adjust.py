@@ -42,6 +42,14 @@ FilterMinInstanceScore = Annotated[
     float | None,
     typer.Option(metavar="FLOAT", help="Drop instances with a lower instance score."),
 ]
+FilterMinCentroidDistance = Annotated[
+    float | None,
+    typer.Option(
+        metavar="PX",
+        help="Centroid and top-down models: drop an instance whose centroid is within PX "
+        "pixels of a higher-scored one's (0: off).",
+    ),
+]
 MaxHeight = Annotated[
     int | None,
     typer.Option(min=1, metavar="PX", help="Override the trained max_height (torch only)."),

@@ -56,7 +56,9 @@ HELP_PANELS: dict[str, dict[str, str]] = {
     "predict": {
         **_panel(
             INPUTS,
-            "output output_format frames no_empty_frames csv_empty_frames recursive video_index "
+            "output output_format frames no_empty_frames csv_empty_frames embed "
+            "restore_source_videos save_embeddings recursive headers "
+            "stream_mode video_index "
             "only_labeled_frames only_suggested_frames exclude_user_labeled "
             "only_predicted_frames merge_into_project keep_corrupt_frames "
             "progress progress_interval quiet",
@@ -69,11 +71,11 @@ HELP_PANELS: dict[str, dict[str, str]] = {
         **_panel(
             PEAKS,
             "peak_threshold no_refine integral_patch_size refine_like_sleap_nn max_instances "
-            "centroid_peak_threshold centroid_only max_edge_length_ratio "
+            "centroid_peak_threshold centroid_only centroid_output max_edge_length_ratio "
             "dist_penalty_weight n_points min_instance_peaks min_line_scores bbox_nms_iou "
             "filter_overlapping filter_overlapping_method filter_overlapping_threshold "
             "filter_min_visible_nodes filter_min_visible_node_fraction "
-            "filter_min_mean_node_score filter_min_instance_score",
+            "filter_min_mean_node_score filter_min_instance_score filter_min_centroid_distance",
         ),
         **_panel(
             TRACKING,

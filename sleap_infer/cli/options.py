@@ -173,6 +173,12 @@ DistPenaltyWeight = Annotated[
 # ----------------------------------------------------------- segmentation
 SEGMENTATION_PANEL = "Segmentation models"
 MaskOutput = _choices("MaskOutput", ("mask", "polygon", "both"))
+Embed = _choices("Embed", ("false", "true", "auto"))
+SaveEmbeddings = _choices("SaveEmbeddings", ("slp", "none"))
+DEFAULT_EMBED = Embed("false")
+CentroidOutput = _choices("CentroidOutput", ("instance", "centroid", "both"))
+DEFAULT_CENTROID_OUTPUT = CentroidOutput("instance")
+DEFAULT_SAVE_EMBEDDINGS = SaveEmbeddings("slp")
 DEFAULT_MASK_OUTPUT = MaskOutput("mask")
 MergeMethod = _choices("MergeMethod", ("greedy", "multicut"))
 DEFAULT_MERGE_METHOD = MergeMethod("greedy")
@@ -293,6 +299,41 @@ MaskOutputOption = Annotated[
         case_sensitive=False,
         help="mask: segmentation masks; polygon: simplified outlines (PredictedROI); both.",
         rich_help_panel=SEGMENTATION_PANEL,
+    ),
+]
+EmbedOption = Annotated[
+    Embed,  # type: ignore[valid-type]
+    typer.Option(
+        "--embed",
+        case_sensitive=False,
+        help=".slp output: true embeds the predicted frames' images (a self-contained "
+        "file, as sio.save_slp(embed=True)); auto: only when the input is a .pkg.slp.",
+    ),
+]
+CentroidOutputOption = Annotated[
+    CentroidOutput,  # type: ignore[valid-type]
+    typer.Option(
+        "--centroid-output",
+        case_sensitive=False,
+        help="A centroid model run alone (or --centroid-only): its centroids in the .slp "
+        "as instances; centroid: as sio.PredictedCentroid records; both.",
+    ),
+]
+RestoreSourceVideos = Annotated[
+    bool,
+    typer.Option(
+        "--restore-source-videos",
+        help=".slp output of a .pkg.slp input: reference the video the package was made "
+        "from (when it records one) instead of the package.",
+    ),
+]
+SaveEmbeddingsOption = Annotated[
+    SaveEmbeddings,  # type: ignore[valid-type]
+    typer.Option(
+        "--save-embeddings",
+        case_sensitive=False,
+        help="An embedding model's re-ID vectors: slp writes them into the .slp; none "
+        "leaves them out of every output.",
     ),
 ]
 PolygonEpsilon = Annotated[

@@ -21,17 +21,22 @@ from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, exit_codes
 from sleap_infer.cli.options import (
     DEFAULT_BACKEND,
+    DEFAULT_CENTROID_OUTPUT,
+    DEFAULT_EMBED,
     DEFAULT_FORMAT,
     DEFAULT_MASK_OUTPUT,
     DEFAULT_MERGE_METHOD,
     DEFAULT_PROGRESS,
+    DEFAULT_SAVE_EMBEDDINGS,
     MERGE_THRESHOLDS_TEXT,
     BackendOption,
     BboxNmsIou,
     CenterNmsKernel,
+    CentroidOutputOption,
     Device,
     DistanceGateAlpha,
     DistPenaltyWeight,
+    EmbedOption,
     FgThreshold,
     Fp16,
     FullResMasks,
@@ -55,6 +60,8 @@ from sleap_infer.cli.options import (
     PolygonEpsilon,
     ProgressMode,
     RefineLikeSleapNn,
+    RestoreSourceVideos,
+    SaveEmbeddingsOption,
     check_device,
     formats_for_output,
 )
@@ -169,9 +176,29 @@ def predict(
             "where nothing was found (left out by default, as sleap-io's CSV writer does).",
         ),
     ] = False,
+    embed: EmbedOption = DEFAULT_EMBED,
+    restore_source_videos: RestoreSourceVideos = False,
+    save_embeddings: SaveEmbeddingsOption = DEFAULT_SAVE_EMBEDDINGS,
     recursive: Annotated[
         bool, typer.Option("--recursive", "-r", help="Search folders' subfolders too.")
     ] = False,
+    headers: Annotated[
+        str | None,
+        typer.Option(
+            metavar="JSON",
+            help="HTTP headers for http(s):// video inputs, a JSON object, e.g. "
+            '\'{"Authorization": "Bearer <token>"}\'.',
+        ),
+    ] = None,
+    stream_mode: Annotated[
+        str | None,
+        typer.Option(
+            "--stream-mode",
+            metavar="MODE",
+            help="How http(s):// videos are read: auto/blockcache (range requests, at most "
+            "32 MiB cached), download (into memory), cache/filecache (a temporary file).",
+        ),
+    ] = None,
     skip_existing: Annotated[
         bool,
         # Kept so scripts written for earlier versions still run: skipping is now the default.
@@ -329,6 +356,7 @@ def predict(
     filter_min_visible_node_fraction: adj.FilterMinVisibleNodeFraction = None,
     filter_min_mean_node_score: adj.FilterMinMeanNodeScore = None,
     filter_min_instance_score: adj.FilterMinInstanceScore = None,
+    filter_min_centroid_distance: adj.FilterMinCentroidDistance = None,
     max_height: adj.MaxHeight = None,
     max_width: adj.MaxWidth = None,
     input_scale: adj.InputScale = None,
@@ -344,6 +372,7 @@ def predict(
     only_predicted_frames: adj.OnlyPredicted = False,
     merge_into_project: adj.MergeIntoProject = False,
     centroid_only: adj.CentroidOnly = False,
+    centroid_output: CentroidOutputOption = DEFAULT_CENTROID_OUTPUT,
     keep_corrupt_frames: adj.KeepCorruptFrames = False,
     # --- what an NWB output says of its session and subject.
     nwb_subject: nwb.Subject = None,
@@ -362,6 +391,7 @@ def predict(
     from sleap_infer.api import plan_spec
     from sleap_infer.batch.run import device_list
     from sleap_infer.pipeline.spec import bind
+    from sleap_infer.sources import remote
 
     startup.mark("command_imported")
     mode = _progress_mode(progress.value, quiet)
@@ -377,6 +407,9 @@ def predict(
     spec = bind(model, backend.value if given else None, notify=print_export_notice, **options)
     given = getattr(ctx.get_parameter_source("output_format"), "name", "DEFAULT") != "DEFAULT"
     output_format = formats_for_output(output, output_format, given)
+    remote.configure(
+        remote.RemoteOptions(remote.parse_headers(headers), remote.check_stream_mode(stream_mode))
+    )
     cli_args = {
         "videos": list(videos),
         "model": [str(m) for m in model],
@@ -449,6 +482,8 @@ RUN_FLAGS = frozenset(
         "output",
         "output_format",
         "recursive",
+        "headers",
+        "stream_mode",
         "skip_existing",
         "resume",
         "overwrite",

@@ -7,7 +7,7 @@ options would double every help page, so the translation happens once, on the
 argument list, before click parses it: :func:`translate` rewrites each
 sleap-nn flag (and, where the words differ, its value) into our spelling, and
 refuses by name, with a reason, what infer deliberately does not do (SAM mask
-backends, remote inputs) or does not do yet (the MOT trackers of issue #31).
+backends) or does not do yet (the MOT trackers of issue #31).
 Our help keeps our names; ``docs/from_sleap_nn.md`` lists the whole table.
 
 ``sleap-nn track -m MODEL ...`` predicts and tracks: ``infer track -m`` runs
@@ -97,7 +97,6 @@ SAM = (
     "SAM mask backends are not part of infer (deliberately: no SAM models; predict masks "
     "with a segmentation model)"
 )
-REMOTE = "remote (URL) inputs are not supported by infer: download the file first"
 HDF5_VIDEO = (
     "HDF5 video inputs (a dataset inside an .h5) are not supported by infer: use a video "
     "file or image folder"
@@ -116,33 +115,17 @@ PREDICT_IO: dict[str, Flag] = {
         {"slp": ("--format", "slp"), "analysis_h5": ("--format", "analysis-h5")},
         many=True,
     ),
-    "--headers": refused(REMOTE),
-    "--stream-mode": refused(REMOTE),
-    "--stream_mode": refused(REMOTE),
-    "--embed": by_value(
-        "(never embeds)",
-        {
-            "false": (),
-            "true": "embedding frame images in the .slp is not implemented in infer",
-            "auto": "embedding frame images in the .slp is not implemented in infer "
-            "(--embed false: reference the input)",
-        },
-    ),
-    "--restore_source_videos": refused(
-        "infer's .slp refers to the .pkg.slp input as sleap-nn's default does; restoring the "
-        "original video paths is not implemented"
-    ),
+    # http(s):// inputs are read over HTTP range requests (sources/remote.py).
+    "--stream_mode": alias("--stream-mode"),
+    # --embed false|true|auto is ours, spelt and meant as sleap-nn's.
+    "--restore_source_videos": alias("--restore-source-videos"),
     "--no-restore_source_videos": ignored(
-        "--no-restore_source_videos is what infer always does", takes_value=False
+        "a .pkg.slp input is referenced unless --restore-source-videos is given (the last "
+        "one counts)",
+        takes_value=False,
+        clears="--restore-source-videos",
     ),
-    "--save_embeddings": by_value(
-        "(re-ID vectors)",
-        {
-            "slp": (),  # what infer's .slp always does with an embedding model's vectors
-            "none": "infer's .slp always keeps an embedding model's re-ID vectors "
-            "(sleap-nn's --save_embeddings slp); stripping them is not implemented",
-        },
-    ),
+    "--save_embeddings": alias("--save-embeddings"),
     "--stream-to-file": alias("--output"),
     "--write-interval": ignored(
         "infer writes every batch to a journal as it goes; --write-interval has no effect"
@@ -168,16 +151,7 @@ PREDICT_ONLY: dict[str, Flag] = {
     ),
     "--centroid_only": alias("--centroid-only"),
     "--centroid-only": alias("--centroid-only"),
-    "--centroid-output": by_value(
-        "(centroid-only output)",
-        {
-            "instance": (),
-            "centroid": "sio.PredictedCentroid output is not implemented yet in infer "
-            "(instance available)",
-            "both": "sio.PredictedCentroid output is not implemented yet in infer "
-            "(instance available)",
-        },
-    ),
+    "--centroid_output": alias("--centroid-output"),  # --centroid-output is ours
     "--backbone_ckpt_path": refused(
         "checkpoint-path overrides are not implemented in infer: point -m at a model directory"
     ),
@@ -204,9 +178,6 @@ PREDICT_ONLY: dict[str, Flag] = {
     "--no-full-res-masks": ignored(_FULL_RES_OFF, False, clears="--full-res-masks"),
     "--mask_backend": refused(SAM),
     "--mask-backend": refused(SAM),
-    "--filter_min_centroid_distance": refused(
-        "centroid de-duplication is not implemented yet in infer"
-    ),
     "--queue_maxsize": ignored("infer's frame queue sizes itself; --queue_maxsize has no effect"),
     "--paf-workers": ignored(
         "infer groups bottom-up PAFs in the predicting process; for parallel work use "
@@ -259,10 +230,10 @@ PREDICT_ONLY: dict[str, Flag] = {
             "--filter_min_visible_node_fraction",
             "--filter_min_mean_node_score",
             "--filter_min_instance_score",
+            "--filter_min_centroid_distance",
         )
     ),
 }
-PREDICT_ONLY["--centroid_output"] = PREDICT_ONLY["--centroid-output"]
 for _name in (
     "--sam3_model_id",
     "--sam3-model-id",

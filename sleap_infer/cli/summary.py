@@ -192,7 +192,7 @@ def write_summary(path: Path, summary: dict[str, Any], overwrite: bool = False) 
 # ------------------------------------------------------------------ the table
 def common_folder(paths: Sequence[Path]) -> Path | None:
     """The deepest folder holding every path, so the table can show short names."""
-    if not paths:
+    if not paths or any("://" in str(p) for p in paths):  # a URL input has no folder here
         return None
     try:
         return Path(os.path.commonpath([Path(os.path.realpath(p)).parent for p in paths]))

@@ -32,6 +32,7 @@ class InstanceFilters:
     min_visible_node_fraction: float | None = None
     min_mean_node_score: float | None = None
     min_instance_score: float | None = None
+    min_centroid_distance: float | None = None  # pixels; centroid and top-down models
 
     def __post_init__(self) -> None:
         if self.overlapping_method not in OVERLAP_METHODS:
@@ -53,6 +54,7 @@ class InstanceFilters:
         for flag, value in (
             ("--filter-min-mean-node-score", self.min_mean_node_score),
             ("--filter-min-instance-score", self.min_instance_score),
+            ("--filter-min-centroid-distance", self.min_centroid_distance),
         ):
             # Bottom-up instance scores are PAF sums, so no upper bound here.
             if value is not None and not (math.isfinite(value) and value >= 0.0):
@@ -68,6 +70,7 @@ class InstanceFilters:
                 self.min_visible_node_fraction,
                 self.min_mean_node_score,
                 self.min_instance_score,
+                self.min_centroid_distance,
             )
         )
 
@@ -80,6 +83,7 @@ class InstanceFilters:
             "min_visible_node_fraction": self.min_visible_node_fraction or 0.0,
             "min_mean_node_score": self.min_mean_node_score or 0.0,
             "min_instance_score": self.min_instance_score or 0.0,
+            "min_centroid_distance": self.min_centroid_distance or 0.0,
         }
 
     def to_json(self) -> dict[str, Any]:

@@ -44,6 +44,9 @@ MERGE_W_VALLEY = 1.0
 MERGE_W_OFFSET = 0.25
 MERGE_DILATE = 1
 MASK_OUTPUTS = ("mask", "polygon", "both")
+EMBED_CHOICES = ("false", "true", "auto")  # sleap-nn's --embed: frame images in the .slp
+SAVE_EMBEDDINGS = ("slp", "none")  # sleap-nn's --save_embeddings: re-ID vectors in the .slp
+CENTROID_OUTPUTS = ("instance", "centroid", "both")  # sleap-nn's --centroid-output
 POLYGON_EPSILON = 0.01
 MAX_INTEGRAL_PATCH_SIZE = 15
 """Refinement averages a patch of the confidence map around each peak. An even side has
@@ -186,6 +189,15 @@ class PredictOptions:
     # CSV alone: a row holding only frame_idx for each empty frame; off by default, as
     # sleap-io's CSV writer (its readers take such a row for an instance without points).
     csv_empty_frames: bool = False
+    # .slp alone, as sleap-nn's flags: frame images embedded (true; auto: when the input is a
+    # .pkg.slp), the original videos referenced instead of an input .pkg.slp, and whether
+    # an embedding model's re-ID vectors are written (none: stripped from every format).
+    embed: str = "false"
+    restore_source_videos: bool = False
+    save_embeddings: str = "slp"
+    # A centroid model run alone: its centroids as instances (the default), as
+    # sio.PredictedCentroid records (centroid), or both (sleap-nn's --centroid-output).
+    centroid_output: str = "instance"
     # Box detectors: class-wise IoU NMS; None = the type's default (SSD 0.45, CenterNet
     # off), 1.0 suppresses nothing.
     bbox_nms_iou: float | None = None
@@ -219,6 +231,13 @@ class PredictOptions:
             raise UsageError(
                 f"--mask-output {self.mask_output!r}: choose from {', '.join(MASK_OUTPUTS)}"
             )
+        for flag, value, allowed in (
+            ("--embed", self.embed, EMBED_CHOICES),
+            ("--save-embeddings", self.save_embeddings, SAVE_EMBEDDINGS),
+            ("--centroid-output", self.centroid_output, CENTROID_OUTPUTS),
+        ):
+            if value not in allowed:
+                raise UsageError(f"{flag} {value!r}: choose from {', '.join(allowed)}")
         if self.polygon_epsilon < 0:
             raise UsageError("--polygon-epsilon must be >= 0")
         if self.bbox_nms_iou is not None and not 0.0 <= self.bbox_nms_iou <= 1.0:

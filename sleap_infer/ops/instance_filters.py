@@ -21,6 +21,10 @@ a Python threshold), so instances sitting on a threshold go the same way.
   both, with ``area`` the box area of the *candidate* (so OKS is asymmetric), and
   0 when the candidate has fewer than 2 visible nodes or a flat box. With a
   single-node skeleton OKS is meaningless and IoU is used instead (as sleap-nn).
+* Centroid distance (last, as sleap-nn's ``--filter_min_centroid_distance``): per
+  frame in descending instance score (the centroid's confidence; NaN last), an
+  instance whose centroid lies closer than the radius to a kept one's is dropped.
+  Only runs whose model finds centroids (centroid, top-down) have them.
 """
 
 from __future__ import annotations
@@ -159,6 +163,28 @@ def filter_overlapping(
     return keep
 
 
+def filter_centroid_distance(
+    centroids: np.ndarray, scores: np.ndarray, valid: np.ndarray, min_distance: float
+) -> np.ndarray:
+    """Drop instances whose ``(B, I, 2)`` centroid is within ``min_distance`` pixels of a
+    higher-scored kept one (greedy, per frame; sleap-nn's float32 squared distances)."""
+    keep = valid.copy()
+    present = keep & ~np.isnan(centroids).any(axis=-1)
+    limit = float(min_distance) ** 2
+    ranked = np.where(np.isnan(scores), -np.inf, scores)
+    for b in np.flatnonzero(present.sum(axis=-1) > 1):
+        kept: list[int] = []
+        for i in np.argsort(-ranked[b], kind="stable"):
+            if not present[b, i]:
+                continue
+            d2 = ((centroids[b, kept] - centroids[b, i]) ** 2).sum(axis=-1, dtype=np.float32)
+            if (d2.astype(np.float64) < limit).any():
+                keep[b, i] = False
+            else:
+                kept.append(int(i))
+    return keep
+
+
 def filter_instances(
     points: np.ndarray,
     point_scores: np.ndarray,
@@ -171,8 +197,11 @@ def filter_instances(
     min_visible_node_fraction: float = 0.0,
     min_mean_node_score: float = 0.0,
     min_instance_score: float = 0.0,
+    centroids: np.ndarray | None = None,
+    min_centroid_distance: float = 0.0,
 ) -> np.ndarray:
-    """All filters in sleap-nn's order; ``overlap_method=None`` turns overlap suppression off."""
+    """All filters in sleap-nn's order; ``overlap_method=None`` turns overlap suppression off;
+    ``min_centroid_distance`` needs the model's ``centroids`` (else it does nothing)."""
     keep = valid.astype(bool, copy=True)
     if min_visible_nodes > 0 or min_visible_node_fraction > 0.0:
         keep = filter_node_count(
@@ -192,5 +221,9 @@ def filter_instances(
     if overlap_method is not None:
         keep = filter_overlapping(
             points, instance_scores, keep, method=overlap_method, threshold=overlap_threshold
+        )
+    if min_centroid_distance > 0.0 and centroids is not None:
+        keep = filter_centroid_distance(
+            centroids.astype(np.float32), instance_scores, keep, min_centroid_distance
         )
     return keep

@@ -81,11 +81,13 @@ class LabelsEmbedder:
         source: Path,
         output: Path,
         before_save: Callable[[sio.Labels], dict[str, Any]] | None = None,
+        vectors: bool = True,
     ) -> EmbeddingRun:
         """Embed every carrier detection of ``source``; write the labels to ``output``.
 
         ``before_save`` (e.g. re-tracking by the new vectors) sees the embedded labels
-        before they are written; what it returns joins the provenance."""
+        before they are written; what it returns joins the provenance. ``vectors`` False
+        writes the labels without them (``--save-embeddings none`` after re-tracking)."""
         labels = load_labels(source)
         check_destination(source, output, labels)
         started = now_iso()
@@ -115,7 +117,7 @@ class LabelsEmbedder:
         }
         if before_save is not None:
             labels.provenance.update(before_save(labels))
-        save_labels(labels, output, vectors=True)
+        save_labels(labels, output, vectors=vectors)
         return run
 
     @staticmethod

@@ -23,6 +23,7 @@ from sleap_infer.core.startup import span
 from sleap_infer.layers import build_layer
 from sleap_infer.layers.base import InferenceLayer
 from sleap_infer.layers.build import layer_class
+from sleap_infer.layers.centroid import CentroidLayer
 from sleap_infer.model.loader import LoadedModel
 from sleap_infer.ops.instance_filters import filter_instances
 from sleap_infer.pipeline import models as model_set
@@ -80,6 +81,22 @@ class Loaded:
         """The model whose skeleton and classes the output uses (top-down: the instance model,
         whichever order the models were given in)."""
         return model_set.output_model(self.models, self.layer.config)
+
+    @property
+    def centroid_source(self) -> str | None:
+        """A centroid model run alone (or ``--centroid-only``): the ``sio.Centroid.source``
+        tag of its centroids, as sleap-nn 0.3.5's ``centroid_source_for_anchor`` writes it
+        (``anchor:<node>`` or the trained ``centroid_method``); None for any other run."""
+        if not isinstance(self.layer, CentroidLayer):
+            return None
+        config = self.layer.config
+        head = config.raw.get("model_config", {}).get("head_configs", {}).get("centroid") or {}
+        method = (head.get("confmaps") or {}).get("centroid_method")
+        anchor = config.anchor_index
+        method = method or ("anchor" if anchor is not None else "center_of_mass")
+        if method != "anchor":
+            return str(method)
+        return "center_of_mass" if anchor is None else f"anchor:{config.node_names[anchor]}"
 
     @property
     def device(self) -> str:
@@ -153,6 +170,7 @@ class Loaded:
                     preds.point_scores,
                     preds.instance_scores,
                     preds.valid,
+                    centroids=preds.extras.get("centroids"),
                     **filters.op_kwargs(),
                 )
             snapshot = online.track(preds) if online is not None else None

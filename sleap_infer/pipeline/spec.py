@@ -117,6 +117,7 @@ _RENAMED: dict[str, tuple[str, str, Callable[[Any], Any]]] = {
     "filter_min_visible_node_fraction": ("filters", "min_visible_node_fraction", lambda v: v),
     "filter_min_mean_node_score": ("filters", "min_mean_node_score", lambda v: v),
     "filter_min_instance_score": ("filters", "min_instance_score", lambda v: v),
+    "filter_min_centroid_distance": ("filters", "min_centroid_distance", lambda v: v),
     "only_labeled_frames": ("project", "only_labeled", bool),
     "only_suggested_frames": ("project", "only_suggested", bool),
     "only_predicted_frames": ("project", "only_predicted", bool),
@@ -284,6 +285,12 @@ def bind(
     project = ProjectSelection(**groups["project"])
     if backend is None:
         backend = export_runtime(tuple(str(p) for p in model_paths)) or "torch"
+    centroid_output = groups["options"].get("centroid_output", "instance")
+    if tracking and centroid_output != "instance":  # sleap-nn 0.3.5 refuses it too
+        raise UsageError(
+            f"--centroid-output {centroid_output}: tracking needs instances (the tracker "
+            "assigns tracks to instances); use --centroid-output instance with --tracking"
+        )
     return PipelineSpec(
         model_paths=tuple(str(p) for p in model_paths),
         backend=str(_plain(backend)),

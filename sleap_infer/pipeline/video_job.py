@@ -27,7 +27,14 @@ from typing import Any
 import numpy as np
 import sleap_io as sio
 
-from sleap_infer.core.errors import OutputError, OutputExistsError, ResumeError, VideoError
+from sleap_infer.core.errors import (
+    OutputError,
+    OutputExistsError,
+    ResumeError,
+    UsageError,
+    VideoError,
+)
+from sleap_infer.core.options import PredictOptions
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.core.products import Counts, Product
 from sleap_infer.core.provenance import now_iso, package_versions, system_info
@@ -79,9 +86,13 @@ from sleap_infer.writers.outputs import (
     write_from_journal,
 )
 from sleap_infer.writers.registry import OutputFormat
+from sleap_infer.writers.slots import SlpSaving
 
 OUTPUT_ONLY_OPTIONS = frozenset(
-    {"mask_output", "polygon_epsilon", "no_empty_frames", "csv_empty_frames"}
+    {
+        *("mask_output", "polygon_epsilon", "no_empty_frames", "csv_empty_frames"),
+        *("embed", "restore_source_videos", "save_embeddings", "centroid_output"),
+    }
 )
 
 
@@ -279,6 +290,30 @@ def fingerprint(
         "overrides": overrides.given if overrides else None,
         "project": asdict(project) if project else None,
     }
+
+
+def slp_saving(
+    options: PredictOptions, source_video: sio.Video | None, centroid_source: str | None = None
+) -> SlpSaving:
+    """How the ``.slp`` is saved (``--embed``, ``--restore-source-videos``,
+    ``--save-embeddings``, ``--centroid-output``); ``--embed auto`` embeds when the input's
+    frames are embedded (a ``.pkg.slp``), as sleap-nn 0.3.5's ``_resolve_embed`` decides.
+    ``centroid_source``: the ``sio.Centroid.source`` tag of a centroid model run alone
+    (None for any other run: sleap-nn writes their instances whatever it is asked)."""
+    embed = options.embed == "true"
+    if options.embed == "auto" and source_video is not None:
+        embed = source_video.source_video is not None or bool(
+            getattr(source_video.backend, "has_embedded_images", False)
+            or source_video.backend_metadata.get("has_embedded_images")
+        )
+    centroids = options.centroid_output if centroid_source is not None else "instance"
+    return SlpSaving(
+        embed,
+        options.restore_source_videos,
+        options.save_embeddings == "slp",
+        "" if centroids == "instance" else centroids,
+        centroid_source or "",
+    )
 
 
 def provenance(pipeline: Loaded, source: str, frames: Sequence[int] | None) -> dict[str, Any]:
@@ -595,6 +630,7 @@ class VideoJob:
                     nwb=pipeline.spec.nwb,
                     empty_frames=not pipeline.options.no_empty_frames,
                     csv_empty_frames=pipeline.options.csv_empty_frames,
+                    slp_saving=slp_saving(pipeline.options, source_video, pipeline.centroid_source),
                     replace=self.overwrite,
                 )
             except OutputError as exc:  # the other formats are still written
@@ -711,6 +747,12 @@ def embed_labels(
     out_path = Path(output) if output is not None else default_output_path(path, fmt)
     refuse_existing(out_path, fmt, overwrite)
     asked = pipeline.spec.tracking
+    keep_vectors = pipeline.options.save_embeddings == "slp"
+    if not keep_vectors and asked is None:  # sleap-nn 0.3.5 refuses this too
+        raise UsageError(
+            "--save-embeddings none: the embedding model's vectors would be computed and "
+            "then discarded; add --tracking to track by them, or drop --save-embeddings none"
+        )
     retrack = None
     tracks = [0]
     if asked is not None:
@@ -722,7 +764,7 @@ def embed_labels(
             return {"tracking": {"options": stats.options.to_json(), "tracks": stats.tracks}}
 
     run = LabelsEmbedder(pipeline.models[0], pipeline.layer).embed_file(
-        path, out_path, before_save=retrack
+        path, out_path, before_save=retrack, vectors=keep_vectors
     )
     counts = Counts(
         frames=run.frames,

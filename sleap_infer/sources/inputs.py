@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from sleap_infer.core.errors import UsageError
+from sleap_infer.sources.remote import as_url, url_path, url_problem
 
 T = TypeVar("T")
 
@@ -190,6 +191,9 @@ def _expand_glob(pattern: Path) -> list[VideoInput]:
 
 
 def _expand_one(arg: str, recursive: bool, base: Path | None, in_list: bool) -> list[VideoInput]:
+    url = as_url(arg)
+    if url is not None:  # read over HTTP when predicted (sources/remote.py)
+        return [VideoInput(url_path(url), problem=url_problem(url))]
     path = Path(arg).expanduser()
     if base is not None and not path.is_absolute():
         path = base / path

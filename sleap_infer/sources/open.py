@@ -10,6 +10,7 @@ from pathlib import Path
 from sleap_infer.sources.images import ImageSequenceReader
 from sleap_infer.sources.inputs import is_labels_path, is_pattern
 from sleap_infer.sources.labels_video import LabelsVideoReader
+from sleap_infer.sources.remote import as_url, url_path
 from sleap_infer.sources.video import VideoReader
 
 
@@ -22,6 +23,9 @@ def open_video(
     ``video_index`` only picks among a project's videos; a plain video file ignores
     it, so one setting serves a batch mixing both. ``keep_corrupt``: see :class:`VideoReader`.
     """
+    url = as_url(path)
+    if url is not None:  # before the glob test: a URL's query has a '?'
+        return VideoReader(url_path(url), threads, keep_corrupt)
     if Path(path).is_dir() or is_pattern(path):
         return ImageSequenceReader(path)
     if is_labels_path(path):

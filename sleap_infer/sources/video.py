@@ -125,7 +125,9 @@ ErrorCallback = Callable[[FrameError], None]
 
 def _open(path: Path) -> av.container.InputContainer:
     try:
-        container = av.open(str(path), mode="r")
+        # A URL input (sources/remote.py's UrlPath) gives PyAV a file-like over HTTP.
+        source = path.av_source() if hasattr(path, "av_source") else str(path)
+        container = av.open(source, mode="r")
     except FileNotFoundError as exc:
         raise VideoError(f"{path}: video not found") from exc
     except PermissionError as exc:
@@ -236,7 +238,7 @@ class VideoReader:
     """
 
     def __init__(self, path: str | Path, threads: int = 0, keep_corrupt: bool = False) -> None:
-        self.path = Path(path)
+        self.path = path if isinstance(path, Path) else Path(path)  # keeps a UrlPath
         self.keep_corrupt = keep_corrupt
         if self.path.is_dir():
             raise VideoError(f"{self.path}: is a directory, not a video")

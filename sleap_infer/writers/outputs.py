@@ -42,7 +42,7 @@ from sleap_infer.core.products import Product
 from sleap_infer.journal import Journal, fsync_path, journal_path
 from sleap_infer.writers.isolate import WriteFailure, reason, run_isolated
 from sleap_infer.writers.registry import FORMATS, OutputFormat, Writer, missing_product, use_instead
-from sleap_infer.writers.slots import Source
+from sleap_infer.writers.slots import SlpSaving, Source
 
 # Sizes per format are in the registry (``OutputFormat.sizes``); these are the products
 # only .slp holds. Masks and polygons: each a set of 5 tables (about 22 KB with one row,
@@ -430,6 +430,7 @@ def write_from_journal(
     nwb: NwbMetadata | None = None,
     empty_frames: bool = True,
     csv_empty_frames: bool = False,
+    slp_saving: SlpSaving | None = None,
     replace: bool = True,
 ) -> None:
     """Build the output file for a finished video from its journal, atomically
@@ -470,6 +471,7 @@ def write_from_journal(
         empty_frames,
         csv_empty_frames,
         labels_path=str(sibling_output(path.resolve(), fmt, FORMATS["slp"])),
+        saving=slp_saving or SlpSaving(),
     )
     write = _writer(fmt)
     needs = estimate_bytes(journal, len(skeleton.nodes), fmt, mask_output, empty_frames)

@@ -32,6 +32,22 @@ RANKS = (
 
 
 @dataclass(frozen=True)
+class SlpSaving:
+    """How the ``.slp`` is saved, as sleap-nn's flags say (``sio.save_slp``'s arguments):
+    ``embed`` the predicted frames' images into it (``--embed``), reference the video a
+    ``.pkg.slp`` input was made from (``--restore_source_videos``), keep an embedding
+    model's re-ID vectors (``--save_embeddings slp``, the default here), write a lone
+    centroid model's centroids as ``sio.PredictedCentroid`` (``centroids``: ``centroid``
+    instead of the instances, ``both``; ``centroid_source`` their ``source`` tag)."""
+
+    embed: bool = False
+    restore_source_videos: bool = False
+    vectors: bool = True
+    centroids: str = ""
+    centroid_source: str = ""
+
+
+@dataclass(frozen=True)
 class Source:
     """Everything an output format is built from: the finished journal and what it is of."""
 
@@ -51,6 +67,7 @@ class Source:
     csv_empty_frames: bool = False
     # The run's .slp predictions (absolute), beside this output: analysis HDF5's labels_path.
     labels_path: str = ""
+    saving: SlpSaving = field(default_factory=SlpSaving)  # .slp only
 
     @property
     def node_names(self) -> list[str]:

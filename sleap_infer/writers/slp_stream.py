@@ -73,6 +73,7 @@ from sleap_infer.core.polygons import check_mask_output, mask_rois, packaged
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.journal import embeddings_of, vector_slots
 from sleap_infer.writers.slots import Source
+from sleap_infer.writers.slp_resave import needs_resave, resave
 
 PREDICTED_INSTANCE = 1  # sleap-io InstanceType.PREDICTED
 SEGMENTATION_ANNOTATION = 2  # what sleap-io writes in masks.annotation_type
@@ -207,8 +208,11 @@ class StreamingSlpWriter:
         expected_boxes: int | None = None,
         expected_embeddings: int | None = None,
         empty_frames: bool = True,
+        restore_source_videos: bool = False,
+        vectors: bool = True,
     ) -> None:
         self.path = path
+        self.vectors = vectors  # False: an embedding model's re-ID vectors are left out
         self.empty_frames = empty_frames
         self.box_categories = tuple(box_categories)
         self.n_nodes = len(skeleton.nodes)
@@ -219,8 +223,8 @@ class StreamingSlpWriter:
             videos=[video], skeletons=[skeleton], tracks=tracks, provenance=provenance
         )
         # A package's frames stay read from the package (sleap-nn's default too), not from
-        # its source video, which rarely exists where predictions are made.
-        sio.save_slp(shell, str(path), verbose=False, restore_original_videos=False)
+        # its source video, which rarely exists where predictions are made; unless asked.
+        sio.save_slp(shell, str(path), verbose=False, restore_original_videos=restore_source_videos)
         points = None if expected_instances is None else expected_instances * self.n_nodes
         self._expected = {
             "frames": expected_frames,
@@ -388,7 +392,8 @@ class StreamingSlpWriter:
                 tracking_score[has_track] = scores[has_track]
         instances["track"] = track
         instances["tracking_score"] = tracking_score
-        self._add_embeddings(preds, valid, b_idx, i_idx)
+        if self.vectors:
+            self._add_embeddings(preds, valid, b_idx, i_idx)
 
         xy = preds.points[b_idx, i_idx].reshape(-1, 2).astype(np.float64)
         points = np.zeros(len(xy), self._tables["pred_points"].dtype)
@@ -617,6 +622,10 @@ def write_slp(path: Path, source: Source) -> None:
         expected_boxes=totals.boxes,
         expected_embeddings=totals.embeddings,
         empty_frames=source.empty_frames,
+        restore_source_videos=source.saving.restore_source_videos,
+        vectors=source.saving.vectors,
     ) as writer:
         for batch in journal.batches():
             writer.add(batch)
+    if needs_resave(source.saving):
+        resave(path, source.saving)

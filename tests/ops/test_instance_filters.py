@@ -11,6 +11,7 @@ from sleap_infer.core.errors import UsageError
 from sleap_infer.core.filters import InstanceFilters
 from sleap_infer.ops.instance_filters import (
     bbox_iou,
+    filter_centroid_distance,
     filter_instances,
     filter_node_count,
     filter_overlapping,
@@ -248,9 +249,71 @@ def test_op_kwargs_drive_filter_instances() -> None:
         ({"min_visible_node_fraction": 2.0}, "--filter-min-visible-node-fraction"),
         ({"min_mean_node_score": -0.1}, "--filter-min-mean-node-score"),
         ({"min_instance_score": float("nan")}, "--filter-min-instance-score"),
+        ({"min_centroid_distance": -1.0}, "--filter-min-centroid-distance"),
     ],
 )
 def test_bad_values_are_usage_errors(kwargs: dict[str, object], flag: str) -> None:
     with pytest.raises(UsageError) as err:
         InstanceFilters(**kwargs)  # type: ignore[arg-type]
     assert str(err.value).startswith(flag) and "\n" not in str(err.value)
+
+
+def _sleap_nn_centroid_distance(centroids: np.ndarray, scores: np.ndarray, d: float) -> np.ndarray:
+    """sleap-nn 0.3.5's ``FilterPipeline._filter_centroid_distance``, its torch code as is
+    (NaN centroids are the empty slots); returns the drop mask."""
+    import torch
+
+    cen, sc = torch.from_numpy(centroids), torch.from_numpy(scores)
+    batch_size, width, _ = cen.shape
+    thresh_sq = float(d) ** 2
+    drop = torch.zeros(batch_size, width, dtype=torch.bool)
+    for b in range(batch_size):
+        valid_b = ~torch.isnan(cen[b]).any(dim=-1)
+        if valid_b.sum() <= 1:
+            continue
+        sb = torch.where(torch.isnan(sc[b]), torch.full_like(sc[b], float("-inf")), sc[b])
+        kept: list[int] = []
+        for idx in sb.argsort(descending=True, stable=True).tolist():
+            if not valid_b[idx]:
+                continue
+            if any(((cen[b, idx] - cen[b, k]) ** 2).sum().item() < thresh_sq for k in kept):
+                drop[b, idx] = True
+            else:
+                kept.append(idx)
+    return drop.numpy()
+
+
+def test_centroid_distance_drops_what_sleap_nn_drops() -> None:
+    rng = np.random.default_rng(0)
+    centroids = rng.uniform(0, 60, (40, 6, 2)).astype(np.float32)
+    centroids[rng.random((40, 6)) < 0.2] = np.nan  # empty slots
+    scores = rng.random((40, 6)).astype(np.float32)
+    scores[rng.random((40, 6)) < 0.1] = np.nan
+    valid = ~np.isnan(centroids).any(axis=-1)
+    for d in (0.0001, 5.0, 12.5, 30.0):
+        keep = filter_centroid_distance(centroids, scores, valid, d)
+        assert (keep == (valid & ~_sleap_nn_centroid_distance(centroids, scores, d))).all()
+    # on the radius: kept (strictly closer is dropped); the higher score stays
+    pair = np.array([[[0.0, 0.0], [3.0, 4.0]]], np.float32)
+    both = np.ones((1, 2), bool)
+    assert filter_centroid_distance(pair, np.array([[0.5, 0.9]], np.float32), both, 5.0).all()
+    keep = filter_centroid_distance(pair, np.array([[0.5, 0.9]], np.float32), both, 5.01)
+    assert keep.tolist() == [[False, True]]
+
+
+def test_centroid_distance_runs_last_and_only_with_centroids() -> None:
+    points, point_scores, scores, valid = batch([BOX_A, BOX_B], [0.9, 0.5])
+    filters = InstanceFilters(min_centroid_distance=2.0)
+    assert filters.active
+    centroids = np.array([[[5.0, 5.0], [5.0, 6.0]]], np.float32)
+    keep = filter_instances(points, point_scores, scores, valid, **filters.op_kwargs())
+    assert keep.all()  # a bottom-up or single-instance run has no centroids: nothing to do
+    kwargs = filters.op_kwargs()
+    keep = filter_instances(points, point_scores, scores, valid, centroids=centroids, **kwargs)
+    assert keep[0].tolist() == [True, False]
+    # an instance another filter dropped no longer suppresses its neighbour (it runs last)
+    sparse = [(NAN, NAN), *BOX_A[1:]]  # 4 visible nodes of 5
+    points, point_scores, scores, valid = batch([sparse, BOX_B], [0.9, 0.5])
+    kwargs = InstanceFilters(min_centroid_distance=2.0, min_visible_nodes=5).op_kwargs()
+    keep = filter_instances(points, point_scores, scores, valid, centroids=centroids, **kwargs)
+    assert keep[0].tolist() == [False, True]
