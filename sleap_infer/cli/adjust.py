@@ -58,6 +58,17 @@ CropSize = Annotated[
     int | None,
     typer.Option(min=1, metavar="PX", help="Top-down: override the crop size (torch only)."),
 ]
+BackboneCkptPath = Annotated[
+    str | None,
+    typer.Option(
+        metavar="CKPT",
+        help="Weights from this .ckpt (with --head-ckpt-path: its backbone only), as sleap-nn.",
+    ),
+]
+HeadCkptPath = Annotated[
+    str | None,
+    typer.Option(metavar="CKPT", help="Head weights from this .ckpt, as sleap-nn."),
+]
 AnchorPart = Annotated[
     str | None,
     typer.Option(metavar="NODE", help="Top-down: override the anchor node (torch only)."),

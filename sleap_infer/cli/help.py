@@ -64,7 +64,8 @@ HELP_PANELS: dict[str, dict[str, str]] = {
         **_panel(
             RUNTIME,
             "model backend device batch_size fp16 bf16 int8 compile max_height "
-            "max_width input_scale crop_size anchor_part ensure_rgb ensure_grayscale",
+            "max_width input_scale crop_size anchor_part ensure_rgb ensure_grayscale "
+            "backbone_ckpt_path head_ckpt_path",
         ),
         **_panel(
             PEAKS,

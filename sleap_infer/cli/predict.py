@@ -334,6 +334,8 @@ def predict(
     anchor_part: adj.AnchorPart = None,
     ensure_rgb: adj.EnsureRgb = None,
     ensure_grayscale: adj.EnsureGrayscale = None,
+    backbone_ckpt_path: adj.BackboneCkptPath = None,
+    head_ckpt_path: adj.HeadCkptPath = None,
     # --- SLEAP project inputs (sleap-nn's).
     video_index: adj.VideoIndex = None,
     only_labeled_frames: adj.OnlyLabeled = False,

@@ -178,12 +178,6 @@ PREDICT_ONLY: dict[str, Flag] = {
             "(instance available)",
         },
     ),
-    "--backbone_ckpt_path": refused(
-        "checkpoint-path overrides are not implemented in infer: point -m at a model directory"
-    ),
-    "--head_ckpt_path": refused(
-        "checkpoint-path overrides are not implemented in infer: point -m at a model directory"
-    ),
     "--ensure_rgb": alias("--ensure-rgb"),
     "--no-ensure_rgb": alias("--no-ensure-rgb"),
     "--ensure_grayscale": alias("--ensure-grayscale"),
@@ -239,6 +233,8 @@ PREDICT_ONLY: dict[str, Flag] = {
             "--bbox_nms_iou",
             "--fg_threshold",
             "--min_mask_area",
+            "--backbone_ckpt_path",
+            "--head_ckpt_path",
             "--center_nms_kernel",
             "--mask_cleanup_radius",
             "--distance_gate_alpha",
@@ -371,10 +367,6 @@ EXPORT: dict[str, Flag] = {
     ),
     "--verify": ignored("infer export always checks the graph against torch", False),
     "--no-verify": ignored("infer export always checks the graph against torch", False),
-    "--max-batch-size": refused(
-        "not implemented in infer export: a dynamic-batch engine covers batches 1 to 16; "
-        "--batch N builds a static one"
-    ),
     "--input-scale": refused(
         "infer's exports keep the trained input scale (infer predict --input-scale: torch only)"
     ),

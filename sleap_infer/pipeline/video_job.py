@@ -352,7 +352,9 @@ class VideoJob:
         prints = fingerprint(pipeline, info, indices, chosen)
         # What a rerun compares before it skips this output (see pipeline.request).
         request = request_record(
-            pipeline.spec, checkpoint_hashes(pipeline.spec.model_paths), frames
+            pipeline.spec,
+            checkpoint_hashes(pipeline.spec.model_paths, pipeline.spec.overrides),
+            frames,
         )
         request[VIDEO_FRAMES_KEY] = info.n_frames  # selections are compared as frame sets
         identity = input_identity(video)
