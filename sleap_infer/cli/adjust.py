@@ -143,6 +143,21 @@ CentroidOnly = Annotated[
         "(on the anchor node), skipping the pose stage.",
     ),
 ]
+VideoDataset = Annotated[
+    str | None,
+    typer.Option(
+        metavar="NAME",
+        help="HDF5 inputs (.h5): the dataset of frames (default: the first rank-4 or embedded "
+        "image dataset, as sleap-io finds it).",
+    ),
+]
+VideoInputFormat = Annotated[
+    str,
+    typer.Option(
+        metavar="ORDER",
+        help="HDF5 inputs: channels_last (frames, height, width, channels) or channels_first.",
+    ),
+]
 KeepCorruptFrames = Annotated[
     bool,
     typer.Option(

@@ -58,7 +58,8 @@ HELP_PANELS: dict[str, dict[str, str]] = {
             INPUTS,
             "output output_format frames no_empty_frames csv_empty_frames recursive video_index "
             "only_labeled_frames only_suggested_frames exclude_user_labeled "
-            "only_predicted_frames merge_into_project keep_corrupt_frames "
+            "only_predicted_frames merge_into_project keep_corrupt_frames video_dataset "
+            "video_input_format "
             "progress progress_interval quiet",
         ),
         **_panel(

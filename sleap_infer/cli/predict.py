@@ -345,6 +345,8 @@ def predict(
     merge_into_project: adj.MergeIntoProject = False,
     centroid_only: adj.CentroidOnly = False,
     keep_corrupt_frames: adj.KeepCorruptFrames = False,
+    video_dataset: adj.VideoDataset = None,
+    video_input_format: adj.VideoInputFormat = "channels_last",
     # --- what an NWB output says of its session and subject.
     nwb_subject: nwb.Subject = None,
     nwb_species: nwb.Species = None,

@@ -98,10 +98,6 @@ SAM = (
     "with a segmentation model)"
 )
 REMOTE = "remote (URL) inputs are not supported by infer: download the file first"
-HDF5_VIDEO = (
-    "HDF5 video inputs (a dataset inside an .h5) are not supported by infer: use a video "
-    "file or image folder"
-)
 
 # --------------------------------------------------------------- inputs and outputs
 PREDICT_IO: dict[str, Flag] = {
@@ -182,9 +178,13 @@ PREDICT_ONLY: dict[str, Flag] = {
     "--no-ensure_rgb": alias("--no-ensure-rgb"),
     "--ensure_grayscale": alias("--ensure-grayscale"),
     "--no-ensure_grayscale": alias("--no-ensure-grayscale"),
-    "--video_dataset": refused(HDF5_VIDEO),
+    "--video_dataset": alias("--video-dataset"),
     "--video_input_format": by_value(
-        "(video files)", {"channels_last": (), "channels_first": HDF5_VIDEO}
+        "--video-input-format",
+        {
+            "channels_last": (),
+            "channels_first": ("--video-input-format", "channels_first"),
+        },
     ),
     "--integral_refinement": by_value("--no-refine", {"integral": (), "none": ("--no-refine",)}),
     "--peak-conf-threshold": alias("--peak-threshold"),

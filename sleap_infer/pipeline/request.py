@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from sleap_infer.core.errors import OutputError
+from sleap_infer.core.options import recorded_options
 from sleap_infer.core.overrides import ConfigOverrides
 from sleap_infer.journal import fingerprint_changes
 from sleap_infer.model.config import load_config
@@ -151,7 +152,7 @@ def request_record(spec: PipelineSpec, hashes: list[str], frames: str | None) ->
     record: dict[str, Any] = {
         "checkpoint_sha256": list(hashes),
         "config_sha256": config_hashes(spec.model_paths),
-        "options": asdict(spec.options),
+        "options": recorded_options(asdict(spec.options)),
         "frames": frames_text(frames),
     }
     if spec.tracking is not None:
