@@ -166,7 +166,9 @@ def _elsewhere(
 
     def wanted() -> dict[str, Any]:
         spec = pipeline.spec
-        return request_record(spec, checkpoint_hashes(spec.model_paths), settings.frames)
+        return request_record(
+            spec, checkpoint_hashes(spec.model_paths, spec.overrides), settings.frames
+        )
 
     formats = get_formats(settings.output_format)
     try:

@@ -128,7 +128,7 @@ class Batch:
 
         def wanted() -> dict[str, Any]:
             if not asked:
-                hashes = checkpoint_hashes(spec.model_paths)
+                hashes = checkpoint_hashes(spec.model_paths, spec.overrides)
                 asked.append(request_record(spec, hashes, settings.frames))
             return asked[0]
 

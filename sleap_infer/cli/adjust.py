@@ -66,6 +66,17 @@ CropSize = Annotated[
     int | None,
     typer.Option(min=1, metavar="PX", help="Top-down: override the crop size (torch only)."),
 ]
+BackboneCkptPath = Annotated[
+    str | None,
+    typer.Option(
+        metavar="CKPT",
+        help="Weights from this .ckpt (with --head-ckpt-path: its backbone only), as sleap-nn.",
+    ),
+]
+HeadCkptPath = Annotated[
+    str | None,
+    typer.Option(metavar="CKPT", help="Head weights from this .ckpt, as sleap-nn."),
+]
 AnchorPart = Annotated[
     str | None,
     typer.Option(metavar="NODE", help="Top-down: override the anchor node (torch only)."),
@@ -138,6 +149,21 @@ CentroidOnly = Annotated[
         "--centroid-only",
         help="Top-down models: run only the centroid model and write its centroids "
         "(on the anchor node), skipping the pose stage.",
+    ),
+]
+VideoDataset = Annotated[
+    str | None,
+    typer.Option(
+        metavar="NAME",
+        help="HDF5 inputs (.h5): the dataset of frames (default: the first rank-4 or embedded "
+        "image dataset, as sleap-io finds it).",
+    ),
+]
+VideoInputFormat = Annotated[
+    str,
+    typer.Option(
+        metavar="ORDER",
+        help="HDF5 inputs: channels_last (frames, height, width, channels) or channels_first.",
     ),
 ]
 KeepCorruptFrames = Annotated[

@@ -38,6 +38,7 @@ from sleap_infer.core import options as defaults
 from sleap_infer.core.artifact import ExportInfo
 from sleap_infer.core.errors import UsageError
 from sleap_infer.core.options import DecodeSettings
+from sleap_infer.export.settings import TRT_DYNAMIC_BATCH
 
 EPILOG = exit_codes(
     ok="exported",
@@ -68,6 +69,14 @@ def export(
     dynamic_batch: Annotated[
         bool, typer.Option("--dynamic-batch", help="Dynamic batch axis (the default).")
     ] = False,
+    max_batch_size: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            metavar="N",
+            help="Largest batch of a dynamic-batch TensorRT engine (sleap-nn's default: 8).",
+        ),
+    ] = TRT_DYNAMIC_BATCH[2],
     input_size: Annotated[
         str | None,
         typer.Option(
@@ -134,6 +143,7 @@ def export(
         batch_size=batch,
         frame_size=_frame_size(input_size, input_height, input_width),
         workspace_gb=workspace_gb,
+        max_batch=max_batch_size,
         decode=DecodeSettings(
             refine=not no_refine,
             integral_patch_size=integral_patch_size,

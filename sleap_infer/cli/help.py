@@ -60,13 +60,15 @@ HELP_PANELS: dict[str, dict[str, str]] = {
             "restore_source_videos save_embeddings recursive headers "
             "stream_mode video_index "
             "only_labeled_frames only_suggested_frames exclude_user_labeled "
-            "only_predicted_frames merge_into_project keep_corrupt_frames "
+            "only_predicted_frames merge_into_project keep_corrupt_frames video_dataset "
+            "video_input_format "
             "progress progress_interval quiet",
         ),
         **_panel(
             RUNTIME,
             "model backend device batch_size fp16 bf16 int8 compile max_height "
-            "max_width input_scale crop_size anchor_part ensure_rgb ensure_grayscale",
+            "max_width input_scale crop_size anchor_part ensure_rgb ensure_grayscale "
+            "backbone_ckpt_path head_ckpt_path",
         ),
         **_panel(
             PEAKS,

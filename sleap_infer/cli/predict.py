@@ -364,6 +364,8 @@ def predict(
     anchor_part: adj.AnchorPart = None,
     ensure_rgb: adj.EnsureRgb = None,
     ensure_grayscale: adj.EnsureGrayscale = None,
+    backbone_ckpt_path: adj.BackboneCkptPath = None,
+    head_ckpt_path: adj.HeadCkptPath = None,
     # --- SLEAP project inputs (sleap-nn's).
     video_index: adj.VideoIndex = None,
     only_labeled_frames: adj.OnlyLabeled = False,
@@ -374,6 +376,8 @@ def predict(
     centroid_only: adj.CentroidOnly = False,
     centroid_output: CentroidOutputOption = DEFAULT_CENTROID_OUTPUT,
     keep_corrupt_frames: adj.KeepCorruptFrames = False,
+    video_dataset: adj.VideoDataset = None,
+    video_input_format: adj.VideoInputFormat = "channels_last",
     # --- what an NWB output says of its session and subject.
     nwb_subject: nwb.Subject = None,
     nwb_species: nwb.Species = None,

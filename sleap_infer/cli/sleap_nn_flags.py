@@ -97,10 +97,6 @@ SAM = (
     "SAM mask backends are not part of infer (deliberately: no SAM models; predict masks "
     "with a segmentation model)"
 )
-HDF5_VIDEO = (
-    "HDF5 video inputs (a dataset inside an .h5) are not supported by infer: use a video "
-    "file or image folder"
-)
 
 # --------------------------------------------------------------- inputs and outputs
 PREDICT_IO: dict[str, Flag] = {
@@ -152,19 +148,17 @@ PREDICT_ONLY: dict[str, Flag] = {
     "--centroid_only": alias("--centroid-only"),
     "--centroid-only": alias("--centroid-only"),
     "--centroid_output": alias("--centroid-output"),  # --centroid-output is ours
-    "--backbone_ckpt_path": refused(
-        "checkpoint-path overrides are not implemented in infer: point -m at a model directory"
-    ),
-    "--head_ckpt_path": refused(
-        "checkpoint-path overrides are not implemented in infer: point -m at a model directory"
-    ),
     "--ensure_rgb": alias("--ensure-rgb"),
     "--no-ensure_rgb": alias("--no-ensure-rgb"),
     "--ensure_grayscale": alias("--ensure-grayscale"),
     "--no-ensure_grayscale": alias("--no-ensure-grayscale"),
-    "--video_dataset": refused(HDF5_VIDEO),
+    "--video_dataset": alias("--video-dataset"),
     "--video_input_format": by_value(
-        "(video files)", {"channels_last": (), "channels_first": HDF5_VIDEO}
+        "--video-input-format",
+        {
+            "channels_last": (),
+            "channels_first": ("--video-input-format", "channels_first"),
+        },
     ),
     "--integral_refinement": by_value("--no-refine", {"integral": (), "none": ("--no-refine",)}),
     "--peak-conf-threshold": alias("--peak-threshold"),
@@ -210,6 +204,8 @@ PREDICT_ONLY: dict[str, Flag] = {
             "--bbox_nms_iou",
             "--fg_threshold",
             "--min_mask_area",
+            "--backbone_ckpt_path",
+            "--head_ckpt_path",
             "--center_nms_kernel",
             "--mask_cleanup_radius",
             "--distance_gate_alpha",
@@ -342,10 +338,6 @@ EXPORT: dict[str, Flag] = {
     ),
     "--verify": ignored("infer export always checks the graph against torch", False),
     "--no-verify": ignored("infer export always checks the graph against torch", False),
-    "--max-batch-size": refused(
-        "not implemented in infer export: a dynamic-batch engine covers batches 1 to 16; "
-        "--batch N builds a static one"
-    ),
     "--input-scale": refused(
         "infer's exports keep the trained input scale (infer predict --input-scale: torch only)"
     ),

@@ -203,9 +203,18 @@ class PredictOptions:
     bbox_nms_iou: float | None = None
     # Reading (sources): predict frames FFmpeg flags corrupt instead of recording them bad.
     keep_corrupt_frames: bool = False
+    # HDF5 inputs (sleap-nn's --video_dataset / --video_input_format): which dataset, and
+    # its axis order. Recorded in requests and journals only when set (HDF5_DEFAULTS).
+    video_dataset: str | None = None
+    video_input_format: str = "channels_last"
 
     def __post_init__(self) -> None:
         check_integral_patch_size(self.integral_patch_size)
+        if self.video_input_format not in ("channels_last", "channels_first"):
+            raise UsageError(
+                f"--video-input-format {self.video_input_format}: choose channels_last or "
+                "channels_first"
+            )
         if self.max_instances is not None and self.max_instances < 1:
             raise UsageError("--max-instances must be >= 1")
         self._check_segmentation()
@@ -331,3 +340,13 @@ class BackendOptions:
             "compile": self.compile,
             "notify": self.notify,
         }
+
+
+HDF5_DEFAULTS: dict[str, Any] = {"video_dataset": None, "video_input_format": "channels_last"}
+"""The HDF5-input options at their defaults: left out of a recorded request or journal, so
+outputs written before these options existed still count as the same request."""
+
+
+def recorded_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``asdict(PredictOptions)`` as recorded: the HDF5-input options only when set."""
+    return {k: v for k, v in options.items() if not (k in HDF5_DEFAULTS and v == HDF5_DEFAULTS[k])}

@@ -1,6 +1,7 @@
 """Predict-time overrides of a trained model's preprocessing, as sleap-nn 0.3.5's
 ``--max_height`` / ``--max_width`` / ``--input_scale`` / ``--crop_size`` /
-``--anchor_part`` / ``--[no-]ensure_rgb`` / ``--[no-]ensure_grayscale`` flags.
+``--anchor_part`` / ``--[no-]ensure_rgb`` / ``--[no-]ensure_grayscale`` flags, and its
+``--backbone_ckpt_path`` / ``--head_ckpt_path`` (weights from other checkpoints).
 
 ``None`` keeps the trained value, so ``False`` is a real override for the two
 channel flags (sleap-nn's ``--no-ensure_rgb``). Which model of a top-down pair
@@ -24,8 +25,13 @@ FLAGS = {
     "anchor_part": "--anchor-part",
     "ensure_rgb": "--ensure-rgb",
     "ensure_grayscale": "--ensure-grayscale",
+    "backbone_ckpt_path": "--backbone-ckpt-path",
+    "head_ckpt_path": "--head-ckpt-path",
 }
 """Our spelling of each field's flag, for error messages."""
+
+WEIGHT_FIELDS = ("backbone_ckpt_path", "head_ckpt_path")
+"""The fields that name checkpoints rather than change the training config."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,9 @@ class ConfigOverrides:
     anchor_part: str | None = None
     ensure_rgb: bool | None = None
     ensure_grayscale: bool | None = None
+    # Weights, not preprocessing: put on the networks by sleap_infer.model.weights.
+    backbone_ckpt_path: str | None = None
+    head_ckpt_path: str | None = None
 
     def __post_init__(self) -> None:
         # sleap-nn accepts any int/float and fails (or silently misbehaves) deep in
@@ -55,11 +64,25 @@ class ConfigOverrides:
         # sleap-nn's PreprocessConfig refuses the pair; refusing it here is earlier.
         if self.ensure_rgb and self.ensure_grayscale:
             raise UsageError("--ensure-rgb and --ensure-grayscale cannot both be set; choose one")
+        for name in WEIGHT_FIELDS:
+            value = getattr(self, name)
+            if value is not None and not str(value).strip():
+                raise UsageError(f"{FLAGS[name]}: give a .ckpt file")
 
     @property
     def active(self) -> bool:
         """Whether any field overrides the trained config."""
         return any(v is not None for v in asdict(self).values())
+
+    @property
+    def preprocessing(self) -> dict[str, Any]:
+        """The set fields that change the trained config (not the weights)."""
+        return {k: v for k, v in self.given.items() if k not in WEIGHT_FIELDS}
+
+    @property
+    def weights(self) -> dict[str, str]:
+        """The set checkpoint overrides (``backbone_ckpt_path``, ``head_ckpt_path``)."""
+        return {k: str(v) for k, v in self.given.items() if k in WEIGHT_FIELDS}
 
     @property
     def given(self) -> dict[str, Any]:

@@ -260,7 +260,7 @@ def _build_trt(
             trt,
             onnx_path,
             staging / ENGINE_NAME,
-            Profile.for_input(input_shape, settings.dynamic_batch),
+            Profile.for_input(input_shape, settings.dynamic_batch, settings.batch_profile),
             GpuInfo.of(device),
             fp16=settings.fp16,
             workspace_gb=settings.workspace_gb,

@@ -32,6 +32,8 @@ class ExportSettings:
     frame_size: tuple[int, int] | None = None  # frames (H, W) before preprocessing
     decode: DecodeSettings = field(default_factory=DecodeSettings)
     workspace_gb: float = 2.0
+    # The engine's largest batch (dynamic batch only): sleap-nn's --max-batch-size.
+    max_batch: int = TRT_DYNAMIC_BATCH[2]
 
     def __post_init__(self) -> None:
         unknown = [f for f in self.formats if f not in FORMATS]
@@ -39,6 +41,18 @@ class ExportSettings:
             raise UsageError(f"unknown export format {unknown} (choose onnx, trt or both)")
         if self.batch_size is not None and self.batch_size < 1:
             raise UsageError("--batch must be >= 1")
+        if self.max_batch < 1:
+            raise UsageError(f"--max-batch-size {self.max_batch}: must be >= 1")
+        if self.batch_size is not None and self.max_batch != TRT_DYNAMIC_BATCH[2]:
+            raise UsageError(
+                "--max-batch-size sizes a dynamic-batch engine; --batch N builds a static one"
+            )
+
+    @property
+    def batch_profile(self) -> tuple[int, int, int]:
+        """The engine's (min, opt, max) batch when the batch is dynamic."""
+        low, opt, _ = TRT_DYNAMIC_BATCH
+        return low, min(opt, self.max_batch), self.max_batch
 
     @property
     def dynamic_batch(self) -> bool:
@@ -52,6 +66,8 @@ class ExportSettings:
         out = asdict(self)
         out["formats"] = list(self.formats)
         out["frame_size"] = None if self.frame_size is None else list(self.frame_size)
+        if self.max_batch == TRT_DYNAMIC_BATCH[2]:
+            del out["max_batch"]  # the default: cache keys made before the flag still hold
         return out
 
 

@@ -32,11 +32,17 @@ class Profile:
     max: Shape
 
     @classmethod
-    def for_input(cls, input_shape: Shape, dynamic_batch: bool) -> Profile:
+    def for_input(
+        cls,
+        input_shape: Shape,
+        dynamic_batch: bool,
+        batches: tuple[int, int, int] = TRT_DYNAMIC_BATCH,
+    ) -> Profile:
+        """``batches``: (min, opt, max) batch of a dynamic-batch engine."""
         _, channels, height, width = input_shape
         if not dynamic_batch:
             return cls(input_shape, input_shape, input_shape)
-        low, opt, high = TRT_DYNAMIC_BATCH
+        low, opt, high = batches
         return cls(
             (low, channels, height, width),
             (opt, channels, height, width),

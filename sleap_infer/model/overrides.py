@@ -100,7 +100,7 @@ def _with(
 
 def _single(model: LoadedModel, overrides: ConfigOverrides) -> LoadedModel:
     if _embeds(model):
-        flags = ", ".join(FLAGS[k] for k in overrides.given)
+        flags = ", ".join(FLAGS[k] for k in overrides.preprocessing)
         raise UsageError(
             f"{flags}: an embedding model's crop geometry and channels come from its trained config"
         )
@@ -125,9 +125,10 @@ def apply_overrides(models: list[LoadedModel], overrides: ConfigOverrides) -> li
     """Copies of ``models`` (same order) whose configs carry ``overrides``.
 
     Inactive overrides return the same objects. Networks and checksums are shared,
-    not copied: only the frozen config changes.
+    not copied: only the frozen config changes. (The checkpoint overrides are
+    :mod:`sleap_infer.model.weights`' business.)
     """
-    if not overrides.active:
+    if not overrides.preprocessing:
         return list(models)
     if len(models) == 1:
         return [_single(models[0], overrides)]

@@ -147,7 +147,9 @@ class _Frames:
 
     def _open_path(self, pipeline: Loaded, source: str | Path, frames: Any) -> None:
         chosen = project_selection(pipeline, source)
-        self.reader = open_source(source, chosen, pipeline.options.keep_corrupt_frames)
+        self.reader = open_source(
+            source, chosen, pipeline.options.keep_corrupt_frames, pipeline.options
+        )
         info: VideoInfo = self.reader.info
         self.name = str(info.path)
         self.n_frames = info.n_frames

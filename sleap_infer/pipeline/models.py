@@ -21,6 +21,7 @@ from sleap_infer.model.exported import expand as expand_exports
 from sleap_infer.model.loader import LoadedModel, load_model
 from sleap_infer.model.overrides import apply_overrides
 from sleap_infer.model.registry import MODEL_TYPES, ModelType, pair_roles
+from sleap_infer.model.weights import apply_weights
 from sleap_infer.runtimes import get_runtime
 from sleap_infer.tracking import MASKS, POSES, resolve_options
 from sleap_infer.tracking.options import TrackingOptions
@@ -41,7 +42,9 @@ def load_models(
     check_export_backend(models, backend)
     if centroid_only:  # sleap-nn's --centroid_only: the pair's first stage alone
         models = only_centroid_models(models)
-    if overrides is not None and overrides.active:
+    if overrides is not None and overrides.weights:
+        models = apply_weights(models, overrides)
+    if overrides is not None and overrides.preprocessing:
         check_overrides_backend(backend, overrides)
         models = apply_overrides(models, overrides)
     return models
@@ -126,7 +129,7 @@ def check_overrides_backend(backend: str, overrides: ConfigOverrides) -> None:
     route drops them too)."""
     name = get_runtime(backend).name
     if name != "torch":
-        flags = ", ".join(FLAGS[k] for k in overrides.given)
+        flags = ", ".join(FLAGS[k] for k in overrides.preprocessing)
         raise UsageError(
             f"training-config overrides ({flags}) run with --backend torch only, not {name}"
         )

@@ -26,11 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from sleap_infer.core.errors import OutputError
+from sleap_infer.core.options import recorded_options
+from sleap_infer.core.overrides import ConfigOverrides
 from sleap_infer.journal import fingerprint_changes
 from sleap_infer.model.config import load_config
 from sleap_infer.model.exported import is_export_dir, load_exported, stage_dirs
 from sleap_infer.model.legacy import LEGACY_CONFIG, LEGACY_WEIGHTS
 from sleap_infer.model.loader import CKPT_NAME, CONFIG_NAME, file_sha256, resolve_model_dir
+from sleap_infer.model.weights import weights_sha256
 from sleap_infer.pipeline.spec import PipelineSpec
 from sleap_infer.sources.frames import frame_ranges
 from sleap_infer.writers.side_files import is_ours, write_json
@@ -49,15 +52,22 @@ def weights_file(model_path: str | Path) -> Path:
     return ckpt if ckpt.exists() else folder / LEGACY_WEIGHTS
 
 
-def checkpoint_hashes(model_paths: tuple[str, ...] | list[str]) -> list[str]:
-    """sha256 of each model's weights, remembered per file version (one hash per run)."""
+def checkpoint_hashes(
+    model_paths: tuple[str, ...] | list[str], overrides: ConfigOverrides | None = None
+) -> list[str]:
+    """sha256 of each model's weights, remembered per file version (one hash per run).
+
+    With ``--backbone-ckpt-path`` / ``--head-ckpt-path`` (``overrides``), the hash of the
+    files each model actually runs (:func:`~sleap_infer.model.weights.weights_sha256`),
+    the same the loaded model carries."""
+    weights = overrides.weights if overrides is not None else {}
     out: list[str] = []
     for given in model_paths:
         folder = resolve_model_dir(given)
         if is_export_dir(folder):  # no weights here: the hash the export recorded, per stage
             out.extend(load_exported(stage).checkpoint_sha256 for stage in stage_dirs(folder))
             continue
-        out.append(_hash_once(weights_file(given)))
+        out.append(weights_sha256(_hash_once(weights_file(given)), weights, _hash_once))
     return out
 
 
@@ -142,7 +152,7 @@ def request_record(spec: PipelineSpec, hashes: list[str], frames: str | None) ->
     record: dict[str, Any] = {
         "checkpoint_sha256": list(hashes),
         "config_sha256": config_hashes(spec.model_paths),
-        "options": asdict(spec.options),
+        "options": recorded_options(asdict(spec.options)),
         "frames": frames_text(frames),
     }
     if spec.tracking is not None:

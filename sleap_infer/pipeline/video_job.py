@@ -34,7 +34,7 @@ from sleap_infer.core.errors import (
     UsageError,
     VideoError,
 )
-from sleap_infer.core.options import PredictOptions
+from sleap_infer.core.options import PredictOptions, recorded_options
 from sleap_infer.core.predictions import BatchPredictions
 from sleap_infer.core.products import Counts, Product
 from sleap_infer.core.provenance import now_iso, package_versions, system_info
@@ -184,11 +184,22 @@ def small_frame_warning(pipeline: Loaded, info: VideoInfo, video: object) -> str
 
 
 def open_source(
-    video: str | Path, chosen: ProjectSelection | None, keep_corrupt: bool = False
+    video: str | Path,
+    chosen: ProjectSelection | None,
+    keep_corrupt: bool = False,
+    options: PredictOptions | None = None,
 ) -> VideoReader:
-    """A video file, an image folder or glob, or the frames of a SLEAP project's video."""
+    """A video file, an image folder or glob, the frames of a SLEAP project's video, or
+    an HDF5 file's frames (``options``' ``video_dataset`` / ``video_input_format``)."""
     index = 0 if chosen is None else chosen.video_index or 0
-    return open_video(video, video_index=index, keep_corrupt=keep_corrupt)
+    options = options or PredictOptions()
+    return open_video(
+        video,
+        video_index=index,
+        keep_corrupt=keep_corrupt,
+        dataset=options.video_dataset,
+        input_format=options.video_input_format,
+    )
 
 
 def project_frames(
@@ -282,7 +293,9 @@ def fingerprint(
         "layer": type(pipeline.layer).__name__,
         # What goes into the output file only (not the journal) may change on resume.
         "options": {
-            k: v for k, v in options_dict(pipeline).items() if k not in OUTPUT_ONLY_OPTIONS
+            k: v
+            for k, v in recorded_options(options_dict(pipeline)).items()
+            if k not in OUTPUT_ONLY_OPTIONS
         },
         "frames": selection_text(frames),
         "tracking": pipeline.tracking.to_json() if pipeline.tracking else None,
@@ -375,7 +388,9 @@ class VideoJob:
         mark("video_start")
         chosen = project_selection(pipeline, video, video_index)
         with span("video_open"):
-            reader = open_source(video, chosen, pipeline.options.keep_corrupt_frames)
+            reader = open_source(
+                video, chosen, pipeline.options.keep_corrupt_frames, pipeline.options
+            )
         info = reader.info
         indices, clamped = select_frames(frames, info.n_frames, video)
         indices = project_frames(video, reader, indices, chosen)
@@ -387,7 +402,9 @@ class VideoJob:
         prints = fingerprint(pipeline, info, indices, chosen)
         # What a rerun compares before it skips this output (see pipeline.request).
         request = request_record(
-            pipeline.spec, checkpoint_hashes(pipeline.spec.model_paths), frames
+            pipeline.spec,
+            checkpoint_hashes(pipeline.spec.model_paths, pipeline.spec.overrides),
+            frames,
         )
         request[VIDEO_FRAMES_KEY] = info.n_frames  # selections are compared as frame sets
         identity = input_identity(video)

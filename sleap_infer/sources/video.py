@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from fractions import Fraction
 from pathlib import Path
@@ -69,6 +69,9 @@ class VideoInfo:
     # One-line warnings about the input that do not stop a run (a container overcounting
     # its frames, a video sleap-io cannot open, images sleap-io leaves out of a folder).
     notes: tuple[str, ...] = ()
+    # How an output's sio.Video reopens the input when it is not a plain video file
+    # (an HDF5 dataset: type, dataset, input_format); merged into its backend metadata.
+    backend: dict[str, str] = field(default_factory=dict)
 
     def channels_for(self, model_channels: int) -> int:
         """Channels to emit: 1 only when the model wants gray and the content is gray."""

@@ -67,6 +67,7 @@ def make_video(info: VideoInfo, n_frames: int | None = None) -> sio.Video:
             channels_=channels,
         )
         return sio.Video(filename=files, backend_metadata=meta, open_backend=False)
+    meta.update(info.backend)  # an HDF5 input: its dataset and axis order, as sleap-io keeps them
     return sio.Video(filename=str(info.path), backend_metadata=meta, open_backend=False)
 
 

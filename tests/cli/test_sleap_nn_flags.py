@@ -509,3 +509,30 @@ def test_analysis_only_output_is_named_from_the_slp_name_as_sleap_nn(
         "--output" if given[0] == "--output_path" else "-o",
         given[1],
     ]
+
+
+def test_export_max_batch_size_sizes_the_engine_profile(monkeypatch: pytest.MonkeyPatch) -> None:
+    """sleap-nn's export --max-batch-size: the dynamic-batch engine's largest batch (#46)."""
+    import sleap_infer.export.exporter as exporter
+    from sleap_infer.export.tensorrt_build import Profile
+
+    seen = []
+
+    def capture(model, output, settings, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(settings)
+        raise UsageError("captured")
+
+    monkeypatch.setattr(exporter, "export_model", capture)
+    for given in (["--max-batch-size", "8"], []):
+        with pytest.raises(SystemExit):
+            main(["export", "m", "-f", "tensorrt", *given])
+    small, default = seen
+    assert (small.batch_profile, default.batch_profile) == ((1, 4, 8), (1, 4, 16))
+    profile = Profile.for_input((1, 1, 64, 96), True, small.batch_profile)
+    assert (profile.min[0], profile.opt[0], profile.max[0]) == (1, 4, 8)
+    # the default keeps the cache keys made before the flag existed
+    assert "max_batch" not in default.as_dict() and small.as_dict()["max_batch"] == 8
+    assert Profile.for_input((1, 1, 8, 8), True, (1, 2, 2)).opt == (2, 1, 8, 8)
+    with pytest.raises(SystemExit) as exit_:
+        main(["export", "m", "--batch", "4", "--max-batch-size", "8"])
+    assert exit_.value.code == 2
