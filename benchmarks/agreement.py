@@ -251,32 +251,14 @@ import sleap_infer.ops.peaks as peaks
 threshold = float(sys.argv.pop(1))
 count = [0]
 plain = peaks.integral_offsets
-def counting(patches):
-    k = patches.shape[-1]
-    strong = patches[..., k // 2, k // 2] >= threshold
-    count[0] += int((peaks.refinement_fallbacks(patches) & strong).sum())
-    return plain(patches)
+def counting(patches, guard=True):
+    if guard:
+        k = patches.shape[-1]
+        strong = patches[..., k // 2, k // 2] >= threshold
+        count[0] += int((peaks.refinement_fallbacks(patches) & strong).sum())
+    return plain(patches, guard)
 peaks.integral_offsets = counting
 atexit.register(lambda: print(f"refinement fallbacks: {count[0]}", file=sys.stderr))
-from sleap_infer.cli import main
-sys.argv[0] = "infer"
-main()
-"""
-
-
-# `infer predict` with sleap-nn's refinement as it is (no guard for patches whose mean leaves
-# the patch): backend "torch-unguarded", to show which differences the guard alone causes.
-UNGUARDED_SNIPPET = """
-import sys, torch
-import sleap_infer.ops.peaks as peaks
-def unguarded(patches):
-    k = patches.shape[-1]
-    w = torch.arange(k, dtype=patches.dtype) - (k - 1) / 2
-    total = patches.sum(dim=(-2, -1))
-    dx = (patches.sum(dim=-2) * w).sum(dim=-1) / total
-    dy = (patches.sum(dim=-1) * w).sum(dim=-1) / total
-    return torch.stack([dx, dy], dim=-1)
-peaks.integral_offsets = unguarded
 from sleap_infer.cli import main
 sys.argv[0] = "infer"
 main()
@@ -287,13 +269,14 @@ def ours_cmd(case: Case, out: Path, args: argparse.Namespace, backend: str) -> l
     peak, centroid = thresholds(case, args)
     if backend == "torch":  # in-graph refinement cannot be counted from the host
         cmd = [sys.executable, "-c", COUNTING_SNIPPET, str(peak)]
-    elif backend == "torch-unguarded":
-        cmd, backend = [sys.executable, "-c", UNGUARDED_SNIPPET], "torch"
     else:
         cmd = [sys.executable, "-m", "sleap_infer"]
     cmd += ["predict", str(FIXTURES / "videos" / case.video), "-o", str(out), "-q"]
     cmd += ["--overwrite", "--device", "cpu", "--batch-size", str(args.batch_size)]
-    cmd += ["--backend", backend, "--peak-threshold", str(peak)]
+    if backend == "torch-unguarded":  # sleap-nn's refinement as it is: no guard
+        cmd += ["--backend", "torch", "--refine-like-sleap-nn", "--peak-threshold", str(peak)]
+    else:
+        cmd += ["--backend", backend, "--peak-threshold", str(peak)]
     cmd += ["--centroid-peak-threshold", str(centroid)] if centroid is not None else []
     for m in case.models:
         cmd += ["--model", str(FIXTURES / "models" / m)]
