@@ -10,7 +10,6 @@ a reason instead of producing wrong keypoints.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from sleap_infer.core.files import (
     CONFIG_MAX_BYTES,
     WEIGHTS_MAX_BYTES,
     check_file,
+    file_sha256,
     read_text_bounded,
 )
 from sleap_infer.core.options import DecodeSettings
@@ -142,14 +142,6 @@ _VERIFIED: dict[tuple[str, int, int, int], str] = {}
 made again for the same unchanged file (each video of a batch) does not hash it again."""
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def check_graph(info: ExportInfo) -> None:
     """Raise :class:`ExportError` unless ``model.onnx`` hashes to the ``onnx_sha256`` that
     ``infer export`` recorded.
@@ -167,7 +159,7 @@ def check_graph(info: ExportInfo) -> None:
     key = (str(path.absolute()), st.st_ino, st.st_size, st.st_mtime_ns)
     digest = _VERIFIED.get(key)
     if digest is None:
-        digest = _VERIFIED[key] = _sha256(path)
+        digest = _VERIFIED[key] = file_sha256(path)
     if digest != recorded:
         source = info.data.get("source", {}).get("model_dir", "the model folder")
         raise ExportError(

@@ -12,6 +12,7 @@ cannot slip a FIFO past it, and at most ``limit`` bytes are ever read.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from pathlib import Path
@@ -91,3 +92,12 @@ def read_text_bounded(path: Path, limit: int, error: type[Exception]) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise error(f"{path}: not a text file ({exc.reason} at byte {exc.start})") from exc
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file's bytes, read in 1 MiB chunks (weights and graphs run to GBs)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

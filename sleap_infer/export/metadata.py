@@ -21,11 +21,12 @@ from sleap_infer.core.artifact import (
     ONNX_NAME,
     RAW_MAPS,
 )
+from sleap_infer.core.files import file_sha256
 from sleap_infer.core.provenance import package_versions
 from sleap_infer.export.onnx_export import INPUT_NAME
 from sleap_infer.export.settings import ExportSettings
 from sleap_infer.export.wrappers import ExportWrapper
-from sleap_infer.model.loader import LoadedModel, file_sha256
+from sleap_infer.model.loader import LoadedModel
 from sleap_infer.model.registry import MODEL_TYPES
 
 PREPROCESS = [

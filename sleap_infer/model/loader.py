@@ -11,7 +11,6 @@ A folder written by ``infer export`` loads without a checkpoint
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import torch
 
 from sleap_infer.core.config import ModelConfig
 from sleap_infer.core.errors import ModelError
+from sleap_infer.core.files import file_sha256
 from sleap_infer.core.startup import span
 from sleap_infer.model.checkpoint import load_state_dict
 from sleap_infer.model.config import load_config
@@ -80,14 +80,6 @@ class LoadedModel:
     @property
     def weights_file(self) -> Path:
         return self.path / (LEGACY_WEIGHTS if self.legacy else CKPT_NAME)
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _describe_mismatch(missing: list[str], unexpected: list[str]) -> str:

@@ -31,9 +31,10 @@ from pathlib import Path
 import torch
 
 from sleap_infer.core.errors import ModelError, UsageError
+from sleap_infer.core.files import file_sha256
 from sleap_infer.core.overrides import FLAGS, ConfigOverrides
 from sleap_infer.model.checkpoint import load_state_dict
-from sleap_infer.model.loader import LoadedModel, file_sha256, first_non_finite
+from sleap_infer.model.loader import LoadedModel, first_non_finite
 
 BACKBONE = "backbone_ckpt_path"
 HEAD = "head_ckpt_path"

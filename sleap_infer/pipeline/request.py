@@ -26,13 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from sleap_infer.core.errors import OutputError
+from sleap_infer.core.files import file_sha256
 from sleap_infer.core.options import recorded_options
 from sleap_infer.core.overrides import ConfigOverrides
 from sleap_infer.journal import fingerprint_changes
 from sleap_infer.model.config import load_config
 from sleap_infer.model.exported import is_export_dir, load_exported, stage_dirs
 from sleap_infer.model.legacy import LEGACY_CONFIG, LEGACY_WEIGHTS
-from sleap_infer.model.loader import CKPT_NAME, CONFIG_NAME, file_sha256, resolve_model_dir
+from sleap_infer.model.loader import CKPT_NAME, CONFIG_NAME, resolve_model_dir
 from sleap_infer.model.weights import weights_sha256
 from sleap_infer.pipeline.spec import PipelineSpec
 from sleap_infer.sources.frames import frame_ranges

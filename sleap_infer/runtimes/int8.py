@@ -40,9 +40,9 @@ from sleap_infer.core.artifact import (
     write_metadata,
 )
 from sleap_infer.core.errors import ExportError
+from sleap_infer.core.files import file_sha256
 from sleap_infer.export.exporter import staged_directory
 from sleap_infer.export.quantize import calibration_digest, quantize_int8
-from sleap_infer.model.loader import file_sha256
 from sleap_infer.runtimes.cache import cache_root
 from sleap_infer.runtimes.contract import ExportTarget, Notify
 

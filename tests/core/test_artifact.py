@@ -59,9 +59,9 @@ def test_the_hash_is_computed_once_per_unchanged_file(
     import sleap_infer.core.artifact as artifact
 
     calls: list[Path] = []
-    real = artifact._sha256
+    real = artifact.file_sha256
     monkeypatch.setattr(artifact, "_VERIFIED", {})
-    monkeypatch.setattr(artifact, "_sha256", lambda p: calls.append(p) or real(p))
+    monkeypatch.setattr(artifact, "file_sha256", lambda p: calls.append(p) or real(p))
     for _ in range(3):
         onnx_backend_for_dir(two_exports[0], "cpu")
     assert len(calls) == 1

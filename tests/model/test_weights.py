@@ -11,9 +11,9 @@ import sleap_io as sio
 
 import sleap_infer
 from sleap_infer.core.errors import ModelError, UsageError
+from sleap_infer.core.files import file_sha256
 from sleap_infer.core.overrides import ConfigOverrides
 from sleap_infer.model.checkpoint import load_state_dict, save_checkpoint
-from sleap_infer.model.loader import file_sha256
 from sleap_infer.pipeline.request import checkpoint_hashes
 from sleap_infer.pipeline.spec import bind
 
