@@ -303,6 +303,8 @@ def write_suggestions(
     rows: list[bytes] = []
     added = already = 0
     for filename in sorted(suggestions):
+        if not suggestions[filename]:
+            continue  # a video with nothing to suggest is not added to the project
         index = match_video(videos, filename)
         if index is None:
             if filename in new_videos:

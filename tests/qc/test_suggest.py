@@ -176,6 +176,7 @@ def test_suggestions_go_into_a_copy_and_the_project_is_untouched(
         # the project's video, predicted from another folder: matched by basename
         "/mnt/lab/cam0.mp4": [Suggestion(12, "jump", 1.0), Suggestion(20, "low_confidence", 0.5)],
         str(other): [Suggestion(4, "identity_swap", 1.2), Suggestion(9, "diversity", 0.1)],
+        "/mnt/lab/cam7.mp4": [],  # nothing to suggest: not added to the project
     }
     counts = write_suggestions(project, out, sugg)
     assert counts == {"added": 3, "already": 1, "videos_added": 1}
