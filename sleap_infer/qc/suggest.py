@@ -77,14 +77,15 @@ def frame_badness(data: VideoData) -> tuple[np.ndarray, np.ndarray]:
     present = np.asarray(data.present, dtype=bool)
     scores = np.clip(np.nan_to_num(np.asarray(data.point_scores, dtype=np.float64)), 0.0, 1.0)
     missing = ~np.isfinite(np.asarray(data.points, dtype=np.float64)).all(axis=-1)
-    n_nodes = max(1, scores.shape[-1])
-    doubt = np.where(missing, 1.0, 1.0 - scores).mean(axis=-1) if scores.size else scores
-    doubt = np.where(present, doubt, 0.0) if doubt.size else np.zeros(present.shape)
-    missing_share = np.where(present, missing.sum(axis=-1) / n_nodes, 0.0)
-    worst = np.argmax(doubt, axis=1) if doubt.shape[1] else np.zeros(n_rows, dtype=int)
-    rows = np.arange(n_rows)
-    point_bad = doubt[rows, worst] if doubt.shape[1] else np.zeros(n_rows)
-    point_missing = missing_share[rows, worst] if doubt.shape[1] else np.zeros(n_rows)
+    n_nodes = scores.shape[-1]
+    if n_nodes and present.shape[1]:
+        doubt = np.where(present, np.where(missing, 1.0, 1.0 - scores).mean(axis=-1), 0.0)
+        missing_share = np.where(present, missing.sum(axis=-1) / n_nodes, 0.0)
+        worst = np.argmax(doubt, axis=1)
+        rows = np.arange(n_rows)
+        point_bad, point_missing = doubt[rows, worst], missing_share[rows, worst]
+    else:  # no animal columns or a skeleton without nodes: only the counts can speak
+        point_bad = point_missing = np.zeros(n_rows)
 
     counts = present.sum(axis=1)
     usual = float(np.median(counts[counts > 0])) if (counts > 0).any() else 0.0
@@ -94,7 +95,11 @@ def frame_badness(data: VideoData) -> tuple[np.ndarray, np.ndarray]:
     reason = np.where(
         lacking > point_bad,
         "missing_instances",
-        np.where(point_missing * 2 >= point_bad, "missing_points", "low_confidence"),
+        np.where(
+            (point_missing > 0) & (point_missing * 2 >= point_bad),
+            "missing_points",
+            "low_confidence",
+        ),
     ).astype(object)
     return badness, reason
 
@@ -170,7 +175,7 @@ def suggest_frames(data: VideoData, events: list[Event], n: int) -> list[Suggest
         frame = int(frames[row])
         if bonus[row] > 0 and bonus[row] >= badness[row]:
             reason = str(event_kind[row])
-        elif badness[row] >= DIVERSITY_WEIGHT * far[row]:
+        elif badness[row] > 0 and badness[row] >= DIVERSITY_WEIGHT * far[row]:
             reason = str(bad_reason[row])
         else:
             reason = "diversity"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from pathlib import Path
 
 import h5py
@@ -139,6 +140,24 @@ def test_sparse_frame_numbers_are_video_frames() -> None:
     event = Event("jump", 255, 255, ["track_0"], 1.0)  # row 25
     picks = suggest_frames(data, [event], 2)
     assert [p.frame for p in picks] == [255, 75]
+
+
+def test_a_file_without_instances_or_with_every_frame_clean_says_diversity() -> None:
+    empty = video_data(n_frames=60, n_animals=0)
+    picks = suggest_frames(empty, [], 4)
+    assert len(picks) == 4 and {p.reason for p in picks} == {"diversity"}
+    clean = video_data(n_frames=60, score=1.0)
+    clean.point_scores[:] = 1.0
+    picks = suggest_frames(clean, [], 30)  # more than the window leaves room for
+    assert 10 <= len(picks) < 30 and {p.reason for p in picks} == {"diversity"}
+
+
+def test_ten_thousand_frames_of_ten_animals_rank_in_seconds() -> None:
+    data = video_data(n_frames=10_000, n_animals=10, n_nodes=8)
+    start = time.perf_counter()
+    picks = suggest_frames(data, [Event("jump", 5000, 5000, ["track_3"], 1.0)], 100)
+    assert time.perf_counter() - start < 3.0  # generous: the CPU is shared with other runs
+    assert len(picks) == 100 and picks[0].frame == 5000
 
 
 # ---------------------------------------------------------------------------------------
