@@ -15,11 +15,21 @@ scene's exact keypoints) over the video's mean error; the goal is >= 3x. A node 
 model did not find counts as ``MISSING_PX`` of error (half the frame: it is lost), and
 the ratio over found nodes only is printed too. Also printed: how many picks are
 degraded frames (a random pick would hit 10%).
+
+With ``--sleap-python PY`` (a venv with SLEAP 1.6: ``python3 -m venv /tmp/q3sleap &&
+/tmp/q3sleap/bin/pip install "sleap==1.6.*"``), the last seed's picks are also written
+with :func:`write_suggestions` into a copy of the fixture project
+``minimal_instance.pkg.slp`` (which lacks the video: it gets added), and SLEAP's GUI opens
+the copy offscreen: the project must load and its Labeling Suggestions table must list
+the picks. Exit 1 if not.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -36,11 +46,34 @@ sys.path.insert(0, str(ROOT / "examples" / "synthetic"))
 
 import sleap_infer  # noqa: E402
 from sleap_infer.qc.records import VideoData  # noqa: E402
-from sleap_infer.qc.suggest import suggest_frames  # noqa: E402
+from sleap_infer.qc.suggest import suggest_frames, write_suggestions  # noqa: E402
 
 import scene  # noqa: E402
 
 MODEL = ROOT / "examples" / "models" / "synthetic_single_instance"
+FIXTURES = Path(os.environ.get("SLEAP_INFER_FIXTURES", ROOT.parent / "shared" / "fixtures"))
+
+# Runs in the SLEAP venv with Qt offscreen: the GUI opens the project copy and we read
+# back what its suggestions panel lists. A file, not ``-c``: importing sleap.gui.app
+# re-executes ``sys.argv`` once to set its environment.
+GUI_OPENER = r"""
+import json, os
+from qtpy import QtWidgets
+app = QtWidgets.QApplication([])
+import sleap
+from sleap.gui.app import MainWindow
+window = MainWindow()
+window.commands.loadProjectFile(os.environ["QC_SUGGEST_OPENS"])
+app.processEvents()
+labels = window.labels
+print(json.dumps({
+    "sleap": sleap.__version__,
+    "loaded": bool(window.state["project_loaded"]),
+    "suggestions": [[labels.videos.index(s.video), int(s.frame_idx)] for s in labels.suggestions],
+    "table_rows": window.suggestions_dock.table.model().rowCount(),
+}))
+os._exit(0)
+"""
 MISSING_PX = scene.SIZE / 2
 DEGRADED_SHARE = 0.10
 
@@ -117,11 +150,39 @@ def video_data(pred: Any, video: str, n_frames: int) -> VideoData:
     )
 
 
+def sleap_shows(sleap_python: Path, video: Path, picks: list[Any]) -> bool:
+    """Write ``picks`` into a copy of the fixture project and open it in SLEAP's GUI."""
+    project = FIXTURES / "videos" / "minimal_instance.pkg.slp"
+    if not project.is_file():
+        print(f"SLEAP check skipped: {project} not found")
+        return True
+    copy = video.parent / "labels.suggested.pkg.slp"
+    counts = write_suggestions(project, copy, {str(video): picks})
+    opener = video.parent / "gui_opener.py"
+    opener.write_text(GUI_OPENER)
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "QC_SUGGEST_OPENS": str(copy)}
+    done = subprocess.run(
+        [str(sleap_python), str(opener)], capture_output=True, text=True, env=env, timeout=600
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    seen = json.loads(lines[-1]) if lines else {"error": f"exit {done.returncode}"}
+    want = sorted([1, p.frame] for p in picks)
+    ok = bool(seen.get("loaded")) and sorted(seen.get("suggestions", [])) == want
+    ok = ok and seen.get("table_rows") == len(want)
+    print(
+        f"SLEAP {seen.get('sleap', '?')} GUI on a copy of {project.name} with {counts}: "
+        f"loaded {seen.get('loaded')}, suggestions panel rows {seen.get('table_rows')} "
+        f"(want {len(want)}) -> {'shows them' if ok else 'DOES NOT show them: ' + str(seen)}"
+    )
+    return ok
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=300)
     parser.add_argument("--n", type=int, default=20)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--sleap-python", type=Path, help="a python with SLEAP 1.6 installed")
     args = parser.parse_args()
 
     pipe = sleap_infer.load(MODEL, device="cpu")
@@ -161,6 +222,8 @@ def main() -> None:
                 f"{int((~np.isfinite(dist)).any(axis=1).sum())} frames; reasons {reasons}; "
                 f"predict {took:.1f} s, rank {rank_ms:.1f} ms"
             )
+        if args.sleap_python is not None and not sleap_shows(args.sleap_python, path, picks):
+            sys.exit(1)
     print(
         f"\nsuggested frames' true keypoint error / video mean: "
         f"min {min(ratios):.1f}x, mean {np.mean(ratios):.1f}x over {len(ratios)} seeds "
