@@ -232,6 +232,13 @@ def test_a_package_keeps_its_embedded_frames(tmp_path: Path) -> None:
         assert frames == [np.asarray(x).tobytes() for x in g["video0/video"][()]]
         assert f.attrs[OURS_ATTR]
 
+    # The embedded video answers to the name of the video it was taken from.
+    by_source = tmp_path / "by_source.pkg.slp"
+    sugg = {"/lab/centered_pair_low_quality.mp4": [Suggestion(0, "jump", 1.0)]}
+    assert write_suggestions(pkg, by_source, sugg)["videos_added"] == 0
+    labels = sio.load_slp(str(by_source))
+    assert [(labels.videos.index(s.video), s.frame_idx) for s in labels.suggestions] == [(0, 0)]
+
 
 def test_refusals_leave_every_file_as_it_was(project: Path, tmp_path: Path) -> None:
     sugg = {"cam0.mp4": [Suggestion(5, "jump", 1.0)]}
