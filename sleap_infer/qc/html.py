@@ -27,6 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from sleap_infer.sources.open import open_video
+from sleap_infer.sources.video import FrameError
+
 from .records import Event, QCResult, VideoData, VideoReport
 
 MAX_THUMBNAILS = 50  # per video: the highest-score events get one, the table says so
@@ -277,37 +280,38 @@ def _thumbnails(vd: VideoData, events: Sequence[Event]) -> tuple[dict[int, str],
     if not vd.video or not Path(vd.video).exists():
         return {}, f"No thumbnails: the video ({vd.video}) is not on this machine."
     picked = sorted(listed, key=lambda i: (-events[i].score, i))[:MAX_THUMBNAILS]
-    try:
-        import sleap_io as sio
-
-        video = sio.load_video(vd.video)
-    except Exception as exc:  # any reader failure only costs the thumbnails
-        return {}, f"No thumbnails: {vd.video} could not be opened ({type(exc).__name__})."
+    by_frame: dict[int, list[int]] = {}
+    for i in picked:
+        by_frame.setdefault(events[i].frame_start, []).append(i)
     labels = {name: k for k, name in enumerate(_labels(vd))}
     out: dict[int, str] = {}
-    failed = 0
+    lost: list[FrameError] = []
     try:
-        for i in sorted(picked, key=lambda i: events[i].frame_start):  # decode in order
-            e = events[i]
-            try:
-                frame = np.asarray(video[e.frame_start])
-            except Exception:  # one undecodable frame costs one thumbnail
-                failed += 1
-                continue
-            cols = [labels[t] for t in e.tracks if t in labels]
-            out[i] = _png(_crop(frame, vd, e.frame_start, cols))
-    finally:
-        close = getattr(video, "close", None)
-        if callable(close):
-            close()
+        # Our readers decode the wanted frames in one pass, seeking only across long gaps
+        # (50 scattered frames: about a second, where a seek per frame took several).
+        # keep_corrupt: a bad frame's thumbnail shows its damage, which is the point.
+        reader = open_video(vd.video, keep_corrupt=True)
+        for f, frame in reader.iter_frames(sorted(by_frame), channels=3, on_error=lost.append):
+            for i in by_frame[f]:
+                cols = [labels[t] for t in events[i].tracks if t in labels]
+                out[i] = _png(_crop(frame, vd, f, cols))
+    except Exception as exc:  # any reader failure costs the thumbnails, never the report
+        if not out:
+            return {}, f"No thumbnails: {vd.video} could not be read ({_esc_reason(exc)})."
+    failed = len(picked) - len(out)
     note = (
         f"Thumbnails for the {len(out)} highest-score events"
         + (f" (at most {MAX_THUMBNAILS})" if len(listed) > MAX_THUMBNAILS else "")
         + ", cropped around the involved instances at the event's first frame."
     )
     if failed:
-        note += f" {failed} frame{'s' if failed != 1 else ''} could not be decoded."
+        note += f" {failed} could not be made: their frames did not decode."
     return out, note
+
+
+def _esc_reason(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _labels(vd: VideoData) -> list[str]:
@@ -376,10 +380,12 @@ def _to_uint8(frame: np.ndarray) -> np.ndarray:
 
 
 def _png(img: np.ndarray) -> str:
-    from matplotlib.image import imsave
+    # Pillow (matplotlib's own image dependency) writes RGB; matplotlib's imsave would
+    # add an alpha channel, a third more bytes per thumbnail for nothing.
+    from PIL import Image
 
     buf = io.BytesIO()
-    imsave(buf, img, format="png")
+    Image.fromarray(np.ascontiguousarray(img), "RGB").save(buf, format="PNG", optimize=True)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 

@@ -133,7 +133,7 @@ def instances_plot(data: VideoData) -> str:
     from matplotlib.ticker import MaxNLocator
 
     lo, hi = frame_span(data)
-    fig = _figure(1.9)
+    fig = _figure(1.7)
     ax = fig.add_subplot()
     counts = data.present.sum(axis=1).astype(np.float64)
     if len(data.frames):

@@ -388,3 +388,27 @@ def test_report_gets_the_usual_permissions_and_replaces_its_own_page(tmp_path: P
     assert out.stat().st_mode & 0o777 == 0o666 & ~umask
     assert out.read_text().startswith("<!DOCTYPE html>")
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
+
+
+def test_an_unreadable_video_costs_only_the_thumbnails(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.mp4"
+    broken.write_bytes(b"not a video at all")
+    data = scene(60, 2, str(broken))
+    page = render_html(
+        QCResult([FileReport("p.slp", [report(data, events_for(data), 1.0)])]), [[data]]
+    )
+    assert f"No thumbnails: {broken} could not be read" in page
+    assert 'src="data:image/png' not in page
+    assert page.count("<svg") == 3
+
+
+@pytest.mark.skipif(not CENTERED_PAIR.exists(), reason="fixture video absent")
+def test_event_frames_past_the_video_end_are_counted_not_fatal() -> None:
+    data = scene(video=str(CENTERED_PAIR), seed=4, points=flies())
+    events = [
+        Event("jump", 10, 10, ["track_0"], 0.9, ["head"], "ok"),
+        Event("jump", 5000, 5000, ["track_0"], 0.8, ["head"], "past the end"),
+    ]
+    page = render_html(QCResult([FileReport("p.slp", [report(data, events, 1.0)])]), [[data]])
+    assert page.count('src="data:image/png') == 1
+    assert "1 could not be made: their frames did not decode." in page
