@@ -21,6 +21,7 @@ import html
 import io
 import os
 import uuid
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from .records import Event, QCResult, VideoData, VideoReport
 
 MAX_THUMBNAILS = 50  # per video: the highest-score events get one, the table says so
 MAX_TABLE_ROWS = 2000  # per video: beyond this the JSON has the rest (the page stays small)
-THUMB_SIZE = 120  # px, the longer side of a thumbnail
+THUMB_SIZE = 160  # px, the longer side of a thumbnail
 _MIN_CROP = 64  # px, the smallest box cut around the involved instances
 _MARGIN = 0.5  # of the instances' box, added on each side (some context)
 
@@ -224,15 +225,28 @@ def _section(anchor: str, fpath: str, rep: VideoReport, vd: VideoData) -> str:
         f'<div class="plot">{plots.timeline_plot(vd, events)}</div>',
     ]
     thumbs, note = _thumbnails(vd, events)
-    parts.append(_event_table(events, thumbs, note))
+    parts.append(_event_table(events, thumbs, note, _labels(vd)))
     parts.append("</section>")
     return "\n".join(parts)
 
 
-def _event_table(events: Sequence[Event], thumbs: dict[int, str], note: str) -> str:
+def _event_table(
+    events: Sequence[Event], thumbs: dict[int, str], note: str, labels: list[str]
+) -> str:
     if not events:
         return '<h3>Events</h3><p class="note">Nothing flagged.</p>'
+    from .plots import track_color
+
     shown = events[:MAX_TABLE_ROWS]
+    index = {name: k for k, name in enumerate(labels)}
+
+    def track(name: str) -> str:
+        # In the colour its points and path have in the thumbnail.
+        k = index.get(name)
+        if k is None:
+            return _esc(name)
+        return f'<span class="track" style="color:{track_color(k)}">{_esc(name)}</span>'
+
     rows = []
     for i, e in enumerate(shown):
         frames = (
@@ -245,7 +259,7 @@ def _event_table(events: Sequence[Event], thumbs: dict[int, str], note: str) -> 
         rows.append(
             f'<tr><td><span class="badge" style="background:{_kind_color(e.kind)}">'
             f"{_esc(e.kind.replace('_', ' '))}</span></td>"
-            f'<td class="n">{frames}</td><td>{_esc(", ".join(e.tracks))}</td>'
+            f'<td class="n">{frames}</td><td>{", ".join(track(t) for t in e.tracks)}</td>'
             f"<td>{_esc(', '.join(e.nodes))}</td>"
             f'<td class="n">{e.score:.2f}</td><td>{_esc(e.detail)}</td>'
             f'<td class="thumb">{cell}</td></tr>'
@@ -302,7 +316,9 @@ def _thumbnails(vd: VideoData, events: Sequence[Event]) -> tuple[dict[int, str],
     note = (
         f"Thumbnails for the {len(out)} highest-score events"
         + (f" (at most {MAX_THUMBNAILS})" if len(listed) > MAX_THUMBNAILS else "")
-        + ", cropped around the involved instances at the event's first frame."
+        + ", cropped around the involved instances at the event's first frame: their points"
+        + f" (large dots) and their paths over +-{TRAIL} frames (small dots), in the colours"
+        + " of the tracks column."
     )
     if failed:
         note += f" {failed} could not be made: their frames did not decode."
@@ -339,8 +355,9 @@ def _crop(frame: np.ndarray, vd: VideoData, frame_idx: int, cols: list[int]) -> 
             p = p[~np.isnan(p[:, 0])]
             if len(p):
                 pts[k] = p
+    trails = _trails(vd, frame_idx, cols)
     if cols and any(k in pts for k in cols):
-        box = np.concatenate([pts[k] for k in cols if k in pts])
+        box = np.concatenate([pts[k] for k in cols if k in pts] + list(trails.values()))
         x0, y0 = box.min(axis=0)
         x1, y1 = box.max(axis=0)
         side = max(x1 - x0, y1 - y0, _MIN_CROP) * (1 + 2 * _MARGIN)
@@ -361,14 +378,45 @@ def _crop(frame: np.ndarray, vd: VideoData, frame_idx: int, cols: list[int]) -> 
     )
     thumb = crop[ys][:, xs]
     th, tw = thumb.shape[:2]
+    for k, p in trails.items():
+        rgb = _rgb(track_color(k))
+        for x, y in p:
+            tx, ty = int((x - left) * scale), int((y - top) * scale)
+            if 0 <= tx < tw and 0 <= ty < th:
+                thumb[ty : ty + 2, tx : tx + 2] = rgb
     for k, p in pts.items():
-        rgb = np.array([int(track_color(k)[i : i + 2], 16) for i in (1, 3, 5)], np.uint8)
+        rgb = _rgb(track_color(k))
         for x, y in p:
             tx, ty = int((x - left) * scale), int((y - top) * scale)
             if 0 <= tx < tw and 0 <= ty < th:
                 thumb[max(ty - 2, 0) : ty + 3, max(tx - 2, 0) : tx + 3] = 255
                 thumb[max(ty - 1, 0) : ty + 2, max(tx - 1, 0) : tx + 2] = rgb
     return thumb
+
+
+TRAIL = 15  # frames either side of the event frame drawn as each involved track's path
+
+
+def _trails(vd: VideoData, frame_idx: int, cols: list[int]) -> dict[int, np.ndarray]:
+    """Each involved track's centre over ``frame_idx`` +- :data:`TRAIL` frames.
+
+    A swap shows as two paths that cross over at the event frame, a jump as one point
+    off its path: the thumbnail then says what happened, not just where.
+    """
+    lo, hi = np.searchsorted(vd.frames, [frame_idx - TRAIL, frame_idx + TRAIL + 1])
+    out = {}
+    for k in cols:
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: no centre
+            centres = np.nanmean(vd.points[lo:hi, k], axis=1)
+        centres = centres[~np.isnan(centres[:, 0])]
+        if len(centres):
+            out[k] = centres
+    return out
+
+
+def _rgb(color: str) -> np.ndarray:
+    return np.array([int(color[i : i + 2], 16) for i in (1, 3, 5)], np.uint8)
 
 
 def _to_uint8(frame: np.ndarray) -> np.ndarray:
@@ -422,5 +470,6 @@ table.index tr .dot{display:inline-block;width:10px;height:10px;border-radius:5p
  margin-right:7px;background:#2ca02c}
 table.index tr.warn .dot{background:#ff9f1a} table.index tr.bad .dot{background:#d62728}
 td.thumb img{display:block;border-radius:4px;image-rendering:pixelated}
+span.track{font-weight:600}
 a{color:#0b63c5;text-decoration:none} a:hover{text-decoration:underline}
 </style></head><body id="top">"""

@@ -166,18 +166,30 @@ def two_file_result(with_video: bool = False) -> tuple[QCResult, list[list[Video
     """
     clean = scene(200, 2, "clean.mp4", seed=1)
     if with_video:
-        faulty = scene(video=str(CENTERED_PAIR), seed=2, points=flies())
+        # A real swap at frame 100 (the tracks trade flies) and a 40 px jump at 120.
+        pts = flies().copy()
+        pts[100:] = pts[100:, ::-1]
+        pts[120, 1] += 40.0
+        faulty = scene(video=str(CENTERED_PAIR), seed=2, points=pts)
     else:
         faulty = scene(400, 4, "missing_video.mp4", seed=2)
     other = scene(150, 1, "other.mp4", seed=3)
     clean_rep = report(clean, [], 0.0)
     clean_rep.summary["verdict"] = "nothing flagged"
+    events = events_for(faulty, 12)
+    if with_video:
+        events += [
+            Event(
+                "identity_swap", 100, 100, ["track_0", "track_1"], 0.97, [], "tracks trade flies"
+            ),
+            Event("jump", 120, 120, ["track_1"], 0.95, [], "whole fly moved 40 px and back"),
+        ]
     result = QCResult(
         [
             FileReport("a.predictions.slp", [clean_rep]),
             FileReport(
                 "b.predictions.slp",
-                [report(faulty, events_for(faulty, 12), 7.5), report(other, [], 0.5)],
+                [report(faulty, events, 7.5), report(other, [], 0.5)],
             ),
         ]
     )
@@ -219,7 +231,12 @@ def test_event_table_in_frame_order_with_frames_tracks_and_nodes() -> None:
     assert frames == sorted(frames)
     low = next(e for e in result.files[1].videos[0].events if e.kind == "low_confidence")
     assert f"{low.frame_start}&ndash;{low.frame_end}" in table
-    assert "identity swap" in table and "track_0, track_1" in table
+    assert "identity swap" in table
+    # Track names in their thumbnail colours (tab10: track_0 blue, track_1 orange).
+    assert (
+        '<span class="track" style="color:#1f77b4">track_0</span>, '
+        '<span class="track" style="color:#ff7f0e">track_1</span>'
+    ) in table
     assert ">head<" in table or ">thorax<" in table or ">abdomen<" in table
 
 
@@ -412,3 +429,17 @@ def test_event_frames_past_the_video_end_are_counted_not_fatal() -> None:
     page = render_html(QCResult([FileReport("p.slp", [report(data, events, 1.0)])]), [[data]])
     assert page.count('src="data:image/png') == 1
     assert "1 could not be made: their frames did not decode." in page
+
+
+def test_thumbnail_trails_follow_the_involved_tracks_around_the_event() -> None:
+    """A swapped track's path spans both animals; a track with no points has no path."""
+    from sleap_infer.qc.html import TRAIL, _trails
+
+    data = scene(100, 2, seed=6)
+    data.points[:, 0] = [10.0, 10.0]  # track 0 sits at (10, 10) ...
+    data.points[50:, 0] = [90.0, 90.0]  # ... and at (90, 90) from frame 50: a swap
+    data.points[:, 1] = np.nan
+    trails = _trails(data, 50, [0, 1])
+    assert list(trails) == [0]
+    assert len(trails[0]) == 2 * TRAIL + 1
+    assert {tuple(p) for p in trails[0]} == {(10.0, 10.0), (90.0, 90.0)}
