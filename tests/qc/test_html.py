@@ -443,3 +443,19 @@ def test_thumbnail_trails_follow_the_involved_tracks_around_the_event() -> None:
     assert list(trails) == [0]
     assert len(trails[0]) == 2 * TRAIL + 1
     assert {tuple(p) for p in trails[0]} == {(10.0, 10.0), (90.0, 90.0)}
+
+
+def test_a_video_with_frames_but_no_instances_renders() -> None:
+    """Labelled frames, zero columns (nothing found anywhere): charts still draw, no warning."""
+    data = scene(50, 1)
+    data.points = data.points[:, :0]
+    data.point_scores = data.point_scores[:, :0]
+    data.instance_scores = data.instance_scores[:, :0]
+    data.present = data.present[:, :0]
+    data.track_names = []
+    events = [Event("bad_frames", 3, 3, [], 1.0, [], "frame 3 did not decode")]
+    page = render_html(
+        QCResult([FileReport("k0.slp", [VideoReport(data.video, 50, {}, events)])]), [[data]]
+    )
+    assert page.count("<svg") == 3
+    assert "frame 3 did not decode" in page
