@@ -429,11 +429,12 @@ def _to_uint8(frame: np.ndarray) -> np.ndarray:
 
 def _png(img: np.ndarray) -> str:
     # Pillow (matplotlib's own image dependency) writes RGB; matplotlib's imsave would
-    # add an alpha channel, a third more bytes per thumbnail for nothing.
+    # add an alpha channel, a third more bytes per thumbnail for nothing. No optimize=True:
+    # it took 60 ms a thumbnail (half the report's time with 50 of them) for 6% fewer bytes.
     from PIL import Image
 
     buf = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(img), "RGB").save(buf, format="PNG", optimize=True)
+    Image.fromarray(np.ascontiguousarray(img), "RGB").save(buf, format="PNG", compress_level=6)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
