@@ -216,6 +216,12 @@ def _section(anchor: str, fpath: str, rep: VideoReport, vd: VideoData) -> str:
     if len(vd.frames) == 0:
         parts.append('<p class="note">No labelled frames in this video.</p></section>')
         return "\n".join(parts)
+    lo, hi = plots.frame_span(vd)
+    if vd.n_frames and (lo > 0 or hi < vd.n_frames):
+        parts.append(
+            f'<p class="note">The charts show frames {lo}&ndash;{hi - 1} of the video\'s '
+            f"{vd.n_frames}: the file holds predictions for these only.</p>"
+        )
     parts += [
         "<h3>Instances per frame</h3>",
         f'<div class="plot">{plots.instances_plot(vd)}</div>',

@@ -75,13 +75,22 @@ def column_labels(data: VideoData) -> list[str]:
 
 
 def frame_span(data: VideoData) -> tuple[int, int]:
-    """``[lo, hi)`` of the time axis: the whole video when its length is known."""
-    if data.n_frames:
-        hi = max(int(data.n_frames), int(data.frames.max()) + 1 if len(data.frames) else 1)
-        return 0, hi
+    """``[lo, hi)`` of the time axis: the whole video, unless the file covers little of it.
+
+    Frames without instances at the start or end of a video say something (the animals
+    were not found), so the axis is the whole video when its length is known. But a run
+    on a part of it (``--frames 0-199`` of 1,100) would leave the charts five-sixths
+    empty: when the labelled frames span less than half the video, the axis is their span
+    (the section's heading says which frames).
+    """
     if len(data.frames) == 0:
-        return 0, 1
-    return 0, int(data.frames.max()) + 1
+        return 0, max(int(data.n_frames or 0), 1)
+    first, last = int(data.frames.min()), int(data.frames.max()) + 1
+    if data.n_frames and data.n_frames >= last:
+        if last - first >= int(data.n_frames) / 2:
+            return 0, int(data.n_frames)
+        return first, last
+    return 0, last
 
 
 def _bins(data: VideoData) -> tuple[np.ndarray, np.ndarray, int]:

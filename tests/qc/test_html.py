@@ -459,3 +459,21 @@ def test_a_video_with_frames_but_no_instances_renders() -> None:
     )
     assert page.count("<svg") == 3
     assert "frame 3 did not decode" in page
+
+
+def test_charts_span_the_predicted_part_of_a_long_video() -> None:
+    """Predictions on frames 0-199 of 1,100: the axis is those frames, and the page says so."""
+    from sleap_infer.qc.plots import frame_span
+
+    part = scene(200, 2)
+    part.n_frames = 1100
+    assert frame_span(part) == (0, 200)
+    page = render_html(QCResult([FileReport("p.slp", [report(part, [], 0.0)])]), [[part]])
+    assert "The charts show frames 0&ndash;199 of the video's 1100" in page
+    most = scene(200, 2)
+    most.n_frames = 300  # two thirds covered: the whole video, trailing empty frames shown
+    assert frame_span(most) == (0, 300)
+    unknown = scene(200, 2)
+    unknown.n_frames = None
+    unknown.frames = unknown.frames + 50
+    assert frame_span(unknown) == (0, 250)
