@@ -224,11 +224,11 @@ def _section(anchor: str, fpath: str, rep: VideoReport, vd: VideoData) -> str:
         )
     parts += [
         "<h3>Instances per frame</h3>",
-        f'<div class="plot">{plots.instances_plot(vd)}</div>',
+        f'<div class="plot">{plots.instances_plot(vd, f"{anchor}-instances")}</div>',
         "<h3>Mean point score per track</h3>",
-        f'<div class="plot">{plots.score_plot(vd)}</div>',
+        f'<div class="plot">{plots.score_plot(vd, f"{anchor}-scores")}</div>',
         "<h3>Track timeline and events</h3>",
-        f'<div class="plot">{plots.timeline_plot(vd, events)}</div>',
+        f'<div class="plot">{plots.timeline_plot(vd, events, f"{anchor}-timeline")}</div>',
     ]
     thumbs, note = _thumbnails(vd, events)
     parts.append(_event_table(events, thumbs, note, _labels(vd)))

@@ -74,6 +74,11 @@ def column_labels(data: VideoData) -> list[str]:
     ]
 
 
+def _short(name: str, n: int = 14) -> str:
+    """A track name cut to fit the fixed left margin (the event table has it in full)."""
+    return name if len(name) <= n else name[: n - 1] + "\u2026"
+
+
 def frame_span(data: VideoData) -> tuple[int, int]:
     """``[lo, hi)`` of the time axis: the whole video, unless the file covers little of it.
 
@@ -103,19 +108,35 @@ def _bins(data: VideoData) -> tuple[np.ndarray, np.ndarray, int]:
     return np.clip(idx, 0, n_bins - 1), edges, n_bins
 
 
-def _figure(height: float) -> Figure:
+# Fixed margins (inches), the same for every chart, so the three charts of a section
+# share one frame axis on screen: frame 500 is at the same x in each, and an event on
+# the timeline lines up with the dip above it. The right margin holds the colour bar
+# and the timeline's legend.
+_LEFT_IN = 0.8
+_RIGHT_IN = 1.55
+_BOTTOM_IN = 0.45
+_TOP_IN = 0.08
+
+
+def _figure(height: float) -> tuple[Figure, Axes]:
     # The object API, not pyplot: no global figure registry, nothing to close, and no
     # GUI backend is ever picked, so this runs headless and in threads.
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(_WIDTH_IN, height), dpi=96, layout="constrained")
-    return fig
+    fig = Figure(figsize=(_WIDTH_IN, height), dpi=96)
+    fig.subplots_adjust(
+        left=_LEFT_IN / _WIDTH_IN,
+        right=1 - _RIGHT_IN / _WIDTH_IN,
+        bottom=_BOTTOM_IN / height,
+        top=1 - _TOP_IN / height,
+    )
+    return fig, fig.add_subplot()
 
 
 _SVG_START = re.compile(r"^.*?(<svg\b)", re.S)
 
 
-def _svg(fig: Figure) -> str:
+def _svg(fig: Figure, tag: str) -> str:
     """The figure as inline ``<svg>`` markup (no XML prolog, no DOCTYPE)."""
     import matplotlib
 
@@ -126,7 +147,21 @@ def _svg(fig: Figure) -> str:
         fig.savefig(buf, format="svg")
     text = _SVG_START.sub(r"\1", buf.getvalue(), count=1)
     # Let the page scale it to the column width.
-    return re.sub(r'(<svg\b[^>]*?) width="[^"]*" height="[^"]*"', r"\1", text, count=1)
+    text = re.sub(r'(<svg\b[^>]*?) width="[^"]*" height="[^"]*"', r"\1", text, count=1)
+    return _own_ids(text, tag)
+
+
+def _own_ids(svg: str, tag: str) -> str:
+    """Prefix the SVG's ids with ``tag-``, unique per chart in the page.
+
+    Every matplotlib SVG names its groups ``axes_1``, ``patch_2``, ...; inlined side by
+    side, those repeat, and a page with duplicate ids is invalid HTML (a ``url(#...)``
+    would resolve to the first chart's element).
+    """
+    tag = f"{tag}-"
+    svg = re.sub(r'\bid="([^"]+)"', rf'id="{tag}\1"', svg)
+    svg = re.sub(r"url\(#([^)]+)\)", rf"url(#{tag}\1)", svg)
+    return re.sub(r'xlink:href="#([^"]+)"', rf'xlink:href="#{tag}\1"', svg)
 
 
 def _style_axes(ax: Axes, lo: int, hi: int) -> None:
@@ -137,13 +172,12 @@ def _style_axes(ax: Axes, lo: int, hi: int) -> None:
     ax.tick_params(labelsize=8)
 
 
-def instances_plot(data: VideoData) -> str:
+def instances_plot(data: VideoData, tag: str = "instances") -> str:
     """Instances per frame over time: mean per bin, with the bin's min..max as a band."""
     from matplotlib.ticker import MaxNLocator
 
     lo, hi = frame_span(data)
-    fig = _figure(1.7)
-    ax = fig.add_subplot()
+    fig, ax = _figure(1.7)
     counts = data.present.sum(axis=1).astype(np.float64)
     if len(data.frames):
         idx, edges, n_bins = _bins(data)
@@ -182,8 +216,8 @@ def instances_plot(data: VideoData) -> str:
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("instances", fontsize=9)
     ax.set_xlabel("frame", fontsize=9)
-    ax.legend(fontsize=7, loc="lower right", frameon=False, ncols=3)
-    return _svg(fig)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    return _svg(fig, tag)
 
 
 def track_scores(data: VideoData) -> tuple[np.ndarray, np.ndarray]:
@@ -201,7 +235,7 @@ def track_scores(data: VideoData) -> tuple[np.ndarray, np.ndarray]:
     return out, edges
 
 
-def score_plot(data: VideoData) -> str:
+def score_plot(data: VideoData, tag: str = "scores") -> str:
     """Mean point score over time, one row per track, as a heat strip (grey: no instance).
 
     A strip per track stays legible at 10 tracks x 10,000 frames, where ten overlapping
@@ -212,8 +246,7 @@ def score_plot(data: VideoData) -> str:
     lo, hi = frame_span(data)
     labels = column_labels(data)
     k = max(data.n_columns, 1)
-    fig = _figure(1.0 + 0.22 * k)
-    ax = fig.add_subplot()
+    fig, ax = _figure(0.75 + 0.22 * k)
     if len(data.frames) and data.n_columns:
         scores, edges = track_scores(data)
         cmap = colormaps["viridis"].with_extremes(bad="#eeeeee")
@@ -227,15 +260,17 @@ def score_plot(data: VideoData) -> str:
             shading="flat",
             rasterized=True,
         )
-        bar = fig.colorbar(mesh, ax=ax, pad=0.01, fraction=0.03, aspect=12)
+        box = ax.get_position()
+        cax = fig.add_axes((box.x1 + 0.12 / _WIDTH_IN, box.y0, 0.12 / _WIDTH_IN, box.height))
+        bar = fig.colorbar(mesh, cax=cax)
         bar.ax.tick_params(labelsize=7)
         bar.set_label("score", fontsize=8)
     ax.set_xlim(lo, hi)
     ax.set_ylim(k - 0.5, -0.5)
-    ax.set_yticks(range(data.n_columns), labels[: data.n_columns], fontsize=7)
+    ax.set_yticks(range(data.n_columns), [_short(x) for x in labels[: data.n_columns]], fontsize=7)
     ax.tick_params(axis="x", labelsize=8)
     ax.set_xlabel("frame", fontsize=9)
-    return _svg(fig)
+    return _svg(fig, tag)
 
 
 def _runs(rows_present: np.ndarray, frames: np.ndarray, gap: int) -> list[tuple[int, int]]:
@@ -260,7 +295,7 @@ def event_rows(data: VideoData, events: Sequence[Event]) -> list[list[int]]:
     return rows
 
 
-def timeline_plot(data: VideoData, events: Sequence[Event]) -> str:
+def timeline_plot(data: VideoData, events: Sequence[Event], tag: str = "timeline") -> str:
     """Each track's lifetime as bars, events marked on their tracks, by kind, with a legend.
 
     Gaps shorter than one bin are merged so a flickering track draws as one bar, not
@@ -272,8 +307,7 @@ def timeline_plot(data: VideoData, events: Sequence[Event]) -> str:
     has_video_row = any(r == [-1] for r in event_rows(data, events))
     rows = k + (1 if has_video_row else 0)
     offset = 1 if has_video_row else 0
-    fig = _figure(1.0 + 0.28 * max(rows, 1))
-    ax = fig.add_subplot()
+    fig, ax = _figure(0.75 + 0.28 * max(rows, 1))
     gap = max(1, (hi - lo) // MAX_BINS)
     for c in range(k):
         runs = _runs(data.present[:, c], data.frames, gap)
@@ -309,7 +343,7 @@ def timeline_plot(data: VideoData, events: Sequence[Event]) -> str:
                     label=label,
                 )
     names = (["video"] if has_video_row else []) + labels[:k]
-    ax.set_yticks(range(rows), names, fontsize=7)
+    ax.set_yticks(range(rows), [_short(x) for x in names], fontsize=7)
     ax.set_ylim(rows - 0.5, -0.5)
     _style_axes(ax, lo, hi)
     ax.grid(False)
@@ -327,4 +361,4 @@ def timeline_plot(data: VideoData, events: Sequence[Event]) -> str:
             frameon=False,
             borderaxespad=0.2,
         )
-    return _svg(fig)
+    return _svg(fig, tag)

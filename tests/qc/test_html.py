@@ -477,3 +477,24 @@ def test_charts_span_the_predicted_part_of_a_long_video() -> None:
     unknown.n_frames = None
     unknown.frames = unknown.frames + 50
     assert frame_span(unknown) == (0, 250)
+
+
+def test_long_track_names_are_cut_on_the_charts_only() -> None:
+    data = scene(60, 2)
+    data.track_names = ["mouse_female_left_cage_3", "track_1"]
+    events = [Event("jump", 10, 10, ["mouse_female_left_cage_3"], 0.9, [], "")]
+    page = render_html(QCResult([FileReport("p.slp", [report(data, events, 1.0)])]), [[data]])
+    assert "mouse_female_\u2026" in page  # chart tick labels
+    assert ">mouse_female_left_cage_3</span>" in page  # the event table, in full
+
+
+def test_ids_are_unique_and_every_reference_resolves() -> None:
+    """Twelve inlined charts, some identical: no id twice, every ``url(#id)`` defined."""
+    result, data = two_file_result()
+    result.files.append(result.files[0])  # the same file twice: identical charts
+    data.append(data[0])
+    page = render_html(result, data)
+    ids = re.findall(r'\bid="([^"]+)"', page)
+    assert len(ids) == len(set(ids))
+    refs = set(re.findall(r"url\(#([^)]+)\)", page)) | set(re.findall(r'href="#([^"]+)"', page))
+    assert refs and refs <= set(ids)
