@@ -268,7 +268,8 @@ def _event_table(
             f'<td class="n">{frames}</td><td>{", ".join(track(t) for t in e.tracks)}</td>'
             f"<td>{_esc(', '.join(e.nodes))}</td>"
             f'<td class="n">{e.score:.2f}</td><td>{_esc(e.detail)}</td>'
-            f'<td class="thumb">{cell}</td></tr>'
+            + (f'<td class="thumb">{cell}</td>' if thumbs else "")
+            + "</tr>"
         )
     more = ""
     if len(events) > len(shown):
@@ -280,7 +281,8 @@ def _event_table(
         f'<h3>Events ({len(events)}, in frame order)</h3><p class="note">{_esc(note)}</p>'
         '<table class="events"><thead><tr><th>kind</th><th class="n">frames</th>'
         '<th>tracks</th><th>nodes</th><th class="n">score</th><th>detail</th>'
-        "<th>at the event frame</th></tr></thead><tbody>"
+        + ("<th>at the event frame</th>" if thumbs else "")
+        + "</tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table>"
         + more

@@ -498,3 +498,16 @@ def test_ids_are_unique_and_every_reference_resolves() -> None:
     assert len(ids) == len(set(ids))
     refs = set(re.findall(r"url\(#([^)]+)\)", page)) | set(re.findall(r'href="#([^"]+)"', page))
     assert refs and refs <= set(ids)
+
+
+def test_long_event_lists_are_capped_and_say_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sleap_infer.qc.html as page_module
+
+    monkeypatch.setattr(page_module, "MAX_TABLE_ROWS", 5)
+    data = scene(200, 2)
+    events = events_for(data, 20)
+    page = render_html(QCResult([FileReport("p.slp", [report(data, events, 1.0)])]), [[data]])
+    table = page[page.index('<table class="events"') :]
+    assert table.count("<tr><td><span") == 5
+    assert f"{len(events) - 5} more events are not listed here" in page
+    assert "at the event frame" not in page  # no video: no thumbnail column
