@@ -511,3 +511,12 @@ def test_long_event_lists_are_capped_and_say_so(monkeypatch: pytest.MonkeyPatch)
     assert table.count("<tr><td><span") == 5
     assert f"{len(events) - 5} more events are not listed here" in page
     assert "at the event frame" not in page  # no video: no thumbnail column
+
+
+def test_matplotlib_is_imported_only_when_a_report_is_drawn() -> None:
+    """`import sleap_infer.qc.html` (what the CLI loads) does not pay matplotlib's import."""
+    import sys
+
+    code = "import sys, sleap_infer.qc.html; print('matplotlib' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
