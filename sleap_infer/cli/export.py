@@ -85,6 +85,23 @@ def export(
             "max_height x max_width).",
         ),
     ] = None,
+    input_scale: Annotated[
+        float | None,
+        typer.Option(
+            metavar="FLOAT",
+            help="Input scale to export with instead of the trained one (every model of "
+            "the export); the export folder then predicts with it.",
+        ),
+    ] = None,
+    crop_size: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            metavar="PX",
+            help="Crop size to export a centered-instance (top-down) model with instead of "
+            "the trained one; the export folder then predicts with it.",
+        ),
+    ] = None,
     opset: Annotated[int, typer.Option(metavar="N", help="ONNX opset (18 or newer).")] = 18,
     max_peaks: Annotated[
         int,
@@ -144,6 +161,8 @@ def export(
         frame_size=_frame_size(input_size, input_height, input_width),
         workspace_gb=workspace_gb,
         max_batch=max_batch_size,
+        input_scale=input_scale,
+        crop_size=crop_size,
         decode=DecodeSettings(
             refine=not no_refine,
             integral_patch_size=integral_patch_size,

@@ -338,10 +338,6 @@ EXPORT: dict[str, Flag] = {
     ),
     "--verify": ignored("infer export always checks the graph against torch", False),
     "--no-verify": ignored("infer export always checks the graph against torch", False),
-    "--input-scale": refused(
-        "infer's exports keep the trained input scale (infer predict --input-scale: torch only)"
-    ),
-    "--crop-size": refused("infer's exports keep the trained crop size"),
 }
 
 # ---------------------------------------------------------------------------- eval

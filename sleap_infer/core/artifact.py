@@ -40,6 +40,13 @@ METADATA_PROP = "sleap_infer_metadata"
 PIPELINE_NAME = "export_pipeline.json"
 """A top-down pair export's manifest: which subfolder holds which stage."""
 
+CONFIG_OVERRIDES = "config_overrides"
+"""Metadata key: the training-config values ``infer export --input-scale`` / ``--crop-size``
+replaced (``{"input_scale": 0.5}``; absent when none did). The graph was traced with
+them, so an export folder loads its copied training config with them put back."""
+OVERRIDABLE = {"input_scale": "scale", "crop_size": "crop_size"}
+"""The keys :data:`CONFIG_OVERRIDES` may hold, and the ``Preprocessing`` field each sets."""
+
 GRAPH_OUTPUTS = "graph_outputs"
 """Metadata key saying what a graph returns: :data:`DECODED` or :data:`RAW_MAPS`."""
 DECODED = "decoded"

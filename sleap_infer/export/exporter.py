@@ -13,6 +13,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import numpy as np
 import torch
 
 from sleap_infer.core.artifact import (
+    CONFIG_OVERRIDES,
     ENGINE_NAME,
     EXPORT_FOLDER,
     METADATA_NAME,
@@ -151,6 +153,54 @@ def load_for_export(model: str | Path | LoadedModel) -> LoadedModel:
     return load_model(model)
 
 
+def export_overrides(
+    model: LoadedModel, settings: ExportSettings, notify: Notify | None = None
+) -> tuple[LoadedModel, dict[str, Any]]:
+    """``model`` with sleap-nn 0.3.5's export ``--input-scale`` / ``--crop-size`` put into
+    its preprocessing, and the values that changed it (for the metadata).
+
+    As sleap-nn's export: the scale reaches every model (the graph's coordinates are
+    divided by it; here the host also resizes by it), the crop size only models that
+    take crops (centered-instance, multi-class top-down, their segmentation kin), which
+    are traced at it; elsewhere it is inert, as in sleap-nn (one note says so). An
+    embedding model is refused, as ``infer predict`` refuses overrides on one: its crops
+    must be the trained ones (sleap-nn only warns that its vectors will differ).
+    """
+    if settings.input_scale is None and settings.crop_size is None:
+        return model, {}
+    entry = MODEL_TYPES[model.model_type]
+    if entry.embeds:
+        flags = " / ".join(
+            flag
+            for flag, value in (
+                ("--input-scale", settings.input_scale),
+                ("--crop-size", settings.crop_size),
+            )
+            if value is not None
+        )
+        raise UsageError(
+            f"{flags}: {model.path} is an embedding model; its crop geometry comes "
+            "from its trained config"
+        )
+    pre = model.config.preprocessing
+    changes: dict[str, Any] = {}
+    if settings.input_scale is not None and settings.input_scale != pre.scale:
+        changes["input_scale"] = float(settings.input_scale)
+    if settings.crop_size is not None and not entry.needs_centroids:
+        if notify is not None:
+            notify(
+                f"note: --crop-size does not apply to a {model.model_type} model (it takes "
+                "whole frames); ignored, as in sleap-nn"
+            )
+    elif settings.crop_size is not None and settings.crop_size != pre.crop_size:
+        changes["crop_size"] = int(settings.crop_size)
+    if not changes:
+        return model, {}
+    fields = {"scale" if k == "input_scale" else k: v for k, v in changes.items()}
+    config = replace(model.config, preprocessing=replace(pre, **fields))
+    return replace(model, config=config), changes
+
+
 def export_model(
     model_path: str | Path | LoadedModel,
     out_dir: str | Path | None = None,
@@ -170,7 +220,8 @@ def export_model(
     """
     settings = settings or ExportSettings()
     check_opset(settings.opset)
-    model = load_for_export(model_path)
+    say = notify or (lambda _msg: None)
+    model, overrides = export_overrides(load_for_export(model_path), settings, say)
     wrapper_cls = wrapper_for_model(model)
     trt_target = _trt_target(device) if settings.wants_trt else None  # fail before the slow part
     out = Path(out_dir).expanduser() if out_dir is not None else model.path / EXPORT_FOLDER
@@ -179,7 +230,6 @@ def export_model(
     shape = network_shape or network_input_shape(model, settings.frame_size)
     input_shape = (batch, *(int(d) for d in shape))
     wrapper = wrapper_cls(model.network, model.config, settings.decode, fp16=settings.fp16)
-    say = notify or (lambda _msg: None)
     with staged_directory(out) as staging:
         t0 = time.perf_counter()
         onnx_path = staging / ONNX_NAME
@@ -187,6 +237,8 @@ def export_model(
         export_s = time.perf_counter() - t0
         gaps = _verified(wrapper, onnx_path, input_shape, settings.fp16, out)
         extra = {"verification": gaps, "export_seconds": round(export_s, 2)}
+        if overrides:
+            extra[CONFIG_OVERRIDES] = overrides
         data = build_metadata(model, wrapper, settings, input_shape, extra | (extra_metadata or {}))
         _embed(model, data, onnx_path)
         shutil.copyfile(model.config_file, staging / model.config_file.name)

@@ -93,6 +93,7 @@ def build_metadata(
             "output_strides": {h.name: h.output_stride for h in config.heads},
         },
         "input_scale": config.preprocessing.scale,
+        "crop_size": config.preprocessing.crop_size,
         "input": {
             "name": INPUT_NAME,
             "dtype": "uint8",

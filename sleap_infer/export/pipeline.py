@@ -114,11 +114,13 @@ def export_topdown(
         else centroid.path / pair_folder_name(pair.name)
     )
     crop_settings = replace(settings, frame_size=None, batch_size=None)
+    # --crop-size is the crop model's; --input-scale reaches both stages (sleap-nn's rule).
+    centroid_settings = replace(settings, crop_size=None)
     pipeline = pair.name
     with staged_directory(out) as staging:
         stages = []
         for role, model, stage_settings in (
-            ("centroid", centroid, settings),
+            ("centroid", centroid, centroid_settings),
             ("instance", instance, crop_settings),
         ):
             folder = model.model_type
@@ -131,11 +133,12 @@ def export_topdown(
                 extra_metadata={"pipeline": {"name": pipeline, "role": role}},
             )
             stages.append(_stage_entry(role, info, folder))
+            crop_size = info.data.get("crop_size")  # the instance stage's, --crop-size's
         manifest = {
             "layout_version": EXPORT_LAYOUT_VERSION,
             "pipeline": pipeline,
             "stages": stages,
-            "crop_size": instance.config.preprocessing.crop_size,
+            "crop_size": crop_size,
             "between_stages_on_host": (
                 BETWEEN_STAGES_MASKS if MODEL_TYPES[instance.model_type].masks else BETWEEN_STAGES
             ),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -34,6 +35,10 @@ class ExportSettings:
     workspace_gb: float = 2.0
     # The engine's largest batch (dynamic batch only): sleap-nn's --max-batch-size.
     max_batch: int = TRT_DYNAMIC_BATCH[2]
+    # sleap-nn's export --input-scale / --crop-size: replace the trained values in the
+    # exported model's preprocessing (None: as trained). See ``exporter.export_overrides``.
+    input_scale: float | None = None
+    crop_size: int | None = None
 
     def __post_init__(self) -> None:
         unknown = [f for f in self.formats if f not in FORMATS]
@@ -43,6 +48,11 @@ class ExportSettings:
             raise UsageError("--batch must be >= 1")
         if self.max_batch < 1:
             raise UsageError(f"--max-batch-size {self.max_batch}: must be >= 1")
+        scale = self.input_scale
+        if scale is not None and not (math.isfinite(scale) and scale > 0.0):
+            raise UsageError(f"--input-scale {scale}: must be a number > 0")
+        if self.crop_size is not None and self.crop_size < 1:
+            raise UsageError(f"--crop-size {self.crop_size}: must be a whole number >= 1")
         if self.batch_size is not None and self.max_batch != TRT_DYNAMIC_BATCH[2]:
             raise UsageError(
                 "--max-batch-size sizes a dynamic-batch engine; --batch N builds a static one"
@@ -68,6 +78,9 @@ class ExportSettings:
         out["frame_size"] = None if self.frame_size is None else list(self.frame_size)
         if self.max_batch == TRT_DYNAMIC_BATCH[2]:
             del out["max_batch"]  # the default: cache keys made before the flag still hold
+        for name in ("input_scale", "crop_size"):  # likewise: as trained, not written
+            if out[name] is None:
+                del out[name]
         return out
 
 

@@ -17,10 +17,17 @@ stands for its two stages, centroid first.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sleap_infer.core.artifact import METADATA_NAME, PIPELINE_NAME, read_export
+from sleap_infer.core.artifact import (
+    CONFIG_OVERRIDES,
+    METADATA_NAME,
+    OVERRIDABLE,
+    PIPELINE_NAME,
+    read_export,
+)
 from sleap_infer.core.errors import ExportError, ModelError
 from sleap_infer.core.files import CONFIG_MAX_BYTES, read_text_bounded
 
@@ -94,7 +101,7 @@ def load_exported(folder: Path) -> LoadedModel:
             f"{folder}: export folder without its training config ({CONFIG_NAMES[0]}); "
             "export the model again with this version of infer"
         )
-    config = _config(config_file, info.data)
+    config = _with_overrides(_config(config_file, info.data), info.data, folder)
     if config.model_type != info.model_type:
         raise ModelError(
             f"{folder}: {config_file.name} is a {config.model_type} model but the export "
@@ -108,6 +115,23 @@ def load_exported(folder: Path) -> LoadedModel:
         legacy=config_file.suffix == ".json",
         export_dir=folder,
     )
+
+
+def _with_overrides(config: Any, data: dict[str, Any], folder: Path) -> Any:
+    """``config`` with the values ``infer export --input-scale`` / ``--crop-size`` traced
+    the graph with (metadata ``config_overrides``): the copied training config keeps the
+    trained ones, and the host must resize and crop as the graph expects."""
+    overrides = data.get(CONFIG_OVERRIDES) or {}
+    unknown = sorted(set(overrides) - set(OVERRIDABLE)) if isinstance(overrides, dict) else [""]
+    if unknown:
+        raise ModelError(
+            f"{folder / METADATA_NAME}: unknown {CONFIG_OVERRIDES} {unknown}; "
+            "export the model again"
+        )
+    if not overrides:
+        return config
+    fields = {OVERRIDABLE[k]: v for k, v in overrides.items()}
+    return replace(config, preprocessing=replace(config.preprocessing, **fields))
 
 
 def _refuse_sleap_nn_export(folder: Path) -> None:

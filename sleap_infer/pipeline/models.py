@@ -126,12 +126,22 @@ def check_format(models: Sequence[LoadedModel], fmt: OutputFormat) -> None:
 def check_overrides_backend(backend: str, overrides: ConfigOverrides) -> None:
     """Exported graphs bake the trained input scale into their coordinates and the export
     cache keys on the trained config, so overrides run on torch only (sleap-nn's export
-    route drops them too)."""
+    route drops them too); ``infer export --input-scale / --crop-size`` makes a graph
+    for other values, which the message points to."""
     name = get_runtime(backend).name
     if name != "torch":
         flags = ", ".join(FLAGS[k] for k in overrides.preprocessing)
+        exportable = [
+            FLAGS[k] for k in ("input_scale", "crop_size") if k in overrides.preprocessing
+        ]
+        hint = (
+            f" (or export with them: infer export MODEL {' / '.join(exportable)}, then run "
+            "-m the export folder)"
+            if exportable
+            else ""
+        )
         raise UsageError(
-            f"training-config overrides ({flags}) run with --backend torch only, not {name}"
+            f"training-config overrides ({flags}) run with --backend torch only, not {name}" + hint
         )
 
 

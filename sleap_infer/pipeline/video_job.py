@@ -81,6 +81,7 @@ from sleap_infer.writers.outputs import (
     default_output_path,
     existing_message,
     existing_output,
+    labels_output,
     output_paths,
     refuse_existing,
     write_from_journal,
@@ -447,7 +448,8 @@ class VideoJob:
             extra[REQUEST_KEY] = request
             check_unchanged(video, identity, jpath)
             self._write_output(finished, info, indices, todo, time.perf_counter() - t0,
-                               extra, result, project_video(reader))  # fmt: skip
+                               extra, result, project_video(reader),
+                               labels_output(out_path, self.formats))  # fmt: skip
         except Exception as exc:  # not KeyboardInterrupt: that leaves an "interrupted" journal
             if jpath.exists():
                 mark_failed(jpath, describe(exc))
@@ -596,6 +598,7 @@ class VideoJob:
         extra_provenance: dict[str, Any] | None,
         result: VideoResult,
         source_video: sio.Video | None = None,
+        labels_path: Path | None = None,
     ) -> None:
         """Build the output from the finished journal; fill in ``result``'s totals.
 
@@ -649,6 +652,7 @@ class VideoJob:
                     csv_empty_frames=pipeline.options.csv_empty_frames,
                     slp_saving=slp_saving(pipeline.options, source_video, pipeline.centroid_source),
                     replace=self.overwrite,
+                    labels_path=labels_path,
                 )
             except OutputError as exc:  # the other formats are still written
                 if len(self.formats) == 1:

@@ -9,8 +9,9 @@ per key. The key hashes all that changes the graph or engine: checkpoint
 bytes, model type, what the graph returns (decoded peaks, or raw maps for
 segmentation and tiled models: a tiled model may share its checkpoint with an
 untiled twin), baked decoding, input shape, batch mode, opset, precision,
-runtime (and for TensorRT its version and the GPU architecture), plus
-sleap_infer's version.
+runtime (and for TensorRT its version and the GPU architecture), the input
+scale and crop size (``infer export --input-scale`` / ``--crop-size`` change
+them), plus sleap_infer's version.
 """
 
 from __future__ import annotations
@@ -129,11 +130,28 @@ def misfit(info: ExportInfo, model: LoadedModel, request: ExportRequest) -> str 
         if info.raw_maps:
             return "it returns raw maps, and this model decodes in-graph"
         return "it decodes in-graph, and this model needs raw maps (decoded on the host)"
+    why = _preprocessing_misfit(info, model)
+    if why is not None:
+        return why
     why = info.misfit(request.input_shape) or info.decode_misfit(request.decode)
     if why is not None:
         return why
     if request.needs_engine:
         return _engine_misfit(info, request)
+    return None
+
+
+def _preprocessing_misfit(info: ExportInfo, model: LoadedModel) -> str | None:
+    """An export traced for another input scale or crop size (``infer export --input-scale``
+    / ``--crop-size``) divides its coordinates by that scale, or was cut for those crops:
+    never reuse it for a model run at its own (the input shape may match by chance)."""
+    pre = model.config.preprocessing
+    scale = info.data.get("input_scale", pre.scale)
+    if scale != pre.scale:
+        return f"it was exported for input scale {scale}, not {pre.scale}"
+    crop = info.data.get("crop_size", pre.crop_size)
+    if crop != pre.crop_size:
+        return f"it was exported for crop size {crop}, not {pre.crop_size}"
     return None
 
 
@@ -184,6 +202,10 @@ def cache_key(model: LoadedModel, request: ExportRequest) -> str:
         "opset": request.opset,
         "fp16": request.fp16,
         "runtime": request.runtime.export_key,
+        # Baked into the graph's coordinates (scale) or its crops: an export with another
+        # --input-scale / --crop-size is another entry, whatever its input shape.
+        "input_scale": model.config.preprocessing.scale,
+        "crop_size": model.config.preprocessing.crop_size,
     }
     if request.raw_maps:  # only then, so keys of decoding exports stay as they were
         payload["graph_outputs"] = RAW_MAPS

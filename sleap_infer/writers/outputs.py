@@ -65,12 +65,26 @@ def default_output_path(video: Path, fmt: OutputFormat = FORMATS["slp"]) -> Path
     return video.with_name(f"{video.name}.predictions{fmt.suffix}")
 
 
+SLP_STEMS = (".predictions.slp", ".slp")
+"""What sleap-nn 0.3.5 strips from its ``.slp`` name to name the analysis HDF5 beside it
+(``save_analysis_h5_files``): ``bu.predictions.slp`` and ``bu.slp`` -> ``bu.analysis.h5``."""
+
+
 def sibling_output(path: Path, main: OutputFormat, fmt: OutputFormat) -> Path:
     """Where ``fmt``'s output goes beside ``main``'s at ``path``: the same name with the
-    other suffix (``a.mp4.predictions.slp`` -> ``a.mp4.predictions.analysis.h5``)."""
+    other suffix (``a.mp4.predictions.slp`` -> ``a.mp4.predictions.csv``).
+
+    The analysis HDF5 beside a ``.slp`` is named as sleap-nn 0.3.5 names it, so a
+    script written for sleap-nn finds it: the ``.slp`` name without ``.predictions.slp``
+    (or ``.slp``), plus ``.analysis.h5`` (``bu.predictions.slp`` -> ``bu.analysis.h5``;
+    infer used to write ``bu.predictions.analysis.h5``).
+    """
     if fmt == main:
         return path
     name = path.name
+    if main.name == "slp" and fmt.name == "analysis-h5":
+        stem = next((name[: -len(s)] for s in SLP_STEMS if name.endswith(s)), path.stem)
+        return path.with_name(stem + fmt.suffix)
     for suffix in main.suffixes:
         if name.endswith(suffix):
             return path.with_name(name[: -len(suffix)] + fmt.suffix)
@@ -80,6 +94,13 @@ def sibling_output(path: Path, main: OutputFormat, fmt: OutputFormat) -> Path:
 def output_paths(path: Path, formats: tuple[OutputFormat, ...]) -> list[tuple[OutputFormat, Path]]:
     """Each format of a run with its output path; ``path`` is the first (main) format's."""
     return [(fmt, sibling_output(path, formats[0], fmt)) for fmt in formats]
+
+
+def labels_output(path: Path, formats: tuple[OutputFormat, ...]) -> Path:
+    """The run's ``.slp`` (``path`` is the main format's output): what an analysis HDF5
+    records as its ``labels_path``. When no ``.slp`` is written, the name one would have
+    (sleap-nn records its ``.slp`` output path there even when it writes none)."""
+    return sibling_output(path, formats[0], FORMATS["slp"])
 
 
 def is_complete(path: Path, fmt: OutputFormat) -> bool:
@@ -432,6 +453,7 @@ def write_from_journal(
     csv_empty_frames: bool = False,
     slp_saving: SlpSaving | None = None,
     replace: bool = True,
+    labels_path: Path | None = None,
 ) -> None:
     """Build the output file for a finished video from its journal, atomically
     (``replace=False``: never over a file that appeared meanwhile, see :func:`atomic_write`).
@@ -443,7 +465,9 @@ def write_from_journal(
     the journal is left as it is. ``mask_output`` (``mask``, ``polygon``, ``both``) and
     ``polygon_epsilon`` only matter for ``.slp``; ``box_categories`` (the box
     detector's class names, which ``BoxSet.category`` indexes) for ``.slp`` and CSV;
-    ``nwb`` (the session and subject) for NWB.
+    ``nwb`` (the session and subject) for NWB. ``labels_path``: the run's ``.slp``
+    (:func:`labels_output`), which analysis HDF5 records; by default the ``.slp`` name
+    beside ``path``.
     ``empty_frames``: every predicted frame is in the output, those where nothing was
     found too (sleap-nn's default); False leaves them out (``--no-empty-frames``).
     CSV writes them (a row holding only ``frame_idx``) only with ``csv_empty_frames``
@@ -470,7 +494,11 @@ def write_from_journal(
         nwb or NwbMetadata(),
         empty_frames,
         csv_empty_frames,
-        labels_path=str(sibling_output(path.resolve(), fmt, FORMATS["slp"])),
+        labels_path=str(
+            labels_path.resolve()
+            if labels_path is not None
+            else sibling_output(path.resolve(), fmt, FORMATS["slp"])
+        ),
         saving=slp_saving or SlpSaving(),
     )
     write = _writer(fmt)

@@ -56,6 +56,7 @@ def test_input_scale_override_changes_the_run_and_is_recorded(
     code, err = run_cli(capsys, *args, "-o", tmp_path / "x.slp", "--input-scale", "0.5",
                         "--backend", "onnx")  # fmt: skip
     assert code == 2 and "--input-scale" in error_lines(err)[0] and "torch" in error_lines(err)[0]
+    assert "infer export MODEL --input-scale, then run -m the export folder" in error_lines(err)[0]
     centroid = fixture_model(shared, "centroid")
     code, err = run_cli(capsys, "predict", video, "-m", centroid, "--anchor-part", "tail_tip")
     assert code == 2 and "tail_tip" in error_lines(err)[0]  # not a node of the skeleton
