@@ -19,16 +19,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 import yaml
 
 from sleap_infer.core.errors import ConfigError
+from sleap_infer.core.options import PredictOptions
+from sleap_infer.layers import build_layer
 from sleap_infer.model.checkpoint import save_checkpoint
 from sleap_infer.model.config import parse_config
 from sleap_infer.model.loader import load_model
 from sleap_infer.nets import build_network
 from sleap_infer.nets.pretrained import import_timm
+from sleap_infer.runtimes import backend_maker
 
 from cli_runs import run_cli
 from conftest import counter_frames, write_video
@@ -263,3 +267,30 @@ def test_info_and_predict_run_a_timm_vit_model(
                         "--frames", "0-3", "--peak-threshold", "0")  # fmt: skip
     assert code == 0, err
     assert predictions.is_file()
+
+
+@needs_deps
+@pytest.mark.skipif(importlib.util.find_spec("onnxruntime") is None, reason="no onnxruntime")
+@pytest.mark.parametrize(
+    ("encoder", "settings"), [(TIMM_VIT, {"detail_stem": True}), (DINOV2, {"mode": "decoder"})]
+)
+def test_onnx_export_matches_torch(
+    tmp_path: Path, encoder: dict[str, Any], settings: dict[str, Any]
+) -> None:
+    """The token resampling, the taps and the neck export (one graph per input shape)."""
+    folder, raw = _folder(tmp_path, encoder, "centroid", 2, settings)
+    # Random maps can be all negative; sigmoid maps always have peaks above 0.
+    raw["model_config"]["head_configs"]["centroid"]["confmaps"]["use_sigmoid_activation"] = True
+    (folder / "training_config.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    torch.manual_seed(0)
+    network = build_network(parse_config(raw, source=str(folder / "training_config.yaml")))
+    save_checkpoint(folder / "best.ckpt", network.state_dict())
+    model = load_model(folder)
+    options = PredictOptions(peak_threshold=0.0, max_instances=8)
+    frames = np.random.default_rng(5).integers(0, 256, (2, 64, 96, 1), dtype=np.uint8)
+    ref = build_layer([model], backend_maker("torch", "cpu"), options).predict(frames)
+    got = build_layer([model], backend_maker("onnx", "cpu"), options).predict(frames)
+    assert ref.valid.sum() >= 8
+    np.testing.assert_array_equal(got.valid, ref.valid)
+    np.testing.assert_allclose(got.extras["centroids"], ref.extras["centroids"], atol=1e-3)
+    np.testing.assert_allclose(got.instance_scores, ref.instance_scores, atol=1e-5)
