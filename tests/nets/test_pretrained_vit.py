@@ -10,6 +10,7 @@ Python with the bench venv's ``sleap_nn`` and ``omegaconf`` on its path. Skipped
 
 from __future__ import annotations
 
+import builtins
 import copy
 import importlib.util
 import json
@@ -294,3 +295,23 @@ def test_onnx_export_matches_torch(
     np.testing.assert_array_equal(got.valid, ref.valid)
     np.testing.assert_allclose(got.extras["centroids"], ref.extras["centroids"], atol=1e-3)
     np.testing.assert_allclose(got.instance_scores, ref.instance_scores, atol=1e-5)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="no transformers")
+def test_without_timm_one_line_names_the_extra(tmp_path: Path, monkeypatch) -> None:
+    real_import = builtins.__import__
+
+    def no_timm(name, *args, **kwargs):
+        if name == "timm" or name.startswith("timm."):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    folder = tmp_path / "model"
+    (folder / "pretrained_backbone").mkdir(parents=True)
+    (folder / "pretrained_backbone" / "config.json").write_text(json.dumps(TIMM_VIT))
+    raw = _raw(Path("timm/not_downloaded"), "centroid", 2, {})
+    monkeypatch.setattr(builtins, "__import__", no_timm)
+    config = parse_config(raw, source=str(folder / "training_config.yaml"))
+    with pytest.raises(ConfigError, match=r"needs timm \(and torchvision\): pip install") as err:
+        build_network(config)
+    assert "\n" not in str(err.value)
