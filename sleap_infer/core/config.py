@@ -148,7 +148,8 @@ class SwinTConfig(_WithDecoder):
 @dataclass(frozen=True)
 class PretrainedConfig:
     """``backbone_config.pretrained`` (sleap-nn 0.3.5): a HuggingFace ``transformers``
-    encoder with sleap-nn's decoder (mode ``decoder``) or alone (mode ``encoder``).
+    encoder (or a ``timm`` one through ``transformers``) with sleap-nn's decoder (mode
+    ``decoder``; a plain ViT through its pyramid neck) or alone (mode ``encoder``).
 
     ``hf_config`` is the encoder's HuggingFace ``config.json`` as a dict, found next to
     the model (never downloaded): training stores only ``model_name`` in the YAML. The
@@ -171,6 +172,13 @@ class PretrainedConfig:
     output_stride: int = 2
     max_stride: int = 32  # what inputs are padded to (sleap-nn pads to the config's value)
     frozen: bool = False  # ``freeze``: an unset embedding pool is then ``avg``
+    # The plain-ViT pyramid neck (sleap-nn's Case C), read only on that path.
+    layers: tuple[int, ...] | None = None  # 1-indexed taps; None: sleap-nn's defaults
+    vit_neck: str = "dpt"  # dpt | sfp
+    neck_channels: tuple[int, ...] | None = None
+    token_stride: int | None = None  # None: the power of two nearest the patch size
+    detail_stem: bool = False
+    detail_channels: tuple[int, ...] = (32, 64, 128)
 
 
 BackboneConfig = UNetConfig | ConvNeXtConfig | SwinTConfig | PretrainedConfig

@@ -197,6 +197,7 @@ def forward_pass(model: LoadedModel) -> list[str]:
             f"({pretrained.hf_config.get('model_type')}, mode {backbone.mode}; "
             f"architecture from {pretrained.hf_config_source})"
         )
+        steps.extend(backbone.describe(pretrained))
         if backbone.normalize:
             mean, std = _vector(backbone.image_mean), _vector(backbone.image_std)
             steps.append(f"normalisation (x - mean) / std, mean {mean}, std {std}")

@@ -12,7 +12,9 @@ use the network at prediction time, so the architecture comes from, in order:
    accepts a path there too);
 3. the local HuggingFace cache (``local_files_only=True``), which needs ``transformers``.
 
-Nothing found is one error line that says what to put where.
+Nothing found is one error line that says what to put where. A ``timm/...`` checkpoint's
+config (``model_type: timm_wrapper``: a timm architecture name and its ``model_args``)
+is found the same way; timm builds that architecture without downloading anything.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ PRETRAINED_DIR = "pretrained_backbone"
 HF_CONFIG = "config.json"
 EXTRA = "pip install 'sleap-infer[hf]'"
 MODES = ("auto", "decoder", "encoder")
+VIT_NECKS = ("dpt", "sfp")
 
 
 def _get(raw: dict[str, Any], key: str, default: Any) -> Any:
@@ -42,6 +45,8 @@ def _read_json(path: Path) -> dict[str, Any]:
         data = json.loads(text)
     except ValueError as exc:
         raise ConfigError(f"{path}: not a readable HuggingFace config ({exc})") from exc
+    if isinstance(data, dict) and "model_type" not in data and "pretrained_cfg" in data:
+        data["model_type"] = "timm_wrapper"  # a timm repo's own config (as transformers reads it)
     if not isinstance(data, dict) or "model_type" not in data:
         raise ConfigError(f"{path}: not a HuggingFace config (no model_type)")
     return data
@@ -78,13 +83,13 @@ def find_hf_config(
     return _from_cache(model_name, revision, folder), "HuggingFace cache"
 
 
-def _indices(value: Any) -> tuple[int, ...] | None:
+def _ints(value: Any, key: str) -> tuple[int, ...] | None:
     if value is None:
         return None
     try:
         return tuple(int(i) for i in value)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"pretrained.out_indices must list integers, got {value!r}") from exc
+        raise ConfigError(f"pretrained.{key} must list integers, got {value!r}") from exc
 
 
 def parse_pretrained(raw: dict[str, Any], folder: Path) -> PretrainedConfig:
@@ -96,16 +101,16 @@ def parse_pretrained(raw: dict[str, Any], folder: Path) -> PretrainedConfig:
     if mode not in MODES:
         raise ConfigError(f"pretrained.mode {mode!r} is not one of {', '.join(MODES)}")
     hf_config, source = find_hf_config(str(model_name), raw.get("revision"), folder)
-    if hf_config.get("model_type") == "timm_wrapper":
-        raise ConfigError(
-            f"pretrained backbone {model_name!r} is a timm checkpoint: not supported here"
-        )
+    vit_neck = str(_get(raw, "vit_neck", "dpt"))
+    if vit_neck not in VIT_NECKS:
+        raise ConfigError(f"pretrained.vit_neck {vit_neck!r} is not one of {', '.join(VIT_NECKS)}")
+    token_stride = raw.get("token_stride")
     return PretrainedConfig(
         model_name=str(model_name),
         hf_config=hf_config,
         hf_config_source=source,
         mode=mode,
-        out_indices=_indices(raw.get("out_indices")),
+        out_indices=_ints(raw.get("out_indices"), "out_indices"),
         in_channels=int(_get(raw, "in_channels", 3)),
         normalize=bool(_get(raw, "normalize", True)),
         filters_rate=float(_get(raw, "filters_rate", 2.0)),
@@ -115,4 +120,10 @@ def parse_pretrained(raw: dict[str, Any], folder: Path) -> PretrainedConfig:
         output_stride=int(_get(raw, "output_stride", 2)),
         max_stride=int(_get(raw, "max_stride", 32)),
         frozen=bool(_get(raw, "freeze", False)),
+        layers=_ints(raw.get("layers"), "layers"),
+        vit_neck=vit_neck,
+        neck_channels=_ints(raw.get("neck_channels"), "neck_channels"),
+        token_stride=None if token_stride is None else int(token_stride),
+        detail_stem=bool(_get(raw, "detail_stem", False)),
+        detail_channels=_ints(raw.get("detail_channels"), "detail_channels") or (32, 64, 128),
     )

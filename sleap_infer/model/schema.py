@@ -99,8 +99,8 @@ _add(HONOUR, "rebuilds the network", *_under(f"{B}.swint", "patch_size", "window
 
 P = f"{B}.pretrained"
 _PLAIN_VIT = (
-    "plain-ViT pyramid neck (sleap-nn's Case C): refused when the backbone takes that "
-    "path; on hierarchical backbones sleap-nn ignores it, and so do we"
+    "plain-ViT pyramid neck (sleap-nn's Case C, also timm ViTs): rebuilds it; on "
+    "hierarchical backbones sleap-nn ignores it, and so do we"
 )
 _add(
     HONOUR,
@@ -112,7 +112,12 @@ _add(
 )
 _add(REFUSE, "only `hf` exists in sleap-nn 0.3.5", f"{P}.source", refuse_if=_not("hf"))
 _add(NOT_NEEDED, "whether training downloaded weights; the checkpoint holds them", f"{P}.weights")
-_add(HONOUR, "decoder (Case A) or pooled encoder (Case B); see the pretrained notes", f"{P}.mode")
+_add(
+    HONOUR,
+    "decoder (Case A, or Case C's pyramid neck on a plain ViT) or pooled encoder (Case B); "
+    "see the pretrained notes",
+    f"{P}.mode",
+)
 _add(
     HONOUR,
     "a frozen encoder makes an unset embedding pool `avg` (sleap-nn's default)",
@@ -126,8 +131,8 @@ _add(
 _add(HONOUR, "which HF stages feed the decoder", f"{P}.out_indices")
 _add(HONOUR, "rebuilds the decoder", *_under(P, *_DECODER, "output_stride"))
 _add(NOT_NEEDED, "sleap-nn probes the real deepest stride and uses that", f"{P}.max_stride")
-_add(REFUSE, _PLAIN_VIT, *_under(P, "layers", "vit_neck", "neck_channels", "token_stride"))
-_add(REFUSE, _PLAIN_VIT, *_under(P, "detail_stem", "detail_channels"))
+_add(HONOUR, _PLAIN_VIT, *_under(P, "layers", "vit_neck", "neck_channels", "token_stride"))
+_add(HONOUR, _PLAIN_VIT, *_under(P, "detail_stem", "detail_channels"))
 _add(NOT_NEEDED, "training speed / learning rates", *_under(P, "gradient_checkpointing"))
 _add(NOT_NEEDED, "training speed / learning rates", *_under(P, "encoder_lr_scale", "layer_decay"))
 

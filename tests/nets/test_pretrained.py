@@ -214,15 +214,6 @@ def test_no_hf_config_is_one_line_and_no_download(tmp_path: Path, monkeypatch) -
     assert "never download" in message
 
 
-@needs_transformers
-def test_plain_vit_neck_is_refused(tmp_path: Path) -> None:
-    dinov2 = {"model_type": "dinov2", "hidden_size": 16, "num_hidden_layers": 2,
-              "num_attention_heads": 2, "intermediate_size": 32, "patch_size": 8}  # fmt: skip
-    folder = _folder(tmp_path, _raw(), hf_config=dinov2)
-    with pytest.raises(ConfigError, match="plain ViT"):
-        build_network(parse_config(_raw(), source=str(folder / "training_config.yaml")))
-
-
 def test_without_transformers_one_line_names_the_extra(tmp_path: Path, monkeypatch) -> None:
     real_import = builtins.__import__
 
