@@ -32,7 +32,7 @@ from sleap_infer.cli.help import EXIT_FAILED, exit_codes
 from sleap_infer.core.errors import OutputError, SleapInferError, UsageError
 
 if TYPE_CHECKING:
-    from sleap_infer.qc.records import QCResult, VideoData
+    from sleap_infer.qc.records import QCResult, Suggestion, VideoData
 
 QC_SCHEMA = "sleap_infer.qc/1"
 EPILOG = exit_codes(
@@ -129,6 +129,47 @@ def write_report(result: QCResult, data: list[list[VideoData]], path: Path) -> N
         raise OutputError(f"{path}: cannot write the report ({exc.strerror or exc})") from None
 
 
+def _write_outputs(
+    result: QCResult,
+    data: list[list[VideoData]],
+    html: Path | None,
+    json_path: Path | None,
+    project: Path | None,
+    into: Path | None,
+    overwrite: bool,
+) -> None:
+    """The files asked for, each with its one ``->`` line; a hint when none was."""
+    from sleap_infer.writers.side_files import write_json
+
+    if json_path is not None:
+        payload = {"schema": QC_SCHEMA, **result.to_json()}
+        write_json(
+            json_path,
+            payload,
+            f"--json {json_path}: cannot write the qc results",
+            schema=QC_SCHEMA,
+            overwrite=overwrite,
+        )
+        console.print(f"qc results -> {escape(str(json_path))}", highlight=False, soft_wrap=True)
+    if html is not None:
+        write_report(result, data, html)
+        console.print(f"report -> {escape(str(html))}", highlight=False, soft_wrap=True)
+    if project is not None and into is not None:
+        from sleap_infer.qc.suggest import write_suggestions
+
+        by_video: dict[str, list[Suggestion]] = {}
+        for f in result.files:
+            for v in f.videos:
+                by_video.setdefault(v.video, []).extend(v.suggestions)
+        write_suggestions(into, project, by_video)
+        console.print(f"suggestions -> {escape(str(project))}", highlight=False, soft_wrap=True)
+    if html is None and json_path is None and project is None:
+        console.print(
+            "[dim]nothing written: -o report.html for the report, --json PATH for the events[/]",
+            highlight=False,
+        )
+
+
 def qc(
     predictions: Annotated[
         list[Path],
@@ -160,9 +201,7 @@ def qc(
     ] = None,
     suggest: Annotated[
         int,
-        typer.Option(
-            metavar="N", min=0, help="Rank N frames per video to label next (0: none)."
-        ),
+        typer.Option(metavar="N", min=0, help="Rank N frames per video to label next (0: none)."),
     ] = 0,
     into: Annotated[
         Path | None,
@@ -180,7 +219,7 @@ def qc(
 ) -> None:
     """Check prediction files: identity swaps, jumps, low confidence; frames to label next."""
     from sleap_infer.qc.run import run_qc
-    from sleap_infer.writers.side_files import check_side_file, write_json
+    from sleap_infer.writers.side_files import check_side_file
 
     html, project = _pick_outputs(output or [], into)
     if into is not None:
@@ -208,33 +247,8 @@ def qc(
         result, data = run_qc(predictions, suggest=suggest, on_error=on_error)
     if result.files:
         console.print(results_table(result))
-    if json_path is not None and result.files:
-        payload = {"schema": QC_SCHEMA, **result.to_json()}
-        write_json(
-            json_path,
-            payload,
-            f"--json {json_path}: cannot write the qc results",
-            schema=QC_SCHEMA,
-            overwrite=overwrite,
-        )
-        console.print(f"qc results -> {escape(str(json_path))}", highlight=False, soft_wrap=True)
-    if html is not None and result.files:
-        write_report(result, data, html)
-        console.print(f"report -> {escape(str(html))}", highlight=False, soft_wrap=True)
-    if project is not None and into is not None and result.files:
-        from sleap_infer.qc.suggest import write_suggestions
-
-        by_video: dict[str, list] = {}
-        for f in result.files:
-            for v in f.videos:
-                by_video.setdefault(v.video, []).extend(v.suggestions)
-        write_suggestions(into, project, by_video)
-        console.print(f"suggestions -> {escape(str(project))}", highlight=False, soft_wrap=True)
-    if html is None and json_path is None and project is None and result.files:
-        console.print(
-            "[dim]nothing written: -o report.html for the report, --json PATH for the events[/]",
-            highlight=False,
-        )
+    if result.files:
+        _write_outputs(result, data, html, json_path, project, into, overwrite)
     if failed:
         raise typer.Exit(EXIT_FAILED)
 

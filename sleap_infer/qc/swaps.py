@@ -67,7 +67,7 @@ def find_swaps(data: VideoData) -> list[Event]:
     events: list[Event] = []
     last: dict[tuple[int, int], int] = {}
     for f in np.flatnonzero(broken.sum(axis=1) >= 2):
-        ks = np.flatnonzero(broken[f])
+        ks = [int(k) for k in np.flatnonzero(broken[f])]
         best: list[tuple[float, int, int, float]] = []
         for i, a in enumerate(ks):
             for b in ks[i + 1 :]:
@@ -76,7 +76,7 @@ def find_swaps(data: VideoData) -> list[Event]:
                     c[f, b] - pred[f, a]
                 )
                 if crossed < CROSS_RATIO * straight:
-                    best.append((float(crossed / straight), int(a), int(b), float(straight)))
+                    best.append((float(crossed / straight), a, b, float(straight)))
         used: set[int] = set()
         for ratio, a, b, _ in sorted(best):
             if a in used or b in used or last.get((a, b), -10) >= f - 3:

@@ -16,7 +16,10 @@ def test_whole_instance_jump_is_found_at_its_frame() -> None:
     data.points[120, 1] += [35.0, -20.0]
     (event,) = find_jumps(data)
     assert (event.kind, event.frame_start, event.tracks, event.nodes) == (
-        "jump", 120, ["track_1"], []
+        "jump",
+        120,
+        ["track_1"],
+        [],
     )
     assert 0 < event.score <= 1 and "px" in event.detail
 

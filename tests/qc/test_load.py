@@ -9,44 +9,10 @@ import h5py
 import numpy as np
 import pytest
 import sleap_io as sio
+from qc_scenes import write_project as _project
 
 from sleap_infer.qc import load as qc_load
 from sleap_infer.qc.load import QCInputError, load_videos
-
-
-def _project(path: Path) -> Path:
-    """A tracked file mixing every case: predictions, a user instance made from one, an
-    untracked prediction, a missing point, a gap in the frames."""
-    skeleton = sio.Skeleton(nodes=["a", "b", "c"], edges=[("a", "b"), ("b", "c")])
-    video = sio.Video(
-        filename="clip.mp4", backend_metadata={"shape": (50, 480, 640, 1)}, open_backend=False
-    )
-    t0, t1 = sio.Track(name="left"), sio.Track(name="right")
-    frames = []
-    for f in (0, 1, 2, 5):
-        pts = np.array([[10.0 + f, 20.0], [12.0, 22.0], [14.0, 24.0]])
-        left = sio.PredictedInstance.from_numpy(
-            pts, skeleton, point_scores=np.array([0.9, 0.8, 0.7]), score=0.8, track=t0
-        )
-        right_pts = pts + 100
-        if f == 1:
-            right_pts[2] = np.nan
-        right = sio.PredictedInstance.from_numpy(
-            right_pts, skeleton, point_scores=np.array([0.5, 0.5, 0.5]), score=0.5, track=t1
-        )
-        insts: list[sio.Instance] = [left, right]
-        if f == 2:  # the user corrected "right"; and one prediction has no track
-            insts.append(
-                sio.Instance.from_numpy(right_pts + 1, skeleton, track=t1, from_predicted=right)
-            )
-            insts.append(
-                sio.PredictedInstance.from_numpy(pts + 300, skeleton, score=0.3)
-            )
-        frames.append(sio.LabeledFrame(video=video, frame_idx=f, instances=insts))
-    labels = sio.Labels(labeled_frames=frames, videos=[video], skeletons=[skeleton])
-    labels.tracks = [t0, t1]
-    sio.save_slp(labels, str(path))
-    return path
 
 
 def test_dense_layout_of_a_tracked_file(tmp_path: Path) -> None:
