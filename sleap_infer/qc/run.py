@@ -47,9 +47,14 @@ _NOUNS = {
 
 def find_events(data: VideoData) -> list[Event]:
     """Every event in one video, sorted by frame."""
-    jumps = find_jumps(data)
+    swaps = find_swaps(data)
+    # a swap and its swap back the next frame is also both tracks' one-frame jump: one event
+    swapped = {(e.frame_start, t) for e in swaps for t in e.tracks}
+    jumps = [
+        e for e in find_jumps(data) if e.nodes or (e.frame_start, e.tracks[0]) not in swapped
+    ]
     events = (
-        find_swaps(data)
+        swaps
         + jumps
         + find_low_confidence(data)
         + find_births_deaths(data)

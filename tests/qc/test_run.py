@@ -112,3 +112,16 @@ def test_suggest_calls_the_ranker(monkeypatch: pytest.MonkeyPatch) -> None:
     report = check_video(data, suggest=3)
     assert calls == [("scene.mp4", 1, 3)] and [s.frame for s in report.suggestions] == [0, 1, 2]
     assert check_video(data).suggestions == [] and len(calls) == 1
+
+
+def test_sleap_nn_tracker_swaps_in_the_fixture(shared: Path) -> None:
+    """sleap-nn 0.3.5's tracker exchanges the two animals of synthetic_multi at frames 4
+    (and back at 5), 11 and 17 (checked against the project's true tracks): qc names
+    exactly those, and the swap-and-back is one event, not also two jumps."""
+    result = sleap_infer.qc(shared / "reference" / "embedding_tracked.slp")
+    events = result.files[0].videos[0].events
+    assert [(e.kind, e.frame_start) for e in events] == [
+        ("identity_swap", 4),
+        ("identity_swap", 11),
+        ("identity_swap", 17),
+    ]
