@@ -116,6 +116,9 @@ def results_table(result: QCResult) -> Table:
             f"{float(s.get('flags_per_1000', 0.0)):.1f}",
             escape(str(s.get("verdict", ""))),
         )
+    for f in result.files:  # read, but nothing to check: say so rather than leave it out
+        if not f.videos:
+            table.add_row(escape(Path(f.path).name), "-", "0", "", "", "no labelled frames")
     return table
 
 

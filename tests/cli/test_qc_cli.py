@@ -48,6 +48,18 @@ def test_table_only_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture
     assert code == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["pred.slp"]
 
 
+def test_a_file_without_frames_gets_a_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sleap_io as sio
+
+    empty = tmp_path / "none.slp"
+    skeleton = sio.Skeleton(nodes=["a", "b"], edges=[("a", "b")])
+    sio.save_slp(sio.Labels(skeletons=[skeleton]), str(empty))
+    code, err = run_cli(capsys, "qc", empty)
+    assert code == 0 and "no labelled frames" in err
+
+
 def test_report_json_and_bad_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], fakes: dict[str, list]
 ) -> None:
