@@ -271,9 +271,14 @@ def reports_after_predict(outputs: Iterable[Path], overwrite: bool) -> bool:
     from sleap_infer.qc.run import run_qc
 
     ok = True
-    for out in outputs:
-        if not out.name.lower().endswith(".slp"):
-            continue
+    outputs = list(outputs)
+    slps = [out for out in outputs if out.name.lower().endswith(".slp")]
+    if outputs and not slps:
+        console.print(
+            "[yellow]note:[/] --report: no .slp output in this run (qc reads .slp files)",
+            highlight=False,
+        )
+    for out in slps:
         page = report_path(out)
         try:
             check_output(page, "--report", [out], overwrite)

@@ -142,6 +142,16 @@ def test_refusals_touch_nothing(
     assert fakes["html"] == [] and fakes["write"] == []
 
 
+def test_report_needs_an_slp_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fakes: dict[str, list]
+) -> None:
+    csv = tmp_path / "x.csv"
+    csv.write_text("frame_idx\n")
+    assert cli_qc.reports_after_predict([csv], overwrite=False)
+    assert "no .slp output" in capsys.readouterr().err and fakes["html"] == []
+    assert not (tmp_path / "x.qc.html").exists()
+
+
 def test_report_path_rule() -> None:
     assert cli_qc.report_path(Path("d/x.slp")) == Path("d/x.qc.html")
     assert cli_qc.report_path(Path("x.pkg.slp")) == Path("x.qc.html")
