@@ -50,9 +50,7 @@ def find_events(data: VideoData) -> list[Event]:
     swaps = find_swaps(data)
     # a swap and its swap back the next frame is also both tracks' one-frame jump: one event
     swapped = {(e.frame_start, t) for e in swaps for t in e.tracks}
-    jumps = [
-        e for e in find_jumps(data) if e.nodes or (e.frame_start, e.tracks[0]) not in swapped
-    ]
+    jumps = [e for e in find_jumps(data) if e.nodes or (e.frame_start, e.tracks[0]) not in swapped]
     events = (
         swaps
         + jumps
