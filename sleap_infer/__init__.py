@@ -8,6 +8,7 @@
     for frame in pipe.stream("video.mp4"): ...      # one frame at a time, flat memory
     pipe.predict_to_file("video.mp4")                   # resumable, atomic, never overwrites
     sleap_infer.predict(["a.mp4", "b.mp4"], "models/bottomup", output="preds/")
+    sleap_infer.qc("preds/a.slp")                        # swaps, jumps, low confidence
 
 The names below are imported on first use, so ``import sleap_infer`` (and the
 ``infer`` command's start-up) does not pay for torch until a model is loaded.
@@ -35,6 +36,7 @@ _EXPORTS = {
     "Counts": "sleap_infer.core.products",
     "Product": "sleap_infer.core.products",
     "SleapInferError": "sleap_infer.core.errors",
+    "qc": "sleap_infer.qc",
 }
 __all__ = [
     "Batch",
@@ -51,6 +53,7 @@ __all__ = [
     "load",
     "plan",
     "predict",
+    "qc",
 ]
 
 

@@ -53,6 +53,12 @@ COMMANDS: dict[str, tuple[str, str, str, bool]] = {
         "Score predictions against ground truth (OKS mAP/mAR, PCK, distances).",
         True,
     ),
+    "qc": (
+        "qc",
+        "qc",
+        "Check predictions: identity swaps, jumps, low confidence; frames to label next.",
+        True,
+    ),
     "render": (
         "render",
         "render",

@@ -104,7 +104,7 @@ HELP_PANELS: dict[str, dict[str, str]] = {
             "nwb_subject nwb_species nwb_sex nwb_age nwb_session_start_time "
             "nwb_experimenter nwb_institution nwb_lab nwb_session_description nwb_metadata",
         ),
-        **_panel(BATCH, "devices shard resume overwrite summary_json"),
+        **_panel(BATCH, "devices shard resume overwrite summary_json qc_report"),
     },
 }
 

@@ -259,6 +259,14 @@ def predict(
             "videos fail or the run is interrupted.",
         ),
     ] = None,
+    qc_report: Annotated[
+        bool,
+        typer.Option(
+            "--report",
+            help="After each .slp output, write its qc report beside it (<name>.qc.html: "
+            "identity swaps, jumps, low confidence; see infer qc).",
+        ),
+    ] = False,
     # --- model-type knobs (top-down stage 1, bottom-up PAF grouping); sleap-nn's defaults.
     centroid_peak_threshold: Annotated[
         float | None,
@@ -452,7 +460,7 @@ def predict(
         _finish(report, reporter, summary_json, [], EXIT_OK)
         return
     ctx.meta[SUMMARY_BY_RUN] = True  # from here _run writes the summary however it ends
-    _run(batch, report, reporter, summary_json)
+    _run(batch, report, reporter, summary_json, qc_report)
 
 
 SUMMARY_BY_RUN = "sleap_infer.summary_by_run"
@@ -496,6 +504,7 @@ RUN_FLAGS = frozenset(
         "progress_interval",
         "quiet",
         "summary_json",
+        "qc_report",
         "merge_into_project",
     }
 )
@@ -508,7 +517,13 @@ def _progress_mode(mode: str, quiet: bool) -> str:
     return "none" if quiet else mode
 
 
-def _run(batch: Batch, report: RunReport, reporter: Reporter, summary_json: Path | None) -> None:
+def _run(
+    batch: Batch,
+    report: RunReport,
+    reporter: Reporter,
+    summary_json: Path | None,
+    qc_report: bool = False,
+) -> None:
     """Load the model (every model problem surfaces here, before any video is opened),
     predict with a progress display, print the summary, exit non-zero on trouble.
 
@@ -535,6 +550,12 @@ def _run(batch: Batch, report: RunReport, reporter: Reporter, summary_json: Path
     print_project_steps(result.projects)
     report.projects = result.projects
     code = _exit_code(result)
+    if qc_report:  # infer qc's page beside each .slp this run wrote
+        from sleap_infer.cli.qc import reports_after_predict
+
+        written = [p for o in result.outcomes if o.ok for p in o.outputs]
+        if not reports_after_predict(written, report.overwrite) and code == EXIT_OK:
+            code = EXIT_FAILED
     if code == EXIT_INTERRUPTED:
         console.print(
             "[yellow]interrupted:[/] rerun the same command with --resume to continue "

@@ -51,6 +51,7 @@ class VideoData:
     embeddings: np.ndarray | None = None  # (F, K, D) re-ID vectors when the file has them
     bad_frames: list[int] = field(default_factory=list)  # frames the run could not decode
     max_tracks: int | None = None  # the run's --max-tracks / max instances when recorded
+    frame_size: tuple[int, int] | None = None  # (width, height) in px when the file says
 
     @property
     def n_columns(self) -> int:
