@@ -1,6 +1,6 @@
 """``infer qc`` and ``predict --report``: what is passed to the page writer and the
-frame ranker (fakes here: their real end-to-end test comes with them), where files land,
-and what is refused."""
+frame ranker (fakes in most tests, to see the calls), where files land, what is refused,
+and one run end to end with the real page, ranker and project copy."""
 
 from __future__ import annotations
 
@@ -32,9 +32,10 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> dict[str, list]:
         calls["suggest"].append((data.video, n))
         return [Suggestion(frame=int(f), reason="diversity", score=0.5) for f in data.frames[:n]]
 
-    def write_suggestions(into, output, by_video):  # type: ignore[no-untyped-def]
+    def write_suggestions(into, output, by_video, overwrite=False):  # type: ignore[no-untyped-def]
         calls["write"].append((Path(into), Path(output), by_video))
         Path(output).write_bytes(Path(into).read_bytes())
+        return {"added": sum(map(len, by_video.values())), "already": 0, "videos_added": 0}
 
     monkeypatch.setattr(html, "write_html", write_html)
     monkeypatch.setattr(suggest, "suggest_frames", suggest_frames)
@@ -184,3 +185,29 @@ def test_predict_report_beside_the_output(
     assert (tmp_path / "r2.qc.html").read_text() == "someone's"
     code, err = run_cli(capsys, *args, "--device", "cpu", "--report", "-q", "--overwrite")
     assert code == 0 and (tmp_path / "r2.qc.html").read_text() == "<html></html>"
+
+
+def test_qc_end_to_end_with_the_real_page_ranker_and_copy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No fakes: the JSON, the HTML page and the project copy a user gets from one line."""
+    import sleap_io as sio
+
+    pred = write_project(tmp_path / "pred.slp")
+    project = write_project(tmp_path / "labels.slp")
+    before = project.read_bytes()
+    page, copy, q = tmp_path / "r.html", tmp_path / "copy.slp", tmp_path / "q.json"
+    code, err = run_cli(
+        capsys, "qc", pred, "--suggest", "3", "--into", project,
+        "-o", copy, "-o", page, "--json", q,
+    )  # fmt: skip
+    assert code == 0, err
+    assert project.read_bytes() == before
+    video = json.loads(q.read_text())["files"][0]["videos"][0]
+    frames = [s["frame"] for s in video["suggestions"]]
+    assert 1 <= len(frames) <= 3 and len(set(frames)) == len(frames)
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") or text.lstrip().lower().startswith("<!doctype html")
+    assert video["summary"]["verdict"] in text
+    labels = sio.load_slp(str(copy))
+    assert sorted(s.frame_idx for s in labels.suggestions) == sorted(frames)
