@@ -344,7 +344,7 @@ def timeline_plot(data: VideoData, events: Sequence[Event], tag: str = "timeline
                 )
     names = (["video"] if has_video_row else []) + labels[:k]
     ax.set_yticks(range(rows), [_short(x) for x in names], fontsize=7)
-    ax.set_ylim(rows - 0.5, -0.5)
+    ax.set_ylim(max(rows, 1) - 0.5, -0.5)  # no tracks: one empty row, not a singular axis
     _style_axes(ax, lo, hi)
     ax.grid(False)
     ax.set_xlabel("frame", fontsize=9)

@@ -520,3 +520,18 @@ def test_matplotlib_is_imported_only_when_a_report_is_drawn() -> None:
     code = "import sys, sleap_infer.qc.html; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_no_instances_and_no_events_draw_an_empty_timeline_without_a_warning() -> None:
+    """Zero tracks and nothing flagged: the timeline has no row at all (semantic-segmentation
+    outputs read this way); matplotlib used to warn about a singular y axis here."""
+    data = scene(20, 1)
+    data.points = data.points[:, :0]
+    data.point_scores = data.point_scores[:, :0]
+    data.instance_scores = data.instance_scores[:, :0]
+    data.present = data.present[:, :0]
+    data.track_names = []
+    page = render_html(
+        QCResult([FileReport("k1.slp", [VideoReport(data.video, 20, {}, [])])]), [[data]]
+    )
+    assert page.count("<svg") == 3
