@@ -131,7 +131,11 @@ def run_qc(
     the result and the next file is checked)."""
     result = QCResult()
     data: list[list[VideoData]] = []
+    seen: set[Path] = set()
     for path in map(Path, paths):
+        if path.resolve() in seen:  # `qc a.slp *.slp`: one report per file, not two
+            continue
+        seen.add(path.resolve())
         try:
             videos = load_videos(path)
         except QCInputError as exc:

@@ -74,6 +74,14 @@ def test_run_qc_goes_on_after_a_bad_file(tmp_path: Path) -> None:
         run_qc([tmp_path / "missing.slp"])
 
 
+def test_a_file_named_twice_is_checked_once(tmp_path: Path) -> None:
+    """`infer qc a.slp *.slp` names a.slp twice: one report for it, in first-named order."""
+    a = _project(tmp_path / "a.slp")
+    b = _project(tmp_path / "b.slp")
+    result, data = run_qc([a, b, tmp_path / "." / "a.slp"])
+    assert [f.path for f in result.files] == [str(a), str(b)] and len(data) == 2
+
+
 def test_python_entry_point(tmp_path: Path) -> None:
     path = _project(tmp_path / "p.slp")
     result = sleap_infer.qc(path)
