@@ -179,3 +179,27 @@ def test_box_only_predictions_choose_bbox_mode() -> None:
     )
     m = evaluate(gt, pred)
     assert m["bbox_n_tp"] == 1 and m["bbox_mean_iou"] == pytest.approx(90 / 110)
+
+
+def test_sleap_nn_command_line_scores_boxes(
+    shared: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``sleap-nn eval -g ... -p bbox_centernet.slp --bbox_source instances
+    --bbox_padding 8`` runs unchanged and prints sleap-nn's box numbers."""
+    from sleap_infer.cli import main
+
+    out = tmp_path / "m.json"
+    args = ["eval", "-g", str(shared / "videos" / "synthetic_multi.pkg.slp")]
+    args += ["-p", str(shared / "reference" / "bbox_centernet.slp"), "--json", str(out)]
+    args += ["--bbox_source", "instances", "--bbox_padding", "8"]
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    assert not exit_.value.code
+    err = capsys.readouterr().err
+    assert "Box mAP" in err and "from instances" in err
+    expected = SLEAP_NN[
+        ("bbox_centernet.slp", (("bbox_source", "instances"), ("bbox_padding", 8.0)))
+    ]
+    import json
+
+    assert json.loads(out.read_text())["bbox_mAP"] == pytest.approx(expected["bbox_mAP"])

@@ -177,3 +177,40 @@ def test_geometric_median_resists_a_far_node() -> None:
     median = gt_centroid(points, None, "geometric_median", None)
     assert np.linalg.norm(median - [1.0, 0.67]) < 1.0
     assert gt_centroid(points, None, None, None) == pytest.approx([25.75, 25.5])
+
+
+def _run(args: list[str]) -> int:
+    from sleap_infer.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    return int(exit_.value.code or 0)
+
+
+def test_sleap_nn_command_line_scores_centroids(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``sleap-nn eval -g gt -p pred --anchor_part head --centroid_fallback bbox_center
+    -s m.npz`` runs unchanged: the table has centroid mode's numbers, and the .npz holds
+    sleap-nn's two blocks (our counts left out), the .json beside it the same."""
+    import json
+
+    gt, pred = write_pair(tmp_path)
+    npz = tmp_path / "m.npz"
+    args = ["eval", "-g", str(gt), "-p", str(pred), "--anchor_part", "head"]
+    args += ["--centroid_fallback", "bbox_center", "-s", str(npz)]
+    assert _run(args) == 0
+    err = capsys.readouterr().err
+    assert "Precision" in err and "0.8000" in err and "4 of 5 ground-truth centroids" in err
+    saved = np.load(npz, allow_pickle=True)["metrics"].item()
+    assert set(saved) == {"detection_metrics", "distance_metrics"}
+    avg = SLEAP_NN[(("anchor_part", "head"), ("centroid_fallback", "bbox_center"))][0]
+    assert saved["detection_metrics"]["avg"] == pytest.approx(avg, rel=1e-12)
+    data = json.loads(npz.with_suffix(".json").read_text())
+    assert data["detection_metrics"]["n_tp"] == 4
+
+
+def test_bad_centroid_values_are_one_line(tmp_path: Path) -> None:
+    gt, pred = write_pair(tmp_path)
+    assert _run(["eval", str(gt), str(pred), "--centroid-method", "middle"]) == 2
+    assert _run(["eval", str(gt), str(pred), "--match_method", "mask"]) == 2
