@@ -11,6 +11,7 @@ writes sleap-nn's pickled ``.npz`` and, as sleap-nn does, its ``.json`` sibling.
 from __future__ import annotations
 
 import math
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,21 +21,43 @@ from rich.table import Table
 
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import exit_codes
-from sleap_infer.cli.options import _choices
 from sleap_infer.core.errors import UsageError
 from sleap_infer.core.options import check_number
 
 EVAL_SCHEMA = "sleap_infer.eval_metrics/1"
-MatchMethod = _choices("MatchMethod", ("auto", "oks", "centroid", "bbox"))
-CentroidMethod = _choices(
-    "CentroidMethod", ("center_of_mass", "bbox_center", "geometric_median", "anchor")
-)
-CentroidFallback = _choices(
-    "CentroidFallback", ("center_of_mass", "bbox_center", "geometric_median")
-)
-BboxSource = _choices("BboxSource", ("auto", "bboxes", "instances", "masks"))
-DEFAULT_MATCH_METHOD = MatchMethod("auto")
-DEFAULT_BBOX_SOURCE = BboxSource("auto")
+
+
+class MatchMethod(str, Enum):
+    """sleap-nn's matching modes that infer eval scores (mask/semantic: refused)."""
+
+    auto = "auto"
+    oks = "oks"
+    centroid = "centroid"
+    bbox = "bbox"
+
+
+class CentroidMethod(str, Enum):
+    center_of_mass = "center_of_mass"
+    bbox_center = "bbox_center"
+    geometric_median = "geometric_median"
+    anchor = "anchor"
+
+
+class CentroidFallback(str, Enum):
+    center_of_mass = "center_of_mass"
+    bbox_center = "bbox_center"
+    geometric_median = "geometric_median"
+
+
+class BboxSource(str, Enum):
+    auto = "auto"
+    bboxes = "bboxes"
+    instances = "instances"
+    masks = "masks"
+
+
+DEFAULT_MATCH_METHOD = MatchMethod.auto
+DEFAULT_BBOX_SOURCE = BboxSource.auto
 EPILOG = exit_codes(
     ok="scored (and --json / --npz written)",
     failed="a file could not be read, or --json / --npz could not be written",
@@ -150,7 +173,7 @@ def eval_cmd(
         ),
     ] = 0.0,
     match_method: Annotated[
-        MatchMethod,  # type: ignore[valid-type]
+        MatchMethod,
         typer.Option(
             help="oks: whole poses; centroid: one point per animal, by pixel distance; "
             "bbox: predicted boxes, COCO box AP; auto: bbox when the predictions are "
@@ -167,7 +190,7 @@ def eval_cmd(
         ),
     ] = None,
     centroid_method: Annotated[
-        CentroidMethod | None,  # type: ignore[valid-type]
+        CentroidMethod | None,
         typer.Option(
             help="Centroid mode: how ground-truth centroids are derived; give what the "
             "model was trained with (default: anchor with --anchor-part, else "
@@ -176,7 +199,7 @@ def eval_cmd(
         ),
     ] = None,
     centroid_fallback: Annotated[
-        CentroidFallback | None,  # type: ignore[valid-type]
+        CentroidFallback | None,
         typer.Option(
             help="Centroid mode: the centroid where the --anchor-part node is not "
             "visible (default: center_of_mass).",
@@ -184,7 +207,7 @@ def eval_cmd(
         ),
     ] = None,
     bbox_source: Annotated[
-        BboxSource,  # type: ignore[valid-type]
+        BboxSource,
         typer.Option(
             help="bbox mode: ground-truth boxes from the file's user boxes, or drawn "
             "around user instances / user masks (auto: boxes, else instances, else masks).",

@@ -12,6 +12,7 @@ sleap-nn's keys, then ``summary``, or ``error`` when the run fails.
 from __future__ import annotations
 
 import time
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,7 +22,6 @@ from rich.markup import escape
 from sleap_infer.cli import tracking as trk
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import exit_codes
-from sleap_infer.cli.options import _choices
 from sleap_infer.core.errors import SleapInferError, UsageError
 
 # The tracker option as predict declares it, less predict's "Implies --tracking.":
@@ -35,8 +35,15 @@ Tracker = Annotated[
     ),
 ]
 
-TrackProgress = _choices("TrackProgress", ("auto", "json"))
-DEFAULT_TRACK_PROGRESS = TrackProgress("auto")
+
+class TrackProgress(str, Enum):
+    """What infer track prints while it runs (predict's --progress, two of its modes)."""
+
+    auto = "auto"
+    json = "json"
+
+
+DEFAULT_TRACK_PROGRESS = TrackProgress.auto
 
 EPILOG = exit_codes(ok="re-tracked and written", failed="the file could not be read or written")
 
@@ -67,7 +74,7 @@ def track(
         bool, typer.Option("--overwrite", help="Replace an existing output file.")
     ] = False,
     progress: Annotated[
-        TrackProgress,  # type: ignore[valid-type]
+        TrackProgress,
         typer.Option(
             "--progress",
             case_sensitive=False,

@@ -18,8 +18,9 @@ import numpy as np
 
 from sleap_infer.core.leftovers import write_atomically
 
+Row = tuple[str, str, str, str]
 # (label, section, key, unit): the numbers sleap-nn's eval logs, in its order.
-HEADLINE = (
+HEADLINE: tuple[Row, ...] = (
     ("mOKS", "mOKS", "mOKS", ""),
     ("mAP (OKS VOC)", "voc_metrics", "oks_voc.mAP", ""),
     ("mAR (OKS VOC)", "voc_metrics", "oks_voc.mAR", ""),
@@ -35,7 +36,7 @@ HEADLINE = (
 )
 # Centroid mode (``detection_metrics``) and bbox mode (flat ``bbox_*`` keys, section
 # ``""``): the numbers sleap-nn logs for them.
-CENTROID_HEADLINE = (
+CENTROID_HEADLINE: tuple[Row, ...] = (
     ("Precision", "detection_metrics", "precision", ""),
     ("Recall", "detection_metrics", "recall", ""),
     ("F1", "detection_metrics", "f1", ""),
@@ -45,7 +46,7 @@ CENTROID_HEADLINE = (
     ("Distance p95", "distance_metrics", "p95", "px"),
     ("Distance p99", "distance_metrics", "p99", "px"),
 )
-BBOX_HEADLINE = (
+BBOX_HEADLINE: tuple[Row, ...] = (
     ("Box mAP @[.5:.95]", "", "bbox_mAP", ""),
     ("Box AP50", "", "bbox_AP50", ""),
     ("Box AP75", "", "bbox_AP75", ""),
