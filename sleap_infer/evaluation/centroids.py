@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import sleap_io as sio
 from scipy.optimize import linear_sum_assignment
+from scipy.spatial.distance import cdist
 
 from sleap_infer.core.errors import UsageError
 from sleap_infer.evaluation.pairing import video_key
@@ -213,12 +214,14 @@ def centroid_metrics(
             n_fn += len(g)
             n_fp += len(p)
             continue
-        cost = np.linalg.norm(p[:, None, :] - g[None, :, :], axis=-1)
+        cost = cdist(p, g)  # sleap-nn's, to the last bit (the gate compares these)
         rows, cols = linear_sum_assignment(cost)
         matched = 0
         for r, c in zip(rows, cols, strict=True):
             if cost[r, c] <= max_distance:
-                pairs.append((frame.video, frame.frame_idx, float(cost[r, c])))
+                # the reported distance is sleap-nn's np.linalg.norm of the pair
+                dist = float(np.linalg.norm(p[r] - g[c]))
+                pairs.append((frame.video, frame.frame_idx, dist))
                 matched += 1
         n_fn += len(g) - matched
         n_fp += len(p) - matched
