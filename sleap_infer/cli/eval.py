@@ -1,6 +1,7 @@
 """``infer eval``: score a prediction file against ground truth, as ``sleap-nn eval`` does.
 
-Same pairing, matching and metrics as sleap-nn 0.3.5 (see
+Same pairing, matching modes (OKS for poses, centroid distance for one point
+per animal, COCO box AP for detectors) and metrics as sleap-nn 0.3.5 (see
 :mod:`sleap_infer.evaluation`), so the numbers can be quoted side by side.
 The headline numbers go to the terminal; ``--json`` keeps everything, in the
 layout of sleap-nn's metrics ``.json``; ``--npz`` (sleap-nn's ``-s/--save_metrics``)
@@ -10,6 +11,7 @@ writes sleap-nn's pickled ``.npz`` and, as sleap-nn does, its ``.json`` sibling.
 from __future__ import annotations
 
 import math
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,6 +25,39 @@ from sleap_infer.core.errors import UsageError
 from sleap_infer.core.options import check_number
 
 EVAL_SCHEMA = "sleap_infer.eval_metrics/1"
+
+
+class MatchMethod(str, Enum):
+    """sleap-nn's matching modes that infer eval scores (mask/semantic: refused)."""
+
+    auto = "auto"
+    oks = "oks"
+    centroid = "centroid"
+    bbox = "bbox"
+
+
+class CentroidMethod(str, Enum):
+    center_of_mass = "center_of_mass"
+    bbox_center = "bbox_center"
+    geometric_median = "geometric_median"
+    anchor = "anchor"
+
+
+class CentroidFallback(str, Enum):
+    center_of_mass = "center_of_mass"
+    bbox_center = "bbox_center"
+    geometric_median = "geometric_median"
+
+
+class BboxSource(str, Enum):
+    auto = "auto"
+    bboxes = "bboxes"
+    instances = "instances"
+    masks = "masks"
+
+
+DEFAULT_MATCH_METHOD = MatchMethod.auto
+DEFAULT_BBOX_SOURCE = BboxSource.auto
 EPILOG = exit_codes(
     ok="scored (and --json / --npz written)",
     failed="a file could not be read, or --json / --npz could not be written",
@@ -60,11 +95,23 @@ def metrics_table(metrics: dict[str, Any]) -> Table:
     return table
 
 
-def counts_line(counts: dict[str, int]) -> str:
+def counts_line(metrics: dict[str, Any]) -> str:
     """What the numbers rest on: frames paired, instances matched, predictions left over."""
+    counts = metrics["counts"]
     frames = counts["frame_pairs"]
+    plural = "s" if frames != 1 else ""
+    if "bbox_mAP" in metrics:
+        return (
+            f"{frames} frame{plural} with ground-truth boxes (from {counts['bbox_source']}), "
+            f"{counts['gt_boxes']} ground-truth boxes, {counts['pred_boxes']} predicted"
+        )
+    if "detection_metrics" in metrics:
+        return (
+            f"{frames} frame{plural} paired, {counts['matched']} of {counts['gt_instances']} "
+            f"ground-truth centroids matched, {counts['unmatched_pred']} false positives"
+        )
     return (
-        f"{frames} frame{'s' if frames != 1 else ''} paired, {counts['matched']} of "
+        f"{frames} frame{plural} paired, {counts['matched']} of "
         f"{counts['gt_instances']} ground-truth instances matched, "
         f"{counts['unmatched_pred']} of {counts['pred_instances']} predictions unmatched "
         "(not counted by mAP, as in sleap-nn)"
@@ -119,7 +166,60 @@ def eval_cmd(
     ] = None,
     match_threshold: Annotated[
         float,
-        typer.Option(metavar="OKS", help="A pair matches only when its OKS is above this."),
+        typer.Option(
+            metavar="OKS|PX",
+            help="A pair matches only when its OKS is above this (centroid mode: when "
+            "the centroids are at most this many pixels apart; 0 means 50 px).",
+        ),
+    ] = 0.0,
+    match_method: Annotated[
+        MatchMethod,
+        typer.Option(
+            help="oks: whole poses; centroid: one point per animal, by pixel distance; "
+            "bbox: predicted boxes, COCO box AP; auto: bbox when the predictions are "
+            "boxes only, centroid when their skeleton has one node, else oks.",
+        ),
+    ] = DEFAULT_MATCH_METHOD,
+    anchor_part: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NODE",
+            help="Centroid mode: the ground-truth node that is each instance's centroid "
+            "(default: the mean of visible nodes; a name not in the skeleton: the mean).",
+            show_default=False,
+        ),
+    ] = None,
+    centroid_method: Annotated[
+        CentroidMethod | None,
+        typer.Option(
+            help="Centroid mode: how ground-truth centroids are derived; give what the "
+            "model was trained with (default: anchor with --anchor-part, else "
+            "center_of_mass).",
+            show_default=False,
+        ),
+    ] = None,
+    centroid_fallback: Annotated[
+        CentroidFallback | None,
+        typer.Option(
+            help="Centroid mode: the centroid where the --anchor-part node is not "
+            "visible (default: center_of_mass).",
+            show_default=False,
+        ),
+    ] = None,
+    bbox_source: Annotated[
+        BboxSource,
+        typer.Option(
+            help="bbox mode: ground-truth boxes from the file's user boxes, or drawn "
+            "around user instances / user masks (auto: boxes, else instances, else masks).",
+        ),
+    ] = DEFAULT_BBOX_SOURCE,
+    bbox_padding: Annotated[
+        float,
+        typer.Option(
+            metavar="PX",
+            help="bbox mode: pixels added on each side of boxes drawn around instances "
+            "or masks (give the model's training bbox_padding).",
+        ),
     ] = 0.0,
     node_map: Annotated[
         str | None,
@@ -142,7 +242,8 @@ def eval_cmd(
         typer.Option("--overwrite", help="Let --json replace an existing file that is not ours."),
     ] = False,
 ) -> None:
-    """Score predictions against ground truth: OKS mAP/mAR, PCK, distances, visibility."""
+    """Score predictions against ground truth: OKS mAP/mAR, PCK, distances, visibility
+    (centroid mode: precision/recall/F1 and distances; bbox mode: COCO box AP/AR)."""
     from sleap_infer.evaluation import evaluate_files, metrics_json
     from sleap_infer.evaluation.nodes import parse_node_map
     from sleap_infer.evaluation.report import npz_paths, write_npz
@@ -168,12 +269,21 @@ def eval_cmd(
         "oks_scale": oks_scale,
         "match_threshold": match_threshold,
         "user_labels_only": user_labels_only,
+        "match_method": match_method.value,
+        "anchor_part": anchor_part,
+        "centroid_method": None if centroid_method is None else centroid_method.value,
+        "centroid_fallback": None if centroid_fallback is None else centroid_fallback.value,
+        "bbox_source": bbox_source.value,
+        "bbox_padding": bbox_padding,
     }
+    notes: list[str] = []
     with console.status(f"Scoring {escape(predictions.name)}...", spinner="dots"):
-        metrics = evaluate_files(ground_truth, predictions, **options)
+        metrics = evaluate_files(ground_truth, predictions, notes=notes, **options)
+    for note in notes:
+        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
     console.print(metrics_table(metrics))
-    console.print(counts_line(metrics["counts"]), highlight=False, soft_wrap=True)
-    if not metrics["counts"]["matched"]:
+    console.print(counts_line(metrics), highlight=False, soft_wrap=True)
+    if "voc_metrics" in metrics and not metrics["counts"]["matched"]:
         console.print(
             "[yellow]note:[/] no prediction matched a ground-truth instance: mAP and "
             "mAR are 0, the other metrics undefined",

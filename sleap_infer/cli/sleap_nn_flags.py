@@ -315,9 +315,7 @@ RETRACK: dict[str, Flag] = {
     "-i": positional("PREDICTIONS"),
     "--data_path": positional("PREDICTIONS"),
     "--output_path": alias("--output"),
-    "--gui": refused(
-        "infer track has no JSON progress (with -m it runs infer predict, where --gui works)"
-    ),
+    "--gui": alias("--progress json"),  # JSON lines on stdout, as sleap-nn's GUI reads
     "-t": ignored("infer track always tracks", takes_value=False),
     "--tracking": ignored("infer track always tracks", takes_value=False),
     **TRACKING,
@@ -341,7 +339,7 @@ EXPORT: dict[str, Flag] = {
 }
 
 # ---------------------------------------------------------------------------- eval
-_EVAL_MATCH = "infer eval matches by OKS only"
+_EVAL_MASKS = "infer eval does not score masks (its modes: oks, centroid, bbox)"
 EVAL: dict[str, Flag] = {
     "-g": positional("GROUND_TRUTH"),
     "--ground_truth_path": positional("GROUND_TRUTH"),
@@ -355,20 +353,21 @@ EVAL: dict[str, Flag] = {
     "--user_labels_only": alias("--user-labels-only"),
     "--no-user_labels_only": alias("--all-labels"),
     "--match_method": by_value(
-        "(OKS)",
+        "--match-method",
         {
-            "auto": (),
-            "oks": (),
-            "centroid": _EVAL_MATCH,
-            "mask": _EVAL_MATCH,
-            "semantic": _EVAL_MATCH,
+            "auto": ("--match-method", "auto"),
+            "oks": ("--match-method", "oks"),
+            "centroid": ("--match-method", "centroid"),
+            "bbox": ("--match-method", "bbox"),
+            "mask": _EVAL_MASKS,
+            "semantic": _EVAL_MASKS,
         },
     ),
-    "--bbox_source": refused(_EVAL_MATCH),
-    "--bbox_padding": refused(_EVAL_MATCH),
-    "--anchor_part": refused(_EVAL_MATCH + " (the anchor only serves centroid matching)"),
-    "--centroid_method": refused(_EVAL_MATCH),
-    "--centroid_fallback": refused(_EVAL_MATCH),
+    "--bbox_source": alias("--bbox-source"),
+    "--bbox_padding": alias("--bbox-padding"),
+    "--anchor_part": alias("--anchor-part"),
+    "--centroid_method": alias("--centroid-method"),
+    "--centroid_fallback": alias("--centroid-fallback"),
 }
 
 TABLES: dict[str, dict[str, Flag]] = {

@@ -4,12 +4,17 @@ Works on our ``.slp`` outputs and on sleap-nn's; the same options as ``infer
 predict --tracking``. The file is read whole (sleap-io has no streaming
 reader), re-tracked per video in frame order, and written atomically: the
 input is never touched, and a failed run leaves no half-written output.
+``--progress json`` (sleap-nn's ``--gui``) prints one JSON object per line on
+stdout, as ``infer predict --progress json`` does: ``progress`` events with
+sleap-nn's keys, then ``summary``, or ``error`` when the run fails.
 """
 
 from __future__ import annotations
 
+import time
+from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -17,7 +22,7 @@ from rich.markup import escape
 from sleap_infer.cli import tracking as trk
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import exit_codes
-from sleap_infer.core.errors import UsageError
+from sleap_infer.core.errors import SleapInferError, UsageError
 
 # The tracker option as predict declares it, less predict's "Implies --tracking.":
 # infer track always tracks, so the sentence only puzzled here.
@@ -29,6 +34,16 @@ Tracker = Annotated[
         show_default=False,
     ),
 ]
+
+
+class TrackProgress(str, Enum):
+    """What infer track prints while it runs (predict's --progress, two of its modes)."""
+
+    auto = "auto"
+    json = "json"
+
+
+DEFAULT_TRACK_PROGRESS = TrackProgress.auto
 
 EPILOG = exit_codes(ok="re-tracked and written", failed="the file could not be read or written")
 
@@ -58,6 +73,16 @@ def track(
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace an existing output file.")
     ] = False,
+    progress: Annotated[
+        TrackProgress,
+        typer.Option(
+            "--progress",
+            case_sensitive=False,
+            help="auto: a spinner, then one line. json: one JSON object per line on stdout "
+            "(progress, summary, error), as infer predict --progress json and sleap-nn's "
+            "--gui; the human lines go to stderr.",
+        ),
+    ] = DEFAULT_TRACK_PROGRESS,
     tracker: Tracker = None,
     features: trk.Features = None,
     scoring: trk.Scoring = None,
@@ -107,8 +132,25 @@ def track(
         raise UsageError(f"{out}: the output would replace the input; pick another -o")
     if out.exists() and not overwrite:
         raise UsageError(f"{out}: exists; pass --overwrite to replace it")
-    with console.status(f"Tracking {escape(predictions.name)}...", spinner="dots"):
-        stats = retrack_file(predictions, out, options)
+    if progress.value == "json":
+        events = JsonEvents(str(predictions))
+        try:
+            stats = retrack_file(predictions, out, options, events.progress)
+        except SleapInferError as exc:
+            events.emit("error", message=str(exc), exit_code=exc.exit_code)
+            raise
+        events.emit(
+            "summary",
+            input=str(predictions),
+            output=str(out),
+            frames=stats.frames,
+            instances=stats.instances,
+            tracks=stats.tracks,
+            seconds=round(stats.seconds, 3),
+        )
+    else:
+        with console.status(f"Tracking {escape(predictions.name)}...", spinner="dots"):
+            stats = retrack_file(predictions, out, options)
     per_frame = 1000 * stats.seconds / stats.frames if stats.frames else 0.0
     console.print(
         f"[green]tracked[/] {escape(str(predictions))}: {stats.frames} frames, "
@@ -117,3 +159,39 @@ def track(
         highlight=False,
         soft_wrap=True,
     )
+
+
+class JsonEvents:
+    """``--progress json``: predict's event lines (``{"event", "time", ...}``, see
+    :class:`sleap_infer.cli.progress.JsonProgress`), with sleap-nn's retrack progress keys
+    (``n_processed`` frames of ``n_total``, ``rate`` in frames/s, ``eta`` in s). At most
+    one progress line a second, and always the last one, so a reader sees 100%."""
+
+    def __init__(self, source: str, interval: float = 1.0) -> None:
+        from sleap_infer.cli.progress import JsonProgress
+
+        self.source = source
+        self.interval = interval
+        self.start = time.monotonic()
+        self.last = -float("inf")
+        self.out = JsonProgress(1, interval)  # its emit: flushed lines, a closed stdout
+
+    def emit(self, event: str, **fields: Any) -> None:
+        self.out.emit(event, **fields)
+
+    def progress(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - self.last < self.interval:
+            return
+        self.last = now
+        elapsed = now - self.start
+        rate = done / elapsed if elapsed > 0 else None
+        self.emit(
+            "progress",
+            input=self.source,
+            n_processed=done,
+            n_total=total,
+            percent=round(100 * done / total, 1) if total else None,
+            rate=None if rate is None else round(rate, 1),
+            eta=None if not rate else round((total - done) / rate, 1),
+        )

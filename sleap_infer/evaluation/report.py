@@ -18,8 +18,9 @@ import numpy as np
 
 from sleap_infer.core.leftovers import write_atomically
 
+Row = tuple[str, str, str, str]
 # (label, section, key, unit): the numbers sleap-nn's eval logs, in its order.
-HEADLINE = (
+HEADLINE: tuple[Row, ...] = (
     ("mOKS", "mOKS", "mOKS", ""),
     ("mAP (OKS VOC)", "voc_metrics", "oks_voc.mAP", ""),
     ("mAR (OKS VOC)", "voc_metrics", "oks_voc.mAR", ""),
@@ -33,12 +34,44 @@ HEADLINE = (
     ("Visibility precision", "visibility_metrics", "precision", ""),
     ("Visibility recall", "visibility_metrics", "recall", ""),
 )
+# Centroid mode (``detection_metrics``) and bbox mode (flat ``bbox_*`` keys, section
+# ``""``): the numbers sleap-nn logs for them.
+CENTROID_HEADLINE: tuple[Row, ...] = (
+    ("Precision", "detection_metrics", "precision", ""),
+    ("Recall", "detection_metrics", "recall", ""),
+    ("F1", "detection_metrics", "f1", ""),
+    ("Average distance", "distance_metrics", "avg", "px"),
+    ("Distance p50", "distance_metrics", "p50", "px"),
+    ("Distance p90", "distance_metrics", "p90", "px"),
+    ("Distance p95", "distance_metrics", "p95", "px"),
+    ("Distance p99", "distance_metrics", "p99", "px"),
+)
+BBOX_HEADLINE: tuple[Row, ...] = (
+    ("Box mAP @[.5:.95]", "", "bbox_mAP", ""),
+    ("Box AP50", "", "bbox_AP50", ""),
+    ("Box AP75", "", "bbox_AP75", ""),
+    ("Box AR @[.5:.95]", "", "bbox_AR", ""),
+    ("Best-F1 score threshold (IoU 0.5)", "", "bbox_f1_threshold", ""),
+    ("Precision @IoU0.5", "", "bbox_precision", ""),
+    ("Recall @IoU0.5", "", "bbox_recall", ""),
+    ("F1 @IoU0.5", "", "bbox_f1", ""),
+    ("Mean IoU @IoU0.5", "", "bbox_mean_iou", ""),
+)
 _LEFT_OUT = {"pck_metrics": ("pcks",)}  # large, per pair; sleap-nn's JSON drops it too
 
 
 def headline(metrics: dict[str, Any]) -> list[tuple[str, float, str]]:
-    """``(label, value, unit)`` for each headline number (NaN when undefined)."""
-    return [(label, float(metrics[section][key]), unit) for label, section, key, unit in HEADLINE]
+    """``(label, value, unit)`` for each headline number (NaN when undefined), those of
+    the mode the metrics come from."""
+    rows = HEADLINE
+    if "bbox_mAP" in metrics:
+        rows = BBOX_HEADLINE
+    elif "detection_metrics" in metrics:
+        rows = CENTROID_HEADLINE
+    return [
+        (label, float((metrics[section] if section else metrics)[key]), unit)
+        for label, section, key, unit in rows
+    ]
 
 
 def to_json_safe(value: Any) -> Any:

@@ -22,6 +22,7 @@ file, untracked. Track names are ``track_<n>``, continuing across videos.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -248,20 +249,35 @@ def _n_nodes(labels: sio.Labels) -> int:
 Tracked = tuple[sio.LabeledFrame, list[Any], Detections | None, np.ndarray]
 
 
-def retrack_labels(labels: sio.Labels, options: TrackingOptions) -> RetrackStats:
-    """Track ``labels`` again, in place; returns what was done and the resolved options."""
+Progress = Callable[[int, int], None]  # (frames done, frames in all), as sleap-nn's callback
+
+
+def retrack_labels(
+    labels: sio.Labels, options: TrackingOptions, progress: Progress | None = None
+) -> RetrackStats:
+    """Track ``labels`` again, in place; returns what was done and the resolved options.
+    ``progress`` hears of each frame tracked (``infer track --progress json``)."""
     t0 = time.perf_counter()
     carrier, vectors = _carrier(labels, options)
     n_nodes = _n_nodes(labels)
     stats = RetrackStats(carrier=carrier)
     stats.options = resolve_options(options, carrier, n_nodes, vectors)
     tracks: list[sio.Track] = []
-    for frames in _by_video(labels):
+    videos = list(_by_video(labels))
+    n_total, n_done = sum(len(f) for f in videos), 0
+
+    def tick() -> None:
+        nonlocal n_done
+        n_done += 1
+        if progress is not None:
+            progress(n_done, n_total)
+
+    for frames in videos:
         tracker = make_tracker(options, carrier, n_nodes, vectors)
         tracker = with_cleanup(tracker, options, carrier, n_nodes, vectors)
         _prepare(tracker, frames, carrier, vectors, stats)
         offset = len(tracks)
-        done = _track_video(tracker, frames, carrier, vectors, tracks, stats, options.links)
+        done = _track_video(tracker, frames, carrier, vectors, tracks, stats, options.links, tick)
         if options.links:
             _link(done, options, stats, tracks, offset)
         if carrier == MASKS:
@@ -286,9 +302,11 @@ def _track_video(
     tracks: list[sio.Track],
     stats: RetrackStats,
     links: bool,
+    tick: Callable[[], None] = lambda: None,
 ) -> list[Tracked]:
     """Step ``tracker`` through one video's frames, setting every target's track (late
-    labels included); each frame's targets and ids, plus its detections when ``links``."""
+    labels included); each frame's targets and ids, plus its detections when ``links``.
+    ``tick`` is called once per frame (sleap-nn's retrack progress counts every frame)."""
     offset = len(tracks)
     done: list[Tracked] = []
     at: dict[int, int] = {}  # frame index -> its entry in ``done``
@@ -302,6 +320,7 @@ def _track_video(
             if links:
                 empty = _detections(lf, targets, carrier, vectors, False)
                 done.append((lf, targets, empty, np.zeros(0, np.int64)))
+            tick()
             continue
         det = _detections(lf, targets, carrier, vectors, tracker.needs_images)
         answer = tracker.step(det)
@@ -322,6 +341,7 @@ def _track_video(
                 earlier[j].track, earlier[j].tracking_score = tracks[offset + tid], score
         stats.frames += 1
         stats.instances += len(targets)
+        tick()
     return done
 
 
@@ -356,7 +376,9 @@ def _link(
     del tracks[offset + int(new.max(initial=-1)) + 1 :]
 
 
-def retrack_file(src: Path, dst: Path, options: TrackingOptions) -> RetrackStats:
+def retrack_file(
+    src: Path, dst: Path, options: TrackingOptions, progress: Progress | None = None
+) -> RetrackStats:
     """Re-track ``src`` into ``dst`` (written atomically); ``seconds`` covers load to save."""
     t0 = time.perf_counter()
     src, dst = Path(src), Path(dst)
@@ -366,7 +388,7 @@ def retrack_file(src: Path, dst: Path, options: TrackingOptions) -> RetrackStats
     labels = load_labels(src, FILE)
     check_destination(src, dst, labels)
     keep_vectors = has_vectors(labels)
-    stats = retrack_labels(labels, options)
+    stats = retrack_labels(labels, options, progress)
     tracking = stats.options.to_json()
     if stats.calibrations:  # the MOT pre-pass ran (sleap-nn's prepare()), per video
         tracking = {**tracking, "prepare": stats.calibrations}

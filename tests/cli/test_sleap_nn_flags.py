@@ -421,10 +421,10 @@ def test_integral_refinement_given_twice_keeps_the_last() -> None:
     assert parse([*base, "--integral_refinement", "integral", "--no-refine"])[1]["no_refine"]
     # a refused value given before a good one is no error (click converts only the last)
     evals = BASE["eval"]
-    first = ["--match_method", "centroid", "--match_method", "oks"]
-    assert parse([*evals, *first])[1] == parse(evals)[1]
-    with pytest.raises(UsageError, match="^--match_method centroid: "):
-        parse([*evals, "--match_method", "oks", "--match_method", "centroid"])
+    first = ["--match_method", "mask", "--match_method", "oks"]
+    assert parse([*evals, *first])[1] == parse([*evals, "--match-method", "oks"])[1]
+    with pytest.raises(UsageError, match="^--match_method mask: "):
+        parse([*evals, "--match_method", "oks", "--match_method", "mask"])
     # --embed (ours, as sleap-nn's): the last one counts
     assert parse([*base, "--embed", "true", "--embed", "false"])[1] == parse(base)[1]
     assert parse([*base, "--embed", "false", "--embed", "true"])[1]["embed"].value == "true"

@@ -235,7 +235,6 @@ def test_no_common_frames_is_a_usage_error() -> None:
     ("pred", "message"),
     [
         (make_labels({0: []}, predicted=True), "no pose instances"),
-        (make_labels({0: [ANIMAL[:1]]}, predicted=True, nodes=("c",)), "single-node"),
         (make_labels({0: [ANIMAL[:2]]}, predicted=True, nodes=("a", "b")), "skeletons differ"),
     ],
 )
