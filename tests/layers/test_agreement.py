@@ -83,3 +83,26 @@ def test_whole_video_onnx_matches_torch(fixtures: Path, tmp_path: Path, case: st
     assert res.mean_px < 1e-3
     assert res.beyond <= BEYOND_ALLOWED.get(case, 0), res.worst
     assert all(w["px"] <= 2.0 for w in res.worst)  # at most one map pixel
+
+
+def _frame(*instances: list[list[float]]) -> agreement.Frame:
+    return agreement.Frame(np.array(instances, dtype=np.float64), [None] * len(instances))
+
+
+def test_compare_counts_every_unpartnered_instance_as_a_difference() -> None:
+    """Parity is every detection: instances one side lacks, in shared frames or in frames
+    only one side has, are counted as unmatched, and only exact instances count as same."""
+    nan = float("nan")
+    a = {
+        0: _frame([[10.0, 10.0], [20.0, 20.0]], [[50.0, 50.0], [60.0, 60.0]]),
+        1: _frame([[5.0, 5.0], [6.0, 6.0]]),  # sleap-nn found nothing in frame 1
+    }
+    b = {
+        0: _frame([[10.0, 10.0], [20.0, 20.00005]], [[50.0, 50.0], [nan, nan]]),
+        2: _frame([[7.0, 7.0], [8.0, 8.0]], [[9.0, 9.0], [1.0, 1.0]]),  # we found nothing
+    }
+    res = agreement.compare("a vs b", a, b, size=(100, 100))
+    assert (res.instances_a, res.instances_b, res.matched) == (3, 4, 2)
+    assert res.unmatched == 3  # frame 1's one, frame 2's two
+    assert res.same == 1  # the second instance of frame 0 lost a node: not the same
+    assert res.one_sided == 1
