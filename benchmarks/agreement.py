@@ -390,11 +390,15 @@ def run_case(
     case = CASES[name]
     tag = f".{args.frames.replace(',', '_')}" if args.frames else ""
     out = {"sleap-nn": args.out / f"{name}{tag}.sleap_nn.slp"}
+    # Ours may go elsewhere (realistic_parity.py's --label: another package's run beside
+    # this one's), sleap-nn's cached output is shared.
+    ours_dir: Path = getattr(args, "ours_out", None) or args.out
+    ours_dir.mkdir(parents=True, exist_ok=True)
     if not args.compare_only:
         print(f"{name}: sleap-nn ...", flush=True)
         cached_run(sleap_nn_cmd(exe, case, out["sleap-nn"], args), out["sleap-nn"], args.rerun)
     for backend in args.backends:
-        out[backend] = args.out / f"{name}{tag}.{backend}.slp"
+        out[backend] = ours_dir / f"{name}{tag}.{backend}.slp"
         if not args.compare_only:
             print(f"{name}: ours/{backend} ...", flush=True)
             stderr = _run(ours_cmd(case, out[backend], args, backend), env=env)
@@ -403,9 +407,9 @@ def run_case(
                 counted.write_text(json.dumps(fallback_count(stderr)))
                 tops = out[backend].with_suffix(".flat_tops.json")
                 tops.write_text(json.dumps(fallback_count(stderr, "flat tops")))
-    counted = out["sleap-nn"].with_name(f"{name}{tag}.torch.fallbacks.json")
+    counted = ours_dir / f"{name}{tag}.torch.fallbacks.json"
     fallbacks = json.loads(counted.read_text()) if counted.exists() else None
-    tops = out["sleap-nn"].with_name(f"{name}{tag}.torch.flat_tops.json")
+    tops = ours_dir / f"{name}{tag}.torch.flat_tops.json"
     flat = json.loads(tops.read_text()) if tops.exists() else None
     frames = {tool: load_frames(path) for tool, path in out.items() if path.exists()}
     size = video_size(FIXTURES / "videos" / case.video)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import subprocess
 import sys
@@ -48,11 +49,28 @@ class Recipe:
     base: str  # fixture model folder whose training_config.yaml is the template
     labels: str  # under FIXTURES/videos
     video: str  # predicted by both tools
-    unet: dict[str, Any]
+    unet: dict[str, Any]  # the backbone's settings (a UNet's unless ``backbone`` says)
     # Dotted paths under model_config.head_configs -> value.
     head: dict[str, Any] = field(default_factory=dict)
+    # sleap-nn's backbone_config key; another than "unet" replaces the fixture's UNet
+    # with ``unet`` as that backbone's whole config (sleap-nn's built-in ConvNeXt, Swin-T).
+    backbone: str = "unet"
 
 
+CONVNEXT_TINY = {
+    "pre_trained_weights": None,
+    "model_type": "tiny",
+    "arch": None,
+    "stem_patch_kernel": 4,
+    "stem_patch_stride": 2,
+    "in_channels": 1,
+    "kernel_size": 3,
+    "filters_rate": 2,
+    "convs_per_block": 2,
+    "up_interpolate": True,
+    "output_stride": 2,
+    "max_stride": 32,
+}
 REALISTIC_UNET = {"filters": 32, "filters_rate": 1.5, "max_stride": 16, "up_interpolate": True}
 
 RECIPES: dict[str, Recipe] = {
@@ -80,6 +98,26 @@ RECIPES: dict[str, Recipe] = {
         {**REALISTIC_UNET, "output_stride": 2},
         {"bottomup.confmaps.output_stride": 2, "bottomup.pafs.output_stride": 4},
     ),
+    # sleap-nn's built-in ConvNeXt-T (from scratch): a non-UNet backbone at stride 32.
+    "bottomup_convnext": Recipe(
+        "minimal_instance_bottomup",
+        "minimal_instance.pkg.slp",
+        "centered_pair_small.mp4",
+        CONVNEXT_TINY,
+        {"bottomup.confmaps.output_stride": 2, "bottomup.pafs.output_stride": 4},
+        backbone="convnext",
+    ),
+    # Multi-class bottom-up: identity maps instead of PAFs.
+    "multiclass_bottomup": Recipe(
+        "minimal_instance_multiclass_bottomup",
+        "minimal_instance.pkg.slp",
+        "centered_pair_small.mp4",
+        {**REALISTIC_UNET, "output_stride": 2},
+        {
+            "multi_class_bottomup.confmaps.output_stride": 2,
+            "multi_class_bottomup.class_maps.output_stride": 2,
+        },
+    ),
 }
 
 
@@ -97,7 +135,11 @@ def training_config(
     raw["data_config"]["train_labels_path"] = [str(FIXTURES / "videos" / recipe.labels)]
     raw["data_config"]["val_labels_path"] = None
     model = raw["model_config"]
-    model["backbone_config"]["unet"].update(recipe.unet)
+    if recipe.backbone == "unet":
+        model["backbone_config"]["unet"].update(recipe.unet)
+    else:
+        model["backbone_config"]["unet"] = None
+        model["backbone_config"][recipe.backbone] = dict(recipe.unet)
     model.pop("total_params", None)  # sleap-nn writes the new count
     for dotted, value in recipe.head.items():
         *parents, leaf = dotted.split(".")
@@ -172,20 +214,36 @@ def model_dir(out: Path, name: str) -> Path:
     return out / name
 
 
-def compare(names: list[str], exe: Path, args: argparse.Namespace) -> None:
-    """Both tools over each trained model's video, tabulated by agreement.py."""
+def compare(names: list[str], exe: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Both tools over each trained model's video, tabulated by agreement.py.
+
+    Predictions go to ``--out``/results (sleap-nn's, cached and shared) and
+    results/<label> (ours), so the package before a fix (``PYTHONPATH``) and after it
+    are compared with the very same sleap-nn output.
+    """
     sys.path.insert(0, str(Path(__file__).parent))
     import agreement
 
-    report: dict[str, dict[str, object]] = {}
+    models = args.out
+    run = argparse.Namespace(**vars(args))
+    run.out = args.out / "results"
+    run.ours_out = run.out / args.label
+    run.out.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "SLEAP_INFER_CACHE": cache}
         for name in names:
             recipe = RECIPES[name]
             # An absolute model path: agreement joins it under FIXTURES/models unchanged.
-            agreement.CASES[name] = agreement.Case([str(model_dir(args.out, name))], recipe.video)
-            report[name] = agreement.run_case(name, exe, args, env)
+            agreement.CASES[name] = agreement.Case([str(model_dir(models, name))], recipe.video)
+            report[name] = agreement.run_case(name, exe, run, env)
     agreement.print_table(report)
+    for name, res in report.items():
+        print(
+            f"{name}: refinement guard fired on {res['refinement_fallbacks']} peaks;"
+            f" flat-top pixels {res['flat_tops']}"
+        )
+    return report
 
 
 def main() -> None:
@@ -206,6 +264,10 @@ def main() -> None:
     p.add_argument("--batch-size", type=int, default=4)
     p.add_argument("--peak-threshold", type=float, default=0.2)
     p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument(
+        "--label", default="after", help="results/<label>/ holds ours (e.g. before, after)"
+    )
+    p.add_argument("--json", type=Path, default=None, help="write the report here")
     p.add_argument("--venv", type=Path, default=ROOT / ".bench-venv" / "sleap-nn")
     args = p.parse_args()
     if not (FIXTURES / "models").is_dir():
@@ -242,7 +304,10 @@ def main() -> None:
     # agreement.run_case reads these.
     args.backends = args.backends.split(",")
     args.compare_only, args.rerun = False, False
-    compare(names, exe, args)
+    report = compare(names, exe, args)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+        print(f"wrote {args.json}")
 
 
 if __name__ == "__main__":

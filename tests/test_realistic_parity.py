@@ -29,7 +29,13 @@ def test_dry_run_writes_configs_our_parser_accepts(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     configs = sorted((tmp_path / "configs").glob("*.yaml"))
     names = [c.stem for c in configs]
-    assert names == ["bottomup", "centroid_sigmoid", "single_instance_stem2"]
+    assert names == [
+        "bottomup",
+        "bottomup_convnext",
+        "centroid_sigmoid",
+        "multiclass_bottomup",
+        "single_instance_stem2",
+    ]
     for config in configs:
         raw = yaml.safe_load(config.read_text())
         assert raw["trainer_config"]["max_epochs"] == 2
@@ -38,7 +44,11 @@ def test_dry_run_writes_configs_our_parser_accepts(tmp_path: Path) -> None:
         assert raw["trainer_config"]["ckpt_dir"] == str(tmp_path)
         assert Path(raw["data_config"]["train_labels_path"][0]).exists()
         parsed = parse_config(raw)
-        assert parsed.backbone.filters >= 16  # type: ignore[union-attr]
+        if config.stem == "bottomup_convnext":
+            assert raw["model_config"]["backbone_config"]["unet"] is None
+            assert raw["model_config"]["backbone_config"]["convnext"]["model_type"] == "tiny"
+        else:
+            assert parsed.backbone.filters >= 16  # type: ignore[union-attr]
         assert f"train --config {config}" in res.stdout
     stem = yaml.safe_load((tmp_path / "configs" / "single_instance_stem2.yaml").read_text())
     assert stem["model_config"]["backbone_config"]["unet"]["stem_stride"] == 2

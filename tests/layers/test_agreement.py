@@ -106,3 +106,17 @@ def test_compare_counts_every_unpartnered_instance_as_a_difference() -> None:
     assert res.unmatched == 3  # frame 1's one, frame 2's two
     assert res.same == 1  # the second instance of frame 0 lost a node: not the same
     assert res.one_sided == 1
+
+
+def test_torch_run_prints_the_guard_and_flat_top_counters(fixtures: Path, tmp_path: Path) -> None:
+    """The counting run of ours reports how often the refinement guard fired (the
+    multi-class bottom-up fixture's cancelling patches) and the flat-top pixel count."""
+    args = argparse.Namespace(batch_size=4, peak_threshold=0.2, frames=HARD_FRAMES)
+    cmd = agreement.ours_cmd(
+        agreement.CASES["multiclass_bottomup"], tmp_path / "t.slp", args, "torch"
+    )
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert agreement.fallback_count(res.stderr) >= 4  # one wild patch per hard frame at least
+    assert agreement.fallback_count(res.stderr, "flat tops") is not None
+    assert agreement.fallback_count("nothing printed", "flat tops") is None
