@@ -247,6 +247,8 @@ def sleap_nn_cmd(exe: Path, case: Case, out: Path, args: argparse.Namespace) -> 
     cmd += ["--output_path", str(out), "--device", "cpu", "--batch_size", str(args.batch_size)]
     cmd += ["--peak_threshold", str(peak)]
     cmd += ["--centroid_peak_threshold", str(centroid)] if centroid is not None else []
+    line = getattr(args, "min_line_scores", None)  # realistic_parity.py: weak PAFs
+    cmd += ["--min_line_scores", str(line)] if line is not None else []
     for m in case.models:
         cmd += ["--model_paths", str(FIXTURES / "models" / m)]
     return cmd + (["--frames", args.frames] if args.frames else [])
@@ -307,6 +309,8 @@ def ours_cmd(case: Case, out: Path, args: argparse.Namespace, backend: str) -> l
     else:
         cmd += ["--backend", backend, "--peak-threshold", str(peak)]
     cmd += ["--centroid-peak-threshold", str(centroid)] if centroid is not None else []
+    line = getattr(args, "min_line_scores", None)
+    cmd += ["--min-line-scores", str(line)] if line is not None else []
     for m in case.models:
         cmd += ["--model", str(FIXTURES / "models" / m)]
     return cmd + (["--frames", args.frames] if args.frames else [])

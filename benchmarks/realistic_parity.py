@@ -263,6 +263,12 @@ def main() -> None:
     p.add_argument("--backends", default="torch,onnx")
     p.add_argument("--batch-size", type=int, default=4)
     p.add_argument("--peak-threshold", type=float, default=0.2)
+    p.add_argument(
+        "--min-line-scores",
+        type=float,
+        default=None,
+        help="bottom-up grouping, both tools (a few epochs leave PAF lines under 0.25)",
+    )
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument(
         "--label", default="after", help="results/<label>/ holds ours (e.g. before, after)"

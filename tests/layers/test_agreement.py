@@ -120,3 +120,16 @@ def test_torch_run_prints_the_guard_and_flat_top_counters(fixtures: Path, tmp_pa
     assert agreement.fallback_count(res.stderr) >= 4  # one wild patch per hard frame at least
     assert agreement.fallback_count(res.stderr, "flat tops") is not None
     assert agreement.fallback_count("nothing printed", "flat tops") is None
+
+
+def test_min_line_scores_reaches_both_tools_only_when_given(tmp_path: Path) -> None:
+    case = agreement.CASES["bottomup"]
+    args = argparse.Namespace(batch_size=4, peak_threshold=0.01, frames="0-4")
+    sleap_nn = agreement.sleap_nn_cmd(Path("sleap-nn"), case, tmp_path / "s.slp", args)
+    ours = agreement.ours_cmd(case, tmp_path / "o.slp", args, "onnx")
+    assert "--min_line_scores" not in sleap_nn and "--min-line-scores" not in ours
+    args.min_line_scores = -1.0
+    sleap_nn = agreement.sleap_nn_cmd(Path("sleap-nn"), case, tmp_path / "s.slp", args)
+    ours = agreement.ours_cmd(case, tmp_path / "o.slp", args, "onnx")
+    assert sleap_nn[sleap_nn.index("--min_line_scores") + 1] == "-1.0"
+    assert ours[ours.index("--min-line-scores") + 1] == "-1.0"
