@@ -78,7 +78,9 @@ PAIRS = [
     ("onnx", "sleap-nn"),
     ("onnx", "torch"),
     ("torch-unguarded", "sleap-nn"),
+    ("openvino", "sleap-nn"),
 ]
+SAME_PX = 1e-4  # an instance "agrees" when every node both found lies this close
 
 
 # ------------------------------------------------------------------ comparing
@@ -131,6 +133,10 @@ class Agreement:
     instances_a: int = 0
     instances_b: int = 0
     matched: int = 0
+    # Instances of either side without a partner (frames one side left empty included):
+    # every one is a difference, never set aside.
+    unmatched: int = 0
+    same: int = 0  # matched instances with the same nodes, each within SAME_PX
     points: int = 0  # nodes found by both, in matched instances
     mean_px: float = float("nan")
     max_px: float = float("nan")
@@ -194,8 +200,11 @@ def compare(
             )
             res.id_mismatch += fa.tracks[i] != fb.tracks[j]
             found = d[~np.isnan(d)]
+            one_side = np.isnan(fa.points[i, :, 0]) ^ np.isnan(fb.points[j, :, 0])
+            res.same += bool(not one_side.any() and (found <= SAME_PX).all())
             dists.append(found)
             worst += [(float(d[n]), int(idx), i, int(n)) for n in np.flatnonzero(d > BEYOND_PX)]
+    res.unmatched = res.instances_a + res.instances_b - 2 * res.matched
     flat = np.concatenate(dists) if dists else np.empty(0)
     res.points = int(flat.size)
     if flat.size:
@@ -218,9 +227,10 @@ def _run(cmd: list[str], env: dict[str, str] | None = None) -> str:
     return res.stderr
 
 
-def fallback_count(stderr: str) -> int | None:
+def fallback_count(stderr: str, counter: str = "refinement fallbacks") -> int | None:
+    """A counter COUNTING_SNIPPET printed (``counter: n``), None if it printed none."""
     for line in stderr.splitlines():
-        if line.startswith("refinement fallbacks:"):
+        if line.startswith(f"{counter}:"):
             return int(line.split(":")[1])
     return None
 
@@ -237,28 +247,49 @@ def sleap_nn_cmd(exe: Path, case: Case, out: Path, args: argparse.Namespace) -> 
     cmd += ["--output_path", str(out), "--device", "cpu", "--batch_size", str(args.batch_size)]
     cmd += ["--peak_threshold", str(peak)]
     cmd += ["--centroid_peak_threshold", str(centroid)] if centroid is not None else []
+    line = getattr(args, "min_line_scores", None)  # realistic_parity.py: weak PAFs
+    cmd += ["--min_line_scores", str(line)] if line is not None else []
     for m in case.models:
         cmd += ["--model_paths", str(FIXTURES / "models" / m)]
     return cmd + (["--frames", args.frames] if args.frames else [])
 
 
-# Runs `infer predict` with a counter on integral refinement: how many peaks at or above the
-# threshold keep their integer position because their patch mean fell outside the patch
-# (where sleap-nn writes the wild value instead). Printed to stderr at exit.
+# Runs `infer predict` with counters, printed to stderr at exit: on integral refinement, how
+# many peaks at or above the threshold keep their integer position because their patch mean
+# fell outside the patch (where sleap-nn writes the wild value instead); and flat tops, how
+# many map pixels at or above the threshold equal their 3x3 neighbourhood's maximum with at
+# least one neighbour just as high (a saturated plateau). Packages from before the guard
+# argument (issue 50's "before" run) are counted too.
 COUNTING_SNIPPET = """
-import atexit, sys
+import atexit, inspect, sys
+import torch
+import sleap_infer.layers.base as base
 import sleap_infer.ops.peaks as peaks
 threshold = float(sys.argv.pop(1))
-count = [0]
+count = [0, 0]
 plain = peaks.integral_offsets
+takes_guard = "guard" in inspect.signature(plain).parameters
 def counting(patches, guard=True):
     if guard:
         k = patches.shape[-1]
         strong = patches[..., k // 2, k // 2] >= threshold
         count[0] += int((peaks.refinement_fallbacks(patches) & strong).sum())
-    return plain(patches, guard)
+    return plain(patches, guard) if takes_guard else plain(patches)
 peaks.integral_offsets = counting
+def flat_tops(maps):
+    m = maps.detach().float().reshape(-1, 1, *maps.shape[-2:])
+    top = torch.nn.functional.max_pool2d(m, 3, 1, 1)
+    ties = torch.nn.functional.conv2d((m == top).float(), torch.ones(1, 1, 3, 3), padding=1)
+    return int(((m == top) & (m >= threshold) & (ties > 1)).sum())
+def counted(find):
+    def wrapper(maps, *a, **k):
+        count[1] += flat_tops(maps)
+        return find(maps, *a, **k)
+    return wrapper
+base.find_local_peaks = counted(base.find_local_peaks)
+base.find_global_peaks = counted(base.find_global_peaks)
 atexit.register(lambda: print(f"refinement fallbacks: {count[0]}", file=sys.stderr))
+atexit.register(lambda: print(f"flat tops: {count[1]}", file=sys.stderr))
 from sleap_infer.cli import main
 sys.argv[0] = "infer"
 main()
@@ -278,6 +309,8 @@ def ours_cmd(case: Case, out: Path, args: argparse.Namespace, backend: str) -> l
     else:
         cmd += ["--backend", backend, "--peak-threshold", str(peak)]
     cmd += ["--centroid-peak-threshold", str(centroid)] if centroid is not None else []
+    line = getattr(args, "min_line_scores", None)
+    cmd += ["--min-line-scores", str(line)] if line is not None else []
     for m in case.models:
         cmd += ["--model", str(FIXTURES / "models" / m)]
     return cmd + (["--frames", args.frames] if args.frames else [])
@@ -361,19 +394,27 @@ def run_case(
     case = CASES[name]
     tag = f".{args.frames.replace(',', '_')}" if args.frames else ""
     out = {"sleap-nn": args.out / f"{name}{tag}.sleap_nn.slp"}
+    # Ours may go elsewhere (realistic_parity.py's --label: another package's run beside
+    # this one's), sleap-nn's cached output is shared.
+    ours_dir: Path = getattr(args, "ours_out", None) or args.out
+    ours_dir.mkdir(parents=True, exist_ok=True)
     if not args.compare_only:
         print(f"{name}: sleap-nn ...", flush=True)
         cached_run(sleap_nn_cmd(exe, case, out["sleap-nn"], args), out["sleap-nn"], args.rerun)
     for backend in args.backends:
-        out[backend] = args.out / f"{name}{tag}.{backend}.slp"
+        out[backend] = ours_dir / f"{name}{tag}.{backend}.slp"
         if not args.compare_only:
             print(f"{name}: ours/{backend} ...", flush=True)
             stderr = _run(ours_cmd(case, out[backend], args, backend), env=env)
             if backend == "torch":
                 counted = out[backend].with_suffix(".fallbacks.json")
                 counted.write_text(json.dumps(fallback_count(stderr)))
-    counted = out["sleap-nn"].with_name(f"{name}{tag}.torch.fallbacks.json")
+                tops = out[backend].with_suffix(".flat_tops.json")
+                tops.write_text(json.dumps(fallback_count(stderr, "flat tops")))
+    counted = ours_dir / f"{name}{tag}.torch.fallbacks.json"
     fallbacks = json.loads(counted.read_text()) if counted.exists() else None
+    tops = ours_dir / f"{name}{tag}.torch.flat_tops.json"
+    flat = json.loads(tops.read_text()) if tops.exists() else None
     frames = {tool: load_frames(path) for tool, path in out.items() if path.exists()}
     size = video_size(FIXTURES / "videos" / case.video)
     rows = [
@@ -386,13 +427,15 @@ def run_case(
         "models": case.models,
         "thresholds": thresholds(case, args),
         "refinement_fallbacks": fallbacks,
+        "flat_tops": flat,
         "rows": [asdict(r) for r in rows],
     }
 
 
 def print_table(report: dict[str, dict[str, object]]) -> None:
     head = (
-        f"{'case':<20} {'pair':<26} {'inst A':>6} {'inst B':>6} {'points':>7} {'mean px':>9}"
+        f"{'case':<20} {'pair':<26} {'inst A':>6} {'inst B':>6} {'unmat':>5} {'same':>5}"
+        f" {'points':>7} {'mean px':>9}"
         f" {'max px':>8} {'>0.01':>6} {'>1px':>5} {'>patch':>6} {'1-side':>6} {'id!=':>4}"
         f" {'out A':>5} {'out B':>5}"
     )
@@ -401,7 +444,8 @@ def print_table(report: dict[str, dict[str, object]]) -> None:
         for r in res["rows"]:  # type: ignore[union-attr]
             print(
                 f"{case:<20} {r['label']:<26} {r['instances_a']:>6} {r['instances_b']:>6}"
-                f" {r['points']:>7} {r['mean_px']:>9.2e} {r['max_px']:>8.3g} {r['beyond']:>6}"
+                f" {r['unmatched']:>5} {r['same']:>5} {r['points']:>7}"
+                f" {r['mean_px']:>9.2e} {r['max_px']:>8.3g} {r['beyond']:>6}"
                 f" {r['beyond_1px']:>5} {r['beyond_patch']:>6} {r['one_sided']:>6}"
                 f" {r['id_mismatch']:>4}"
                 f" {r['outside_a']:>5} {r['outside_b']:>5}"

@@ -29,17 +29,46 @@ def test_dry_run_writes_configs_our_parser_accepts(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     configs = sorted((tmp_path / "configs").glob("*.yaml"))
     names = [c.stem for c in configs]
-    assert names == ["bottomup", "centroid_sigmoid", "single_instance_stem2"]
+    assert names == [
+        "bottomup",
+        "bottomup_convnext",
+        "centroid_sigmoid",
+        "multiclass_bottomup",
+        "single_instance_stem2",
+    ]
     for config in configs:
         raw = yaml.safe_load(config.read_text())
         assert raw["trainer_config"]["max_epochs"] == 2
+        assert raw["trainer_config"]["train_steps_per_epoch"] == 40  # the quick default
+        assert raw["trainer_config"]["optimizer"]["lr"] == 1e-3
         assert raw["trainer_config"]["ckpt_dir"] == str(tmp_path)
         assert Path(raw["data_config"]["train_labels_path"][0]).exists()
         parsed = parse_config(raw)
-        assert parsed.backbone.filters >= 16  # type: ignore[union-attr]
+        if config.stem == "bottomup_convnext":
+            assert raw["model_config"]["backbone_config"]["unet"] is None
+            assert raw["model_config"]["backbone_config"]["convnext"]["model_type"] == "tiny"
+        else:
+            assert parsed.backbone.filters >= 16  # type: ignore[union-attr]
         assert f"train --config {config}" in res.stdout
     stem = yaml.safe_load((tmp_path / "configs" / "single_instance_stem2.yaml").read_text())
     assert stem["model_config"]["backbone_config"]["unet"]["stem_stride"] == 2
     sigmoid = yaml.safe_load((tmp_path / "configs" / "centroid_sigmoid.yaml").read_text())
     assert sigmoid["model_config"]["head_configs"]["centroid"]["confmaps"]["use_sigmoid_activation"]
     assert not list(tmp_path.glob("*/best.ckpt"))  # nothing trained
+
+
+def test_shimmed_exe_runs_the_cli_behind_the_torchvision_shim(tmp_path: Path) -> None:
+    """The bench venv's own ``bin/sleap-nn`` dies importing torchvision on CPU-only torch;
+    the wrapper imports the shim first, and is rewritten only when its text changes."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    import realistic_parity
+
+    venv = tmp_path / "venv"
+    exe = realistic_parity.shimmed_exe(venv, tmp_path)
+    text = exe.read_text()
+    assert text.startswith(f"#!{venv / 'bin' / 'python'}\n")
+    assert text.index("torchvision_shim()") < text.index("from sleap_nn.cli import cli")
+    assert exe.stat().st_mode & 0o111
+    before = exe.stat().st_mtime_ns
+    assert realistic_parity.shimmed_exe(venv, tmp_path) == exe
+    assert exe.stat().st_mtime_ns == before

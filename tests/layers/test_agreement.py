@@ -83,3 +83,53 @@ def test_whole_video_onnx_matches_torch(fixtures: Path, tmp_path: Path, case: st
     assert res.mean_px < 1e-3
     assert res.beyond <= BEYOND_ALLOWED.get(case, 0), res.worst
     assert all(w["px"] <= 2.0 for w in res.worst)  # at most one map pixel
+
+
+def _frame(*instances: list[list[float]]) -> agreement.Frame:
+    return agreement.Frame(np.array(instances, dtype=np.float64), [None] * len(instances))
+
+
+def test_compare_counts_every_unpartnered_instance_as_a_difference() -> None:
+    """Parity is every detection: instances one side lacks, in shared frames or in frames
+    only one side has, are counted as unmatched, and only exact instances count as same."""
+    nan = float("nan")
+    a = {
+        0: _frame([[10.0, 10.0], [20.0, 20.0]], [[50.0, 50.0], [60.0, 60.0]]),
+        1: _frame([[5.0, 5.0], [6.0, 6.0]]),  # sleap-nn found nothing in frame 1
+    }
+    b = {
+        0: _frame([[10.0, 10.0], [20.0, 20.00005]], [[50.0, 50.0], [nan, nan]]),
+        2: _frame([[7.0, 7.0], [8.0, 8.0]], [[9.0, 9.0], [1.0, 1.0]]),  # we found nothing
+    }
+    res = agreement.compare("a vs b", a, b, size=(100, 100))
+    assert (res.instances_a, res.instances_b, res.matched) == (3, 4, 2)
+    assert res.unmatched == 3  # frame 1's one, frame 2's two
+    assert res.same == 1  # the second instance of frame 0 lost a node: not the same
+    assert res.one_sided == 1
+
+
+def test_torch_run_prints_the_guard_and_flat_top_counters(fixtures: Path, tmp_path: Path) -> None:
+    """The counting run of ours reports how often the refinement guard fired (the
+    multi-class bottom-up fixture's cancelling patches) and the flat-top pixel count."""
+    args = argparse.Namespace(batch_size=4, peak_threshold=0.2, frames=HARD_FRAMES)
+    cmd = agreement.ours_cmd(
+        agreement.CASES["multiclass_bottomup"], tmp_path / "t.slp", args, "torch"
+    )
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert agreement.fallback_count(res.stderr) >= 4  # one wild patch per hard frame at least
+    assert agreement.fallback_count(res.stderr, "flat tops") is not None
+    assert agreement.fallback_count("nothing printed", "flat tops") is None
+
+
+def test_min_line_scores_reaches_both_tools_only_when_given(tmp_path: Path) -> None:
+    case = agreement.CASES["bottomup"]
+    args = argparse.Namespace(batch_size=4, peak_threshold=0.01, frames="0-4")
+    sleap_nn = agreement.sleap_nn_cmd(Path("sleap-nn"), case, tmp_path / "s.slp", args)
+    ours = agreement.ours_cmd(case, tmp_path / "o.slp", args, "onnx")
+    assert "--min_line_scores" not in sleap_nn and "--min-line-scores" not in ours
+    args.min_line_scores = -1.0
+    sleap_nn = agreement.sleap_nn_cmd(Path("sleap-nn"), case, tmp_path / "s.slp", args)
+    ours = agreement.ours_cmd(case, tmp_path / "o.slp", args, "onnx")
+    assert sleap_nn[sleap_nn.index("--min_line_scores") + 1] == "-1.0"
+    assert ours[ours.index("--min-line-scores") + 1] == "-1.0"
