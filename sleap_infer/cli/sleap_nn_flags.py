@@ -508,7 +508,12 @@ def _what_runs(command: str, head: list[str], notes: list[str] | None) -> tuple[
     names = {_names(t)[0] for t in head}
     if command == "track" and names & set(MODEL_FLAGS):
         return "predict", ["--tracking", *head]
-    if command == "predict" and not names & set(MODEL_FLAGS) and names & set(TRACKING_FLAGS):
+    masks = names & {"--mask_backend", "--mask-backend"}  # refuses --tracking itself
+    if (
+        command == "predict"
+        and not (names & set(MODEL_FLAGS) or masks)
+        and names & set(TRACKING_FLAGS)
+    ):
         if notes is not None:
             notes.append(RETRACK_NOTE)
         return "track", [t for t in head if t not in TRACKING_FLAGS]
