@@ -222,7 +222,7 @@ def load_sam3(model_dir: str, device: str) -> tuple[Any, Any]:
     import torch
 
     try:
-        model = Sam3TrackerModel.from_pretrained(str(path), local_files_only=True)
+        model: Any = Sam3TrackerModel.from_pretrained(str(path), local_files_only=True)
         processor = Sam3TrackerProcessor.from_pretrained(str(path), local_files_only=True)
     except (OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -230,7 +230,7 @@ def load_sam3(model_dir: str, device: str) -> tuple[Any, Any]:
             f"--sam3-model-id {path}: not a SAM3 tracker model folder ({first})"
         ) from exc
     dtype = torch.bfloat16  # sleap-nn runs SAM3 in bfloat16
-    return model.to(device, dtype=dtype).eval(), processor
+    return model.to(device=device, dtype=dtype).eval(), processor
 
 
 class Sam3:
