@@ -97,7 +97,8 @@ HELP_PANELS: dict[str, dict[str, str]] = {
             "fg_threshold center_nms_kernel min_mask_area mask_cleanup mask_cleanup_radius "
             "distance_gate_alpha merge_fragments merge_method merge_thresholds "
             "merge_w_valley merge_w_offset merge_dilate full_res_masks mask_output "
-            "polygon_epsilon",
+            "polygon_epsilon mask_backend sam_checkpoint sam_model_type sam_prompt_mode "
+            "sam_anchor_ind sam_disjointify_masks sam3_model_id overlay_path",
         ),
         **_panel(
             NWB,

@@ -16,6 +16,7 @@ from rich.markup import escape
 
 from sleap_infer.cli import adjust as adj
 from sleap_infer.cli import nwb
+from sleap_infer.cli import sam as sam_cli
 from sleap_infer.cli import tracking as trk
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, exit_codes
@@ -117,7 +118,7 @@ def predict(
             show_default=False,
         ),
     ],
-    model: ModelOption,
+    model: ModelOption = None,  # type: ignore[assignment]  # required unless --mask-backend
     backend: BackendOption = DEFAULT_BACKEND,
     device: Device = "auto",
     devices: Annotated[
@@ -397,9 +398,23 @@ def predict(
     nwb_lab: nwb.Lab = None,
     nwb_session_description: nwb.SessionDescription = None,
     nwb_metadata: nwb.MetadataFile = None,
+    # --- masks for the poses of a .slp with Segment Anything (sleap-nn's --mask_backend).
+    mask_backend: sam_cli.MaskBackendOption = None,
+    sam_checkpoint: sam_cli.SamCheckpoint = None,
+    sam_model_type: sam_cli.SamModelType = "vit_h",
+    sam_prompt_mode: sam_cli.SamPromptMode = sam_cli.PromptMode.pose,
+    sam_anchor_ind: sam_cli.SamAnchorInd = None,
+    sam_disjointify_masks: sam_cli.SamDisjointify = False,
+    sam3_model_id: sam_cli.Sam3ModelId = "facebook/sam3",
+    overlay_path: sam_cli.OverlayPath = None,
 ) -> None:
     """Predict poses on videos and save them as SLEAP .slp (or NWB, analysis HDF5, CSV)."""
     startup.mark("command")
+    if mask_backend is not None:
+        sam_cli.run_masks(ctx.params)
+        return
+    if not model:
+        raise UsageError("Missing option '--model' / '-m'.")
     from sleap_infer.api import plan_spec
     from sleap_infer.batch.run import device_list
     from sleap_infer.pipeline.spec import bind
@@ -507,6 +522,7 @@ RUN_FLAGS = frozenset(
         "qc_report",
         "merge_into_project",
     }
+    | sam_cli.SAM_PARAMS
 )
 
 

@@ -6,8 +6,7 @@ A lab moving from ``sleap-nn predict/track/export/eval`` brings scripts full of
 options would double every help page, so the translation happens once, on the
 argument list, before click parses it: :func:`translate` rewrites each
 sleap-nn flag (and, where the words differ, its value) into our spelling, and
-refuses by name, with a reason, what infer deliberately does not do (SAM mask
-backends) or does not do yet (the MOT trackers of issue #31).
+refuses by name, with a reason, what infer does not do yet (the MOT trackers of issue #31).
 Our help keeps our names; ``docs/from_sleap_nn.md`` lists the whole table.
 
 ``sleap-nn track -m MODEL ...`` predicts and tracks: ``infer track -m`` runs
@@ -93,10 +92,6 @@ def _dashed(names: Sequence[str]) -> dict[str, Flag]:
 
 
 LATER = "not implemented yet in infer (issue #31)"
-SAM = (
-    "SAM mask backends are not part of infer (deliberately: no SAM models; predict masks "
-    "with a segmentation model)"
-)
 
 # --------------------------------------------------------------- inputs and outputs
 PREDICT_IO: dict[str, Flag] = {
@@ -170,8 +165,6 @@ PREDICT_ONLY: dict[str, Flag] = {
     "--full_res_masks": alias("--full-res-masks"),
     "--no-full_res_masks": ignored(_FULL_RES_OFF, False, clears="--full-res-masks"),
     "--no-full-res-masks": ignored(_FULL_RES_OFF, False, clears="--full-res-masks"),
-    "--mask_backend": refused(SAM),
-    "--mask-backend": refused(SAM),
     "--queue_maxsize": ignored("infer's frame queue sizes itself; --queue_maxsize has no effect"),
     "--paf-workers": ignored(
         "infer groups bottom-up PAFs in the predicting process; for parallel work use "
@@ -230,23 +223,21 @@ PREDICT_ONLY: dict[str, Flag] = {
         )
     ),
 }
-for _name in (
-    "--sam3_model_id",
-    "--sam3-model-id",
-    "--sam_checkpoint",
-    "--sam-checkpoint",
-    "--sam_model_type",
-    "--sam-model-type",
-    "--sam_prompt_mode",
-    "--sam-prompt-mode",
-    "--sam_anchor_ind",
-    "--sam-anchor-ind",
-    "--overlay_path",
-    "--overlay-path",
-):
-    PREDICT_ONLY[_name] = refused(SAM)
-PREDICT_ONLY["--sam_disjointify_masks"] = refused(SAM)
-PREDICT_ONLY["--sam-disjointify-masks"] = refused(SAM)
+# SAM masks for the poses of a .slp (sleap_infer/cli/sam.py): the dashed spellings are ours.
+PREDICT_ONLY.update(
+    _dashed(
+        (
+            "--mask_backend",
+            "--sam_checkpoint",
+            "--sam_model_type",
+            "--sam_prompt_mode",
+            "--sam_anchor_ind",
+            "--sam_disjointify_masks",
+            "--sam3_model_id",
+            "--overlay_path",
+        )
+    )
+)
 
 # ------------------------------------------------------------------------ tracking
 # sleap-nn's values and infer's own (infer_bytetrack), from the one tracker registry.
@@ -512,7 +503,12 @@ def _what_runs(command: str, head: list[str], notes: list[str] | None) -> tuple[
     names = {_names(t)[0] for t in head}
     if command == "track" and names & set(MODEL_FLAGS):
         return "predict", ["--tracking", *head]
-    if command == "predict" and not names & set(MODEL_FLAGS) and names & set(TRACKING_FLAGS):
+    masks = names & {"--mask_backend", "--mask-backend"}  # refuses --tracking itself
+    if (
+        command == "predict"
+        and not (names & set(MODEL_FLAGS) or masks)
+        and names & set(TRACKING_FLAGS)
+    ):
         if notes is not None:
             notes.append(RETRACK_NOTE)
         return "track", [t for t in head if t not in TRACKING_FLAGS]
