@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -201,8 +203,105 @@ def _seeds(prompt: Prompt) -> np.ndarray:
     return np.array([[(b[0] + b[2]) / 2.0, (b[1] + b[3]) / 2.0]], dtype=np.float32)
 
 
-def load_sam3(model_dir: str, device: str) -> tuple[Any, Any]:
-    """transformers' SAM3 tracker model and processor from a local folder (no download)."""
+SAM3_PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json")
+
+
+@dataclass(frozen=True)
+class Sam3Processor:
+    """transformers' ``Sam3TrackerProcessor``, re-done for the one image and the calls
+    sleap-nn makes. Its image processor (``Sam3ImageProcessor``) exists only on
+    torchvision, which a CPU torch cannot import next to PyPI's CUDA build (the reason
+    SAM1's predictor is re-done too), so the processor class cannot even be built here.
+    The steps are its steps: the RGB frame resized to ``size`` (bilinear, antialiased,
+    rounded back to 8 bits as torchvision does on a uint8 tensor), rescaled by
+    ``rescale`` and normalised; prompt coordinates scaled by ``target_size`` over the
+    frame's sides, each object's points padded to the longest with ``pad`` (points and
+    labels alike); masks upsampled bilinearly to the frame and thresholded at 0."""
+
+    size: tuple[int, int] = (1008, 1008)
+    target_size: int = 1008
+    mean: tuple[float, ...] = (0.5, 0.5, 0.5)
+    std: tuple[float, ...] = (0.5, 0.5, 0.5)
+    rescale: float = 1 / 255
+    pad: int = -10
+
+    @classmethod
+    def from_folder(cls, path: Path, image_size: int) -> Sam3Processor:
+        """The settings ``Sam3TrackerProcessor.save_pretrained`` wrote into ``path``
+        (``processor_config.json``, its image processor nested or in
+        ``preprocessor_config.json``); missing ones take ``Sam3ImageProcessor``'s
+        defaults, the size the model's own ``image_size``."""
+        found: dict[str, Any] = {}
+        for name in reversed(SAM3_PROCESSOR_FILES):
+            file = path / name
+            if not file.is_file():
+                continue
+            try:
+                data = json.loads(file.read_text())
+            except (OSError, ValueError) as exc:
+                raise ModelError(f"--sam3-model-id {file}: not readable JSON ({exc})") from exc
+            if isinstance(data, dict):
+                found.update(data.get("image_processor") or {})
+                found.update(data)
+        size = found.get("size") or {}
+        h = int(size.get("height", image_size)) if isinstance(size, dict) else image_size
+        w = int(size.get("width", image_size)) if isinstance(size, dict) else image_size
+        do_rescale, do_normalize = found.get("do_rescale", True), found.get("do_normalize", True)
+        return cls(
+            size=(h, w),
+            target_size=int(found.get("target_size") or h),
+            mean=tuple(found.get("image_mean", cls.mean)) if do_normalize else (0.0, 0.0, 0.0),
+            std=tuple(found.get("image_std", cls.std)) if do_normalize else (1.0, 1.0, 1.0),
+            rescale=float(found.get("rescale_factor", cls.rescale)) if do_rescale else 1.0,
+            pad=int(found.get("point_pad_value", cls.pad)),
+        )
+
+    def pixels(self, rgb: np.ndarray) -> Any:
+        """``pixel_values`` ``(1, 3, h, w)`` float32 for an ``(H, W, 3)`` uint8 frame."""
+        import torch
+        import torch.nn.functional as F
+
+        x = torch.as_tensor(np.ascontiguousarray(rgb)).permute(2, 0, 1)[None].float()
+        x = F.interpolate(x, size=self.size, mode="bilinear", align_corners=False, antialias=True)
+        x = x.round().clamp(0, 255) * self.rescale
+        mean = torch.tensor(self.mean, dtype=torch.float32).view(1, -1, 1, 1)
+        std = torch.tensor(self.std, dtype=torch.float32).view(1, -1, 1, 1)
+        return (x - mean) / std
+
+    def prompts(self, prompts: Sequence[Prompt], hw: tuple[int, int]) -> dict[str, Any]:
+        """``input_points``/``input_labels`` (where a prompt has points) and
+        ``input_boxes`` (where one has a box), one object per prompt."""
+        import torch
+
+        sx, sy = self.target_size / hw[1], self.target_size / hw[0]
+        out: dict[str, Any] = {}
+        pts = [np.zeros((0, 2)) if p.points is None else np.asarray(p.points) for p in prompts]
+        longest = max(len(p) for p in pts)
+        if longest:  # sleap-nn hands box-only prompts empty point lists (see Sam3.masks)
+            points = np.full((1, len(pts), longest, 2), float(self.pad), dtype=np.float32)
+            labels = np.full((1, len(pts), longest), self.pad, dtype=np.int64)
+            for j, p in enumerate(pts):
+                points[0, j, : len(p)] = np.asarray(p, dtype=np.float32) * (sx, sy)
+                labels[0, j, : len(p)] = 1
+            out["input_points"] = torch.from_numpy(points)
+            out["input_labels"] = torch.from_numpy(labels)
+        if any(p.box is not None for p in prompts):
+            boxes = [np.asarray(p.box, dtype=np.float32).reshape(4) for p in prompts]
+            scaled = np.stack(boxes) * np.array([sx, sy, sx, sy], dtype=np.float32)
+            out["input_boxes"] = torch.from_numpy(scaled[None].astype(np.float32))
+        return out
+
+    def masks(self, pred_masks: Any, hw: tuple[int, int]) -> np.ndarray:
+        """``(objects, candidates, H, W)`` bool: ``post_process_masks`` with ``binarize``."""
+        import torch.nn.functional as F
+
+        up = F.interpolate(pred_masks[0], hw, mode="bilinear", align_corners=False)
+        return np.asarray((up > 0.0).cpu().numpy()).astype(bool)
+
+
+def load_sam3(model_dir: str, device: str) -> tuple[Any, Sam3Processor]:
+    """transformers' SAM3 tracker model from a local folder (no download), and the
+    processor settings saved beside it (:class:`Sam3Processor`)."""
     path = Path(model_dir).expanduser()
     if not path.is_dir():
         raise UsageError(
@@ -210,7 +309,7 @@ def load_sam3(model_dir: str, device: str) -> tuple[Any, Any]:
             "(e.g. 'hf download facebook/sam3 --local-dir sam3') and pass that folder"
         )
     try:
-        from transformers import Sam3TrackerModel, Sam3TrackerProcessor
+        from transformers import Sam3TrackerModel
     except (ImportError, RuntimeError) as exc:
         # transformers hides why (a CUDA torchvision next to a CPU torch, say): name it.
         cause = exc.__cause__ or exc
@@ -223,12 +322,12 @@ def load_sam3(model_dir: str, device: str) -> tuple[Any, Any]:
 
     try:
         model: Any = Sam3TrackerModel.from_pretrained(str(path), local_files_only=True)
-        processor = Sam3TrackerProcessor.from_pretrained(str(path), local_files_only=True)
     except (OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(
             f"--sam3-model-id {path}: not a SAM3 tracker model folder ({first})"
         ) from exc
+    processor = Sam3Processor.from_folder(path, int(model.config.vision_config.image_size))
     dtype = torch.bfloat16  # sleap-nn runs SAM3 in bfloat16
     return model.to(device=device, dtype=dtype).eval(), processor
 
@@ -238,39 +337,27 @@ class Sam3:
 
     iou_floor = IOU_FLOOR["sam3"]
 
-    def __init__(self, model: Any, processor: Any, device: str) -> None:
+    def __init__(self, model: Any, processor: Sam3Processor, device: str) -> None:
         self.model, self.processor, self.device = model, processor, device
 
     def masks(
         self, image: np.ndarray, prompts: Sequence[Prompt]
     ) -> tuple[list[np.ndarray], list[float]]:
+        """As sleap-nn's ``Sam3Backend.masks``, but a frame of box-only prompts goes
+        without points: sleap-nn hands transformers empty point lists there, which its
+        processor refuses (``--sam-prompt-mode box`` with sam3 fails in sleap-nn 0.3.5)."""
         import torch
 
         img = gray(image)
         h, w = img.shape
         if not prompts:
             return [], []
-        points, labels, boxes = [], [], []
-        for p in prompts:
-            pts = [] if p.points is None else [[float(x), float(y)] for x, y in p.points]
-            points.append(pts)
-            labels.append([1] * len(pts))
-            boxes.append([] if p.box is None else [float(v) for v in p.box.reshape(4)])
-        kwargs: dict[str, Any] = {
-            "images": clahe_rgb(img),
-            "input_points": [points],
-            "input_labels": [labels],
-            "return_tensors": "pt",
-        }
-        if any(p.box is not None for p in prompts):
-            kwargs["input_boxes"] = [boxes]
-        inputs = self.processor(**kwargs).to(self.device)
+        inputs = {"pixel_values": self.processor.pixels(clahe_rgb(img))}
+        inputs.update(self.processor.prompts(prompts, (h, w)))
+        inputs = {k: v.to(self.device) for k, v in inputs.items()}
         with torch.no_grad():
             out = self.model(**inputs, multimask_output=True)
-        post = self.processor.post_process_masks(
-            out.pred_masks, original_sizes=inputs["original_sizes"], binarize=True
-        )[0]
-        cands = np.asarray(post.cpu().numpy()).astype(bool)
+        cands = self.processor.masks(out.pred_masks, (h, w))
         scores = np.asarray(out.iou_scores.float().cpu().numpy()[0])
         out_masks, out_scores = [], []
         for j, p in enumerate(prompts):
