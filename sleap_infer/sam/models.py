@@ -12,7 +12,9 @@ decode three candidates, upsample them to the frame, threshold at 0.
 
 SAM3 (``--mask-backend sam3``) runs through transformers'
 ``Sam3TrackerModel`` from a local folder (``--sam3-model-id``), never a hub
-download at run time; its masks get sleap-nn's speckle cleanup.
+download at run time; its masks get sleap-nn's speckle cleanup. Its processor is
+re-done for the same reason as SAM1's predictor: transformers builds
+``Sam3ImageProcessor`` on torchvision only (:class:`Sam3Processor`).
 """
 
 from __future__ import annotations
