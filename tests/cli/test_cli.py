@@ -148,7 +148,7 @@ def test_default_output_name_next_to_video(tmp_path: Path) -> None:
         (["bench", "{model}", "--batch-sizes", "1", "4"], 2, "a list takes commas"),
         (["bench", "{model}", "--backend", "torch", "onnx"], 2, "--backend torch onnx"),
         (["bench", "{model}", "--backend", "torch,caffe"], 2, "unknown backend 'caffe'"),
-        # sleap-nn's flags: refused by name, with the reason.
+        # sleap-nn's flags: a refused value, or a combination infer (or sleap-nn) refuses.
         (
             ["predict", "-i", "{video}", "--model_paths", "{model}", "--tracker", "deepsort"],
             2,
@@ -157,7 +157,7 @@ def test_default_output_name_next_to_video(tmp_path: Path) -> None:
         (
             ["predict", "{video}", "-m", "{model}", "--mask_backend", "sam"],
             2,
-            "--mask_backend: SAM",
+            "--mask-backend masks the poses of the input .slp: drop -m/--model",
         ),
         (["export", "{model}", "-o", "{video}"], 1, "exists and is not an export directory"),
     ],
