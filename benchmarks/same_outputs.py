@@ -13,6 +13,14 @@ record is written). CSV files are compared as text.
     python benchmarks/same_outputs.py run --infer .venv/bin/infer --out /tmp/after
     python benchmarks/same_outputs.py compare /tmp/before /tmp/after
 
+``--backend auto`` (issue 48) against explicit torch, in one folder, floats within
+1e-4 (points, scores, boxes, vectors; masks and everything else exactly), with the
+runtime auto ran on each case; ``--backends`` runs each listed backend on every case:
+
+    python benchmarks/same_outputs.py run --infer .venv/bin/infer --out /tmp/auto \
+        --backends onnx,auto,torch,openvino
+    python benchmarks/same_outputs.py compare /tmp/auto /tmp/auto --pair auto,torch --tol 1e-4
+
 Needs ``../shared/fixtures``.
 """
 
@@ -143,9 +151,11 @@ def output_name(case: str, backend: str, flags: list[str]) -> str:
     return f"{case}.{backend}{SUFFIX.get(fmt, '.slp')}"
 
 
-def run(infer: str, out: Path, only: set[str] | None = None) -> int:
+def run(
+    infer: str, out: Path, only: set[str] | None = None, backends: tuple[str, ...] = BACKENDS
+) -> int:
     out.mkdir(parents=True, exist_ok=True)
-    jobs = [(c, b, *CASES[c]) for c in CASES for b in BACKENDS]
+    jobs = [(c, b, *CASES[c]) for c in CASES for b in backends]
     jobs += [(c, "torch", *EXTRA[c]) for c in EXTRA]
     jobs = [j for j in jobs if only is None or j[0] in only]
     failed = 0
@@ -166,12 +176,14 @@ def run(infer: str, out: Path, only: set[str] | None = None) -> int:
     return 1 if failed else 0
 
 
-def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
+def _same_array(a: np.ndarray, b: np.ndarray, tol: float = 0.0) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     if a.dtype.fields is not None:
-        return all(_same_array(a[f], b[f]) for f in a.dtype.names or ())
+        return all(_same_array(a[f], b[f], tol) for f in a.dtype.names or ())
     if np.issubdtype(a.dtype, np.floating):
+        if tol:
+            return bool(np.allclose(a, b, rtol=0.0, atol=tol, equal_nan=True))
         return bool(np.array_equal(a, b, equal_nan=True))
     return bool(np.array_equal(a, b))
 
@@ -219,7 +231,7 @@ def _record_keys(value: object) -> set[str]:
     return set(record) if isinstance(record, dict) else set()
 
 
-def compare_h5(a: Path, b: Path) -> list[str]:
+def compare_h5(a: Path, b: Path, tol: float = 0.0, same_record: bool = True) -> list[str]:
     diffs: list[str] = []
     with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
         names_a: list[str] = []
@@ -229,7 +241,7 @@ def compare_h5(a: Path, b: Path) -> list[str]:
         if sorted(names_a) != sorted(names_b):
             diffs.append(f"objects differ: {sorted(set(names_a) ^ set(names_b))}")
         for name in sorted(set(names_a) & set(names_b)):
-            if "provenance" in name and isinstance(fa[name], h5py.Dataset):
+            if same_record and "provenance" in name and isinstance(fa[name], h5py.Dataset):
                 keys_a, keys_b = _record_keys(fa[name][()]), _record_keys(fb[name][()])
                 if keys_a != keys_b:
                     diffs.append(f"{name}: other keys ({sorted(keys_a ^ keys_b)})")
@@ -248,7 +260,7 @@ def compare_h5(a: Path, b: Path) -> list[str]:
                 if isinstance(xa, np.ndarray) and xa.dtype.kind in "SOU":
                     same = [_attr(x) for x in xa.ravel()] == [_attr(x) for x in xb.ravel()]
                 elif isinstance(xa, np.ndarray):
-                    same = _same_array(xa, xb)
+                    same = _same_array(xa, xb, tol)
                 else:
                     same = _attr(xa) == _attr(xb)
                 if not same:
@@ -270,11 +282,26 @@ def _contents(path: Path) -> str:
     return ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "EMPTY"
 
 
-def compare(a_dir: Path, b_dir: Path) -> int:
+def _ran(path: Path) -> str:
+    """The runtime a .slp's run used (its provenance's ``backend``)."""
+    if path.suffix != ".slp":
+        return ""
+    with h5py.File(path, "r") as f:
+        raw = f["metadata"].attrs.get("json") if "metadata" in f else None
+    record = json.loads(raw.decode() if isinstance(raw, bytes) else raw or "{}")
+    return str(record.get("provenance", {}).get("backend", "?"))
+
+
+def compare(a_dir: Path, b_dir: Path, tol: float = 0.0, pair: tuple[str, str] | None = None) -> int:
+    """File by file; with ``pair`` (``auto,torch``) the files of backend ``pair[0]`` in
+    ``a_dir`` against the same case's ``pair[1]`` file (their provenance records differ
+    by design: which runtime ran and why)."""
     files = sorted(p.name for p in a_dir.iterdir() if p.is_file())
+    if pair is not None:
+        files = [n for n in files if f".{pair[0]}." in n]
     bad = 0
     for name in files:
-        other = b_dir / name
+        other = b_dir / (name.replace(f".{pair[0]}.", f".{pair[1]}.") if pair else name)
         if not other.exists():
             print(f"{name}: missing in {b_dir}")
             bad += 1
@@ -282,11 +309,13 @@ def compare(a_dir: Path, b_dir: Path) -> int:
         if name.endswith(".csv"):
             diffs = [] if (a_dir / name).read_bytes() == other.read_bytes() else ["text differs"]
         else:
-            diffs = compare_h5(a_dir / name, other)
-        verdict = "identical" if not diffs else "DIFFERENT: " + "; ".join(diffs)
-        print(f"{name:40s} {_contents(a_dir / name):32s} {verdict}")
+            diffs = compare_h5(a_dir / name, other, tol, same_record=pair is None)
+        what = "identical" if not tol else f"same within {tol:g}"
+        verdict = what if not diffs else "DIFFERENT: " + "; ".join(diffs)
+        ran = f"ran {_ran(a_dir / name)}" if pair else ""
+        print(f"{name:40s} {ran:14s} {_contents(a_dir / name):32s} {verdict}")
         bad += bool(diffs)
-    print(f"{len(files) - bad} of {len(files)} outputs identical")
+    print(f"{len(files) - bad} of {len(files)} outputs {'identical' if not tol else 'the same'}")
     return 1 if bad else 0
 
 
@@ -297,17 +326,21 @@ def main() -> int:
     r.add_argument("--infer", default="infer")
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--only", help="comma-separated case names (default: all)")
+    r.add_argument("--backends", default=",".join(BACKENDS), help="comma list, in run order")
     c = sub.add_parser("compare")
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
+    c.add_argument("--tol", type=float, default=0.0, help="floats may differ by this much")
+    c.add_argument("--pair", help="BACKEND,BACKEND: compare these two runs of each case")
     args = parser.parse_args()
     if not FIXTURES.is_dir():
         print(f"needs {FIXTURES}", file=sys.stderr)
         return 2
     if args.cmd == "run":
         only = set(args.only.split(",")) if args.only else None
-        return run(args.infer, args.out, only)
-    return compare(args.a, args.b)
+        return run(args.infer, args.out, only, tuple(args.backends.split(",")))
+    pair = tuple(args.pair.split(",")) if args.pair else None
+    return compare(args.a, args.b, args.tol, pair)  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":

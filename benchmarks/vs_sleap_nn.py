@@ -10,6 +10,9 @@ whatever the machine. sleap-nn goes into its own virtual environment
     .venv/bin/python benchmarks/vs_sleap_nn.py --cases segmentation,semantic,tiled
     .venv/bin/python benchmarks/vs_sleap_nn.py --cases single --repeats 3 --frames 0-99
     .venv/bin/python benchmarks/vs_sleap_nn.py --ours torch --ours "onnx:--backend onnx"
+    .venv/bin/python benchmarks/vs_sleap_nn.py --lengths 300,30 --repeats 2 --ours default \
+        --ours "torch:--backend torch" --ours "onnx:--backend onnx" \
+        --ours "openvino:--backend openvino"       # issue 48: the default against each
     python benchmarks/vs_sleap_nn.py --device cuda --sleap-nn-runtime tensorrt \
         --sleap-nn-exe "$(command -v sleap-nn)" --ours torch --ours "trt:--backend trt"
 
@@ -93,6 +96,17 @@ CASES = {
     ),
 }
 KEYPOINT_CASES = "single,topdown,bottomup,multiclass_bottomup,multiclass_topdown"
+# The under-trained multi-class instance model finds no node at sleap-nn's default 0.2.
+CASE_PEAK_THRESHOLD = {"multiclass_topdown": 0.05}
+# issue 48's floor: ours (the default) against sleap-nn's faster path, end to end, at 300
+# frames, as docs/benchmarks.md's openvino column measured it (2026-12-03).
+TARGETS = {
+    "single": 2.72,
+    "topdown": 2.51,
+    "bottomup": 1.51,
+    "multiclass_bottomup": 2.69,
+    "multiclass_topdown": 2.51,
+}
 MASK_CASES = {"segmentation", "semantic", "topdown_segmentation", "tiled"}
 BOX_CASES = {"bbox_centernet", "bbox_ssd", "bbox_topdown_segmentation"}
 TORCH = "sleap-nn torch"
@@ -412,6 +426,12 @@ def prepare_case(case: str, args: argparse.Namespace, tmp: Path) -> CaseInput:
         video = longer_video(video, args.loops, 1, tmp / f"{case}.mp4")
         video_name = f"{video_name} x{args.loops}"
     n_video, height, width = probe(video)
+    wanted = parse_frames(args.frames, 10**9)[-1] + 1 if args.frames else 0
+    if wanted > n_video:  # small_robot's 166 frames, asked for 300: played again
+        loops = -(-wanted // n_video)
+        video = longer_video(video, loops, 1, tmp / f"{case}_x{loops}.mp4")
+        video_name = f"{video_name} x{loops}"
+        n_video, height, width = probe(video)
     picked = parse_frames(args.frames, n_video) if args.frames else list(range(n_video))
     if len(picked) <= PRIME_FRAMES:
         raise SystemExit(f"{case}: --frames must pick more than {PRIME_FRAMES} of {n_video}")
@@ -439,6 +459,7 @@ class Timed:
     full: list[str]
     short: list[str]
     optional: bool = False  # a failure marks it unsupported instead of ending the benchmark
+    prime: list[str] | None = None  # run once before anything is timed (an export made)
 
 
 def exported_baseline(
@@ -487,6 +508,8 @@ def time_runs(runs: list[Timed], repeats: int) -> None:
         if t.run.unsupported is not None:
             continue
         try:
+            if t.prime is not None:
+                run_timed(t.prime)
             run_timed(t.short)
             t.run.short_wall = run_timed(t.short)
         except CommandFailed as err:
@@ -520,6 +543,13 @@ def ratios(run: ToolRun, bases: list[ToolRun], frames: int) -> dict[str, object]
         "e2e_against": e2e.label,
         "steady_against": steady.label,
     }
+
+
+def ran_backend(out: Path) -> str | None:
+    """The runtime our run used, from its output's provenance."""
+    import sleap_io as sio
+
+    return sio.load_slp(str(out)).provenance.get("backend")
 
 
 def numbers(run: ToolRun, frames: int) -> dict[str, object]:
@@ -608,7 +638,11 @@ def run_case(
         out = tmp / f"{case}.{label}.slp"
         full = ours_cmd(ci.models, ci.video, out, args, extra, ci.frames_arg)
         short = ours_cmd(ci.models, ci.video, tmp / "short.slp", args, extra, ci.short_arg)
-        ours.append(Timed(ToolRun(label), out, full, short))
+        # The default (auto) finds its export made, as sleap-nn's is made before it is
+        # timed: a short --backend onnx run fills the cache entry every exported runtime
+        # here reads. Export seconds a first run pays are in docs/benchmarks.md.
+        prime = None if "--backend" in extra else [*short, "--backend", "onnx"]
+        ours.append(Timed(ToolRun(label), out, full, short, prime=prime))
     time_runs([torch_t, onnx_t, *ours], args.repeats)
     n = ci.frames
     picked = f" (--frames {ci.frames_arg})" if ci.frames_arg else ""
@@ -628,6 +662,9 @@ def run_case(
         line += f", {onnx_agree['text']}"
     print(line)
     rows = {t.run.label: ours_row(case, t, torch_t, onnx_t, n, ci.decode_s) for t in ours}
+    for t in ours:  # what ran: the default's choice (--backend auto)
+        rows[t.run.label]["ran"] = ran_backend(t.out)
+        print(f"  ours/{t.run.label} ran on {rows[t.run.label]['ran']}")
     commands = {t.run.label: t.full for t in [torch_t, onnx_t, *ours] if t.full}
     if args.show_commands:
         print(f"    $ {shlex.join(export.cmd)}")
@@ -720,6 +757,45 @@ def markdown(report: dict[str, object]) -> str:
     return "\n".join(lines)
 
 
+def goals(results: dict[str, dict[str, object]], labels: list[str]) -> dict[str, object]:
+    """Issue 48's checks on the ``default`` variant: within 5% of our fastest explicit
+    backend on the longest runs, never slower than ``torch`` on the shortest, and its
+    ratio against sleap-nn's faster path at least the TARGETS."""
+    lengths = sorted({int(k.partition("@")[2] or 0) for k in results})
+    lines = ["| case | frames | default ran | default | fastest explicit | goal | met |",
+             "|---|---:|---|---:|---:|---|---|"]  # fmt: skip
+    met_all = True
+    for key, c in results.items():
+        case, _, n_text = key.partition("@")
+        n = int(n_text or 0)
+        ours = c["ours"]  # type: ignore[index]
+        default = ours.get("default")  # type: ignore[union-attr]
+        if default is None or default.get("wall") is None:
+            continue
+        explicit = {k: v for k, v in ours.items() if k != "default" and v.get("wall")}  # type: ignore[union-attr]
+        fastest = min(explicit, key=lambda k: explicit[k]["wall"]) if explicit else None
+        checks = []
+        if n == lengths[-1] and fastest is not None:
+            ratio = default["wall"] / explicit[fastest]["wall"]
+            checks.append((f"<= 1.05x {fastest}: {ratio:.3f}x", ratio <= 1.05))
+            best = (default.get("vs_best") or {}).get("e2e")
+            if case in TARGETS and best is not None:
+                checks.append(
+                    (f"vs sleap-nn best {best:.2f}x >= {TARGETS[case]}x", best >= TARGETS[case])
+                )
+        if n == lengths[0] and "torch" in explicit:
+            ratio = default["wall"] / explicit["torch"]["wall"]
+            checks.append((f"<= torch: {ratio:.3f}x", ratio <= 1.0))
+        for text, ok in checks:
+            met_all &= ok
+            fast = f"{fastest} {explicit[fastest]['wall']:.2f} s" if fastest else "-"
+            lines.append(
+                f"| {case} | {n} | {default.get('ran')} | {default['wall']:.2f} s | {fast} "
+                f"| {text} | {'yes' if ok else 'NO'} |"
+            )
+    return {"lines": lines, "all_met": met_all}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cases", default=KEYPOINT_CASES, help=f"of {', '.join(CASES)}")
@@ -783,6 +859,13 @@ def main() -> None:
         default=ROOT / ".bench-venv" / "sleap-nn-exports",
         help="where sleap-nn's ONNX / TensorRT exports are kept and reused",
     )
+    p.add_argument(
+        "--lengths",
+        default=None,
+        metavar="N,N",
+        help="run every case at each of these frame counts (frames 0..N-1), e.g. 300,30;"
+        " instead of --frames",
+    )
     p.add_argument("--show-commands", action="store_true", help="print each tool's command")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args()
@@ -811,10 +894,20 @@ def main() -> None:
     }
     results: dict[str, dict[str, object]] = {}
     report["cases"] = results
+    lengths = [int(n) for n in args.lengths.split(",")] if args.lengths else [None]
     with tempfile.TemporaryDirectory() as tmp_name:
-        for case in cases:
-            results[case] = run_case(exe, case, args, variants, Path(tmp_name))
+        for n in lengths:
+            for case in cases:
+                given = {"frames": f"0-{n - 1}"} if n is not None else {}
+                if args.peak_threshold is None and case in CASE_PEAK_THRESHOLD:
+                    given["peak_threshold"] = CASE_PEAK_THRESHOLD[case]
+                case_args = argparse.Namespace(**{**vars(args), **given})
+                key = case if n is None else f"{case}@{n}"
+                results[key] = run_case(exe, case, case_args, variants, Path(tmp_name))
     print(f"\n{markdown(report)}")
+    if any(label == "default" for label, _ in variants):
+        report["goals"] = goals(results, [v[0] for v in variants])
+        print("\n" + "\n".join(report["goals"]["lines"]))  # type: ignore[index]
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
         print(f"\nwrote {args.json}")

@@ -63,8 +63,9 @@ def load(
     ``models``: a sleap-nn model folder (``training_config.yaml`` + ``best.ckpt``) or
     a SLEAP 1.x one, or a pair (``load(centroid, instance)`` or ``load([centroid,
     instance])``), or a folder written by ``infer export`` (it runs on its own, no
-    checkpoint needed). ``backend``: ``torch``, ``onnx``, ``openvino`` or ``trt``
-    (default: torch, or the runtime an export folder was made for);
+    checkpoint needed). ``backend``: ``auto`` (default: per call, the fastest exact
+    runtime installed for these models and that many frames; an export folder's own
+    runtime), ``torch``, ``onnx``, ``openvino`` or ``trt``;
     ``device``: ``auto``, ``cpu``, ``cuda:N`` or ``mps``. ``options``: any of
     ``infer predict``'s options by their Python name (``peak_threshold``,
     ``max_instances``, ``batch_size``, ``tracking``, ``fp16`` ...), same defaults.

@@ -155,5 +155,8 @@ def pipeline(model_paths: list[Path] | list[str], device: str = "cpu", **fields:
     from sleap_infer.pipeline.spec import PipelineSpec
 
     given = {k: v for k, v in fields.items() if v is not None}  # None: the default
+    # Torch unless asked: these tests look at layers and options, not at which runtime
+    # --backend auto would pick (tests/pipeline/test_auto_backend.py does).
+    given.setdefault("backend", "torch")
     spec = PipelineSpec(model_paths=tuple(str(p) for p in model_paths), **given)  # type: ignore[arg-type]
     return spec.build(device)

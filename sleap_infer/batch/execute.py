@@ -86,6 +86,7 @@ def outcome_from_result(task: VideoTask, result: VideoResult) -> VideoOutcome:
         resumed_frames=result.resumed_frames,
         warnings=warnings,
         outputs=tuple(result.outputs),
+        backend=result.backend,
     )
     if result.truncated:
         first = min(e.index for e in result.bad_frames if e.kind == MISSING_AT_END)
@@ -193,7 +194,10 @@ def run_sequential(
 ) -> tuple[list[VideoOutcome], bool]:
     """Outcomes of ``tasks`` in order, and whether Ctrl-C stopped the run."""
     outcomes: list[VideoOutcome] = []
-    for task in tasks:
+    for i, task in enumerate(tasks):
+        # --backend auto weighs a first export against every video still to come, not
+        # only this one: a folder of short clips earns it back together.
+        pipeline.videos_ahead = len(tasks) - i
         try:
             outcomes.append(run_task(pipeline, task, settings, events))
         except KeyboardInterrupt:

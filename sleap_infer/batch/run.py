@@ -150,7 +150,7 @@ class Batch:
             self.pipeline = pipeline
             return ModelSummary(
                 pipeline.describe(),
-                f"{pipeline.backend_name}/{pipeline.device}",
+                pipeline.backend_label,
                 spec.batch_size,
                 (*pipeline.warnings, *filter(None, [nwb])),
             )

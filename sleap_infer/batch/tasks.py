@@ -89,6 +89,7 @@ class VideoOutcome:
     warnings: list[str] = field(default_factory=list)
     outputs: tuple[Path, ...] = ()  # the files this run wrote (several with several formats)
     skip_reason: str = "exists"  # why a skipped video was skipped (the summary's status)
+    backend: str = ""  # the runtime that predicted it (what --backend auto chose)
 
     @property
     def ok(self) -> bool:

@@ -170,6 +170,19 @@ def build_bench_layer(config: BenchConfig, name: str) -> InferenceLayer:
     return layer
 
 
+def auto_pick(config: BenchConfig) -> list[str]:
+    """What ``--backend auto`` (predict's default) picks for these models on this device,
+    and why: the runtimes installed here, then a long input's and a 30-frame run's choice."""
+    from sleap_infer.pipeline.models import auto_backend, load_models
+    from sleap_infer.pipeline.spec import bind
+
+    spec = bind(tuple(str(p) for p in config.model_paths), "auto")
+    if spec.backend != "auto":  # an export folder runs on its own runtime
+        return [f"an export folder: {spec.backend}"]
+    models = load_models(spec.model_paths, spec.backend)
+    return auto_backend(models, config.device, spec, embeds_labels=False).describe()
+
+
 def machine_info() -> dict[str, Any]:
     info = system_info()
     info["cpu"] = _cpu_name()

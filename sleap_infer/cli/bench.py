@@ -123,6 +123,7 @@ def bench(
     from sleap_infer.bench.measure import FAILED, OK
     from sleap_infer.bench.suite import (
         BenchConfig,
+        auto_pick,
         installed_backends,
         parse_backends,
         parse_batch_sizes,
@@ -154,6 +155,9 @@ def bench(
         *config.backends,
         *reduced_precision_rows(config.backends, bf16=bf16, int8=int8, fp16=fp16),
     ]
+    auto_lines = auto_pick(config)
+    for line in auto_lines:  # predict's default: what it would run here, and why
+        console.print(f"auto: {escape(line)}", highlight=False, soft_wrap=True)
     eta = Eta(len(config.backends), config.batch_sizes)
     with console.status(f"benchmarking: {eta.text()}") as status:
 
@@ -186,6 +190,7 @@ def bench(
         payload = {
             "schema": BENCH_SCHEMA,
             "config": _config_json(config),
+            "auto": auto_lines,
             **context,
             "rows": [r.to_json() for r in rows],
         }

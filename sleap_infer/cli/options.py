@@ -29,7 +29,7 @@ def _choices(name: str, values: Iterable[str]) -> type[Enum]:
     return Enum(name, {v.replace("-", "_"): v for v in values}, type=str)  # type: ignore[return-value]
 
 
-Backend = _choices("Backend", RUNTIMES)
+Backend = _choices("Backend", ("auto", *RUNTIMES))
 # What ``infer export -f`` writes for: every runtime that runs an export (openvino runs
 # onnx's graph), plus sleap-nn's names: ``tensorrt`` is trt, ``both`` (ONNX and an engine)
 # is what trt writes anyway.
@@ -39,7 +39,7 @@ ExportFormat = _choices(
     (*(n for n, r in RUNTIMES.items() if r.export_formats), *EXPORT_FORMAT_ALIASES),
 )
 BENCH_BACKENDS = (*RUNTIMES, "all")
-DEFAULT_BACKEND = Backend("torch")
+DEFAULT_BACKEND = Backend("auto")
 DEFAULT_EXPORT_FORMAT = ExportFormat("onnx")
 DEFAULT_FORMAT = ["slp"]
 
@@ -49,7 +49,12 @@ DEFAULT_PROGRESS = ProgressMode("auto")
 
 BackendOption = Annotated[
     Backend,  # type: ignore[valid-type]
-    typer.Option(case_sensitive=False, help="Runtime."),
+    typer.Option(
+        case_sensitive=False,
+        help="Runtime. auto: the fastest exact (float32) one installed for this model type "
+        "and input length (infer bench says which and why); torch, onnx, openvino, trt: "
+        "that one.",
+    ),
 ]
 # Repeatable and/or a comma list (``--format slp,nwb``): one prediction pass, each format
 # written from it (checked, one line, by sleap_infer.writers.registry.get_formats).

@@ -65,7 +65,8 @@ def outcome_line(outcome: VideoOutcome) -> str:
         resumed = f" (resumed after {outcome.resumed_frames})" if outcome.resumed_frames else ""
         return (
             f"[green]✓[/] {video}: {outcome.counts.frames} frames{resumed}, {_found(outcome)}, "
-            f"{outcome.fps:.1f} FPS -> {escape(_written(outcome))}"
+            f"{outcome.fps:.1f} FPS{f' ({outcome.backend})' if outcome.backend else ''} -> "
+            f"{escape(_written(outcome))}"
         )
     if outcome.status == SKIPPED:
         return f"- {video}: skipped, {escape(outcome.message)}"

@@ -71,6 +71,7 @@ def video_record(outcome: VideoOutcome) -> dict[str, Any]:
         **outcome.counts.to_json(),
         "mean_score": _number(outcome.counts.mean_score, 6),
         "fps": _number(outcome.fps, 2) if outcome.fps else None,
+        "backend": outcome.backend or None,
         "bad_frames": outcome.bad_frames,
         "resumed_frames": outcome.resumed_frames,
         "message": outcome.message or None,

@@ -269,6 +269,7 @@ class _Run:
             pipeline, None, self.opened.channels(pipeline), self.opened.reader
         )
         self.total = self.opened.total
+        pipeline.prepare_run(self.total)
         self.size = _batch_size(pipeline, batch_size, self.total)
         self.display = (
             FrameProgress(Path(self.opened.name).name or self.opened.name)

@@ -11,9 +11,11 @@ adds the calls that start them, so the jobs sit below the class that runs them.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from sleap_infer.core.errors import BackendError, ExportError, UsageError
 from sleap_infer.core.filters import InstanceFilters
 from sleap_infer.core.options import PredictOptions
 from sleap_infer.core.overrides import ConfigOverrides
@@ -30,6 +32,8 @@ from sleap_infer.pipeline import models as model_set
 from sleap_infer.pipeline.spec import PipelineSpec
 from sleap_infer.runner import Runner
 from sleap_infer.runtimes import get_runtime
+from sleap_infer.runtimes.choose import AUTO, AutoBackend, Choice
+from sleap_infer.runtimes.inventory import usable_export
 from sleap_infer.sources.project_frames import ProjectSelection
 from sleap_infer.tracking.online import IMAGES, OnlineTracker
 from sleap_infer.tracking.options import TrackingOptions
@@ -47,21 +51,19 @@ class Loaded:
         self.products = model_set.products(self.models)
         if spec.tracking is not None:
             model_set.check_trackable(self.models)
-        runtime = get_runtime(spec.backend)
-        self.backend_name = runtime.name
-        make_backend = runtime.maker(device, **spec.backend_options.maker_kwargs())
-        # Engines built for one exact batch need every batch padded to it; everything else
-        # takes a short video in one smaller batch instead of padding it with blank frames.
-        self.pads_short_videos = runtime.static_batch
-        with span("layer_build"):
-            if self.embeds_labels:
-                model = self.models[0]
-                self.layer: InferenceLayer = layer_class(model.model_type)(
-                    model.config, make_backend(model), spec.options
-                )
-            else:
-                self.layer = build_layer(self.models, make_backend, spec.options)
-        self.runner = Runner(self.layer, batch_size=spec.batch_size)
+        self._device = device
+        # Videos this run has still to predict, this one included (set by the batch):
+        # auto weighs a first export against all their frames.
+        self.videos_ahead = 1
+        self._built: dict[str, tuple[InferenceLayer, Runner]] = {}
+        # ``--backend auto``: each run picks its runtime (prepare_run); until then, the one
+        # a long input would get, so the pipeline describes and checks as it will run.
+        self.auto: AutoBackend | None = None
+        if spec.backend == AUTO:
+            self.auto = model_set.auto_backend(self.models, device, spec, self.embeds_labels)
+            self._use(self.auto.choose(None, self.has_export))
+        else:
+            self._use(Choice(get_runtime(spec.backend).name, "asked for"))
         # Resolved for these models; a lone embedding model re-tracks its labels file with
         # the options as given (:func:`~sleap_infer.pipeline.retrack.retrack_labels`).
         self.tracking: TrackingOptions | None = None
@@ -69,6 +71,79 @@ class Loaded:
             n_nodes = len(self.layer.config.node_names)
             self.tracking = model_set.resolve_tracking(self.models, spec.tracking, n_nodes)
         self.warnings = model_set.skeleton_warnings(self.models, self.primary)
+
+    def _use(self, choice: Choice) -> None:
+        """Run on ``choice.runtime`` from now on (its layer built once, on first use).
+        Under ``auto``, a runtime these models cannot be built for falls back to torch."""
+        if choice.runtime not in self._built:
+            try:
+                self._built[choice.runtime] = self._build(choice.runtime)
+            except (UsageError, ExportError, BackendError) as exc:
+                if self.auto is None or choice.runtime == "torch":
+                    raise
+                self._fall_back(choice, exc)
+                return
+        self.layer, self.runner = self._built[choice.runtime]
+        runtime = get_runtime(choice.runtime)
+        self.backend_name = runtime.name
+        self.backend_reason = choice.reason
+        # Engines built for one exact batch need every batch padded to it; everything else
+        # takes a short video in one smaller batch instead of padding it with blank frames.
+        self.pads_short_videos = runtime.static_batch
+
+    def _build(self, name: str) -> tuple[InferenceLayer, Runner]:
+        make_backend = get_runtime(name).maker(
+            self._device, **self.spec.backend_options.maker_kwargs()
+        )
+        with span("layer_build"):
+            if self.embeds_labels:
+                model = self.models[0]
+                layer: InferenceLayer = layer_class(model.model_type)(
+                    model.config, make_backend(model), self.spec.options
+                )
+            else:
+                layer = build_layer(self.models, make_backend, self.spec.options)
+        return layer, Runner(layer, batch_size=self.spec.batch_size)
+
+    def has_export(self, runtime: str) -> bool:
+        """Whether every model has an export ``runtime`` can run already (beside it or in
+        the cache, made from this checkpoint): then choosing it costs no export."""
+        return all(
+            usable_export(model.path, model.model_type, model.checkpoint_sha256, runtime,
+                          [m.path for m in self.models if m is not model])
+            for model in self.models
+        )  # fmt: skip
+
+    def prepare_run(self, total: int, frame_shape: tuple[int, int, int] | None = None) -> None:
+        """Before each run of ``total`` frames: with ``--backend auto``, its runtime.
+
+        ``frame_shape`` ``(H, W, C)``: the frames the run hands the layer. When the choice
+        needs a first export, it is made now, on the warmup the run would do anyway, so a
+        model that does not export (or a runtime that cannot compile it) falls back to torch
+        before any frame is predicted, with a note, instead of failing the run.
+        """
+        if self.auto is None:
+            return
+        choice = self.auto.choose(total * max(1, self.videos_ahead), self.has_export)
+        self._use(choice)
+        if choice.runtime == "torch" or frame_shape is None or self.has_export(choice.runtime):
+            return
+        batch = self.run_batch_size(total) or self.batch_size
+        try:
+            self.runner.warmup((batch, *frame_shape))
+        except (ExportError, BackendError) as exc:
+            self._fall_back(choice, exc)
+
+    def _fall_back(self, choice: Choice, exc: Exception) -> None:
+        """``auto``'s pick cannot run these models here: torch, said once (the CLI's note
+        line, else a warning) and recorded as the reason."""
+        why = f"{choice.runtime} could not run these models here ({exc}): torch instead"
+        self._use(Choice("torch", why))
+        notify = self.spec.backend_options.notify
+        if notify is not None:
+            notify(f"--backend auto: {why}")
+        else:
+            warnings.warn(f"--backend auto: {why}", RuntimeWarning, stacklevel=4)
 
     # ------------------------------------------------------------ what it is
     @property
@@ -134,8 +209,19 @@ class Loaded:
         """``TopDownLayer (centroid, centered_instance)``: what runs."""
         return f"{type(self.layer).__name__} ({model_set.describe(self.models)})"
 
+    @property
+    def backend_label(self) -> str:
+        """``openvino/cpu``, or ``auto/cpu`` before an auto pipeline's first run."""
+        return f"{self.spec.backend if self.auto else self.backend_name}/{self.device}"
+
+    @property
+    def layer_name(self) -> str:
+        """The layer's class, whichever runtime runs it (``SingleInstanceLayer`` also on an
+        exported graph): what a journal's predictions depend on, unlike the runtime."""
+        return type(self.layer).__name__.removeprefix("Exported")
+
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.describe()}, {self.backend_name}/{self.device})"
+        return f"{type(self).__name__}({self.describe()}, {self.backend_label})"
 
     def check_format(self, fmt: OutputFormat | str) -> OutputFormat:
         """Refuse, before any video, an output format that cannot hold what the models make."""

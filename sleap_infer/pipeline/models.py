@@ -12,6 +12,7 @@ read from the model-type registry.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sleap_infer.core.artifact import ENGINE_NAME
 from sleap_infer.core.errors import UsageError
@@ -23,9 +24,13 @@ from sleap_infer.model.overrides import apply_overrides
 from sleap_infer.model.registry import MODEL_TYPES, ModelType, pair_roles
 from sleap_infer.model.weights import apply_weights
 from sleap_infer.runtimes import get_runtime
+from sleap_infer.runtimes.choose import AUTO, AutoBackend, kind_of
 from sleap_infer.tracking import MASKS, POSES, resolve_options
 from sleap_infer.tracking.options import TrackingOptions
 from sleap_infer.writers.registry import OutputFormat, refuse
+
+if TYPE_CHECKING:
+    from sleap_infer.pipeline.spec import PipelineSpec
 
 
 def load_models(
@@ -52,7 +57,10 @@ def load_models(
 
 def check_export_backend(models: Sequence[LoadedModel], backend: str) -> None:
     """An export folder has a graph and no checkpoint: it runs on ONNX Runtime or
-    OpenVINO (TensorRT too when it holds an engine), never on torch."""
+    OpenVINO (TensorRT too when it holds an engine), never on torch (``auto`` picks
+    among those: :func:`auto_backend`)."""
+    if backend == AUTO:
+        return
     name = get_runtime(backend).name
     for model in models:
         if model.export_dir is None:
@@ -128,6 +136,8 @@ def check_overrides_backend(backend: str, overrides: ConfigOverrides) -> None:
     cache keys on the trained config, so overrides run on torch only (sleap-nn's export
     route drops them too); ``infer export --input-scale / --crop-size`` makes a graph
     for other values, which the message points to."""
+    if backend == AUTO:  # auto runs them on torch (auto_backend)
+        return
     name = get_runtime(backend).name
     if name != "torch":
         flags = ", ".join(FLAGS[k] for k in overrides.preprocessing)
@@ -215,3 +225,33 @@ def skeleton_warnings(models: Sequence[LoadedModel], primary: LoadedModel) -> li
                 f"the output uses {primary.path.name}'s"
             )
     return out
+
+
+def auto_backend(
+    models: Sequence[LoadedModel], device: str, spec: PipelineSpec, embeds_labels: bool
+) -> AutoBackend:
+    """``--backend auto``'s chooser for these models on ``device``: their kind (detector
+    first, as the speed table names it), what only torch runs, an export folder's runtimes."""
+    from sleap_infer.backends.base import resolve_device
+
+    types = [m.model_type for m in models]
+    roles = pair_roles(types)
+    if roles is not None:
+        types = [types[roles[0]], types[roles[1]]]
+    tiled = any(m.config.preprocessing.tiling is not None for m in models)
+    torch_only = ""
+    if spec.overrides is not None and spec.overrides.preprocessing:
+        torch_only = "training-config overrides run on torch (exports bake the trained scale in)"
+    elif embeds_labels:
+        torch_only = "an embedding model alone embeds a project's detections, no frames"
+    exports: tuple[str, ...] = ()
+    if any(m.export_dir is not None for m in models):
+        engine = all((m.export_dir / ENGINE_NAME).is_file() for m in models if m.export_dir)
+        exports = ("trt", "openvino", "onnx") if engine else ("openvino", "onnx")
+    return AutoBackend.for_run(
+        kind_of(types, tiled),
+        resolve_device(device).type,
+        spec.backend_options,
+        torch_only=torch_only,
+        export_runtimes=exports,
+    )

@@ -43,6 +43,7 @@ from sleap_infer.model.exported import export_runtime
 from sleap_infer.model.registry import load_class
 from sleap_infer.pipeline import models as model_set
 from sleap_infer.runtimes import backend_maker
+from sleap_infer.runtimes.choose import AUTO
 from sleap_infer.sources.project_frames import ProjectSelection
 from sleap_infer.tracking.options import TrackingOptions
 from sleap_infer.writers.registry import OutputFormat
@@ -55,7 +56,7 @@ class PipelineSpec:
     """Everything a pipeline is built from, but the device."""
 
     model_paths: tuple[str, ...]
-    backend: str = "torch"
+    backend: str = AUTO  # or a runtime's name (sleap_infer.runtimes.RUNTIMES)
     batch_size: int = BATCH_SIZE
     options: PredictOptions = field(default_factory=PredictOptions)
     backend_options: BackendOptions = field(default_factory=BackendOptions)
@@ -90,8 +91,10 @@ class PipelineSpec:
         )
         for each in fmt if isinstance(fmt, tuple) else () if fmt is None else (fmt,):
             model_set.check_format(models, each)
+        # auto: each worker's pipeline picks per run; its devices exist for torch.
+        runtime = "torch" if self.backend == AUTO else self.backend
         for device in devices:
-            backend_maker(self.backend, device, **self.backend_options.maker_kwargs())
+            backend_maker(runtime, device, **self.backend_options.maker_kwargs())
         # An export folder has no network for torch: its own runtime (backends made
         # lazily, nothing runs before the first batch).
         exported = any(m.export_dir is not None for m in models)
@@ -253,8 +256,9 @@ def bind(
 ) -> PipelineSpec:
     """The spec for ``model_paths`` from option names; unset names keep their defaults.
 
-    ``backend`` None: torch for model directories, the runtime an ``infer export``
-    folder was made for (``onnx``, or ``trt`` when it holds engines).
+    ``backend`` None or ``auto``: ``auto`` for model directories (each run picks the
+    fastest exact runtime installed, :mod:`sleap_infer.runtimes.choose`), the runtime an
+    ``infer export`` folder was made for (``onnx``, or ``trt`` when it holds engines).
 
     ``tracking=True`` (or any tracker knob with ``tracker=``) turns tracking on; a
     tracker knob without it is refused, as on the command line.
@@ -283,8 +287,9 @@ def bind(
     filters = InstanceFilters(**groups["filters"])
     overrides = ConfigOverrides(**groups["overrides"])
     project = ProjectSelection(**groups["project"])
-    if backend is None:
-        backend = export_runtime(tuple(str(p) for p in model_paths)) or "torch"
+    backend = _plain(backend)
+    if backend is None or str(backend).strip().lower() == AUTO:
+        backend = export_runtime(tuple(str(p) for p in model_paths)) or AUTO
     centroid_output = groups["options"].get("centroid_output", "instance")
     if tracking and centroid_output != "instance":  # sleap-nn 0.3.5 refuses it too
         raise UsageError(

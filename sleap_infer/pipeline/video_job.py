@@ -112,6 +112,7 @@ class VideoResult:
     decoded_frames: int = 0  # one past the highest frame index that decoded
     warnings: list[str] = field(default_factory=list)  # e.g. --frames clamped to the video
     outputs: list[Path] = field(default_factory=list)  # every file this run wrote
+    backend: str = ""  # the runtime that ran (what --backend auto chose)
 
     @property
     def truncated(self) -> bool:
@@ -291,7 +292,7 @@ def fingerprint(
         "video_frames": info.n_frames,
         "checkpoint_sha256": [m.checkpoint_sha256 for m in pipeline.models],
         "model_types": [m.model_type for m in pipeline.models],
-        "layer": type(pipeline.layer).__name__,
+        "layer": pipeline.layer_name,
         # What goes into the output file only (not the journal) may change on resume.
         "options": {
             k: v
@@ -340,6 +341,11 @@ def provenance(pipeline: Loaded, source: str, frames: Sequence[int] | None) -> d
         "checkpoint_sha256": [m.checkpoint_sha256 for m in pipeline.models],
         "layer": type(pipeline.layer).__name__,
         "backend": pipeline.backend_name,
+        **(
+            {"backend_choice": {"asked": "auto", "reason": pipeline.backend_reason}}
+            if pipeline.auto is not None
+            else {}
+        ),
         "device": pipeline.device,
         "batch_size": pipeline.batch_size,
         "options": options_dict(pipeline),
@@ -423,6 +429,9 @@ class VideoJob:
         bad = _BadFrameLog()
         online = self._start_tracker(journal, reader)
         stream, total = self._remaining(reader, indices, journal, bad.add)
+        channels = reader.channels_for(pipeline.layer.input_channels)
+        pipeline.prepare_run(total, (info.height, info.width, channels))
+        result.backend = pipeline.backend_name
         if on_start is not None:
             on_start(info, total)
         t0 = time.perf_counter()

@@ -113,3 +113,21 @@ def describe_models(
         )
         facts.append(described)
     return facts
+
+
+def usable_export(
+    model_dir: Path,
+    model_type: str,
+    checkpoint_sha256: str,
+    runtime: str,
+    partners: Sequence[Path] = (),
+) -> bool:
+    """Whether an export ``runtime`` runs (ONNX for onnx and openvino, an engine for trt)
+    of this checkpoint is there already: ``--backend auto`` counts no export cost then.
+    Shape and decode settings are not matched (a run may still export for a new frame
+    size): the cost it guards against is the first export of a model, not of a size."""
+    fmt = "tensorrt" if runtime == "trt" else "onnx"
+    return any(
+        found["usable"] and fmt in found["formats"]
+        for found in exports_of(model_dir, model_type, checkpoint_sha256, partners)
+    )

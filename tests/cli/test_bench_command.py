@@ -54,6 +54,11 @@ def test_bench_without_backend_measures_every_installed_runtime(
     assert "torch batch 1:" in text and "(2/4 rows, about" in text and "4/4 rows, done" in text
     assert "trt: unavailable:" in text
     assert max(len(line) for line in out.splitlines()) <= 80, out
+    # What predict's default (--backend auto) would run here, and why (issue 48).
+    auto = json.loads(report.read_text())["auto"]
+    assert auto[0].startswith("candidates here: ") and len(auto) == 3
+    assert auto[1].startswith("a long input: ") and auto[2].startswith("30 frames, first run: ")
+    assert all(f"auto: {line}" in text.replace("\n", " ") for line in auto[:1])
 
 
 def _row(backend: str, batch: int, **values: float) -> Measurement:
