@@ -428,7 +428,8 @@ def predict(
     # Every flag that is not about this run's files and display is a pipeline option: bound
     # to its record once, by the same names sleap_infer.load() takes.
     options = {k: v for k, v in ctx.params.items() if k not in RUN_FLAGS}
-    # Unset --backend: torch, or the runtime an export folder given as -m was made for.
+    # Unset --backend: auto (the fastest exact runtime installed, chosen per video), or
+    # the runtime an export folder given as -m was made for.
     # (By name: typer carries its own copy of click, whose enum is not click's.)
     given = getattr(ctx.get_parameter_source("backend"), "name", "DEFAULT") != "DEFAULT"
     spec = bind(model, backend.value if given else None, notify=print_export_notice, **options)

@@ -162,6 +162,17 @@ class _Frames:
     def total(self) -> int:
         return self.n_frames if self.indices is None else len(self.indices)
 
+    def frame_shape(self, pipeline: Loaded) -> tuple[int, int, int] | None:
+        """``(H, W, C)`` of the frames the run hands the layer (None: not known before
+        reading one, e.g. a ``sio.Video``), for ``--backend auto``'s first export."""
+        if self.reader is not None:
+            info = self.reader.info
+            return info.height, info.width, self.channels(pipeline)
+        if isinstance(self.memory, ArrayFrames):
+            h, w, c = self.memory.frames.shape[1:4]
+            return int(h), int(w), int(c)
+        return None
+
     def stream(self, pipeline: Loaded) -> Iterator[tuple[int, np.ndarray]]:
         if self.reader is None:
             return self.memory.iter_frames(self.indices)
@@ -269,7 +280,7 @@ class _Run:
             pipeline, None, self.opened.channels(pipeline), self.opened.reader
         )
         self.total = self.opened.total
-        pipeline.prepare_run(self.total)
+        pipeline.prepare_run(self.total, self.opened.frame_shape(pipeline))
         self.size = _batch_size(pipeline, batch_size, self.total)
         self.display = (
             FrameProgress(Path(self.opened.name).name or self.opened.name)

@@ -10,10 +10,15 @@ the fastest runtime differs by model type (a lone centroid model, a small
 single-instance network) and a first export costs seconds that a 30-frame
 clip never earns back:
 
-    cost(runtime) = fixed_s + frames x per_frame_ms (+ export_s when no export is cached)
+For a long input (or ``frames`` unknown: a pipeline loaded, not yet run) the
+first installed runtime in preference order (OpenVINO, ONNX Runtime, torch) whose
+ms/frame is within ``SAME_SPEED`` of the fastest's; for a run of known length, that
+runtime only if it beats torch by ``MARGIN_S`` or more on
 
-The cheapest runtime installed here wins. ``frames`` unknown (a pipeline
-loaded but not yet run) counts as a long input. On CUDA the table has no
+    wall(runtime) = fixed_s + frames x per_frame_ms (+ export_s when no export is cached)
+
+so a short first run stays on torch, and an export once made (cached, or ``infer
+export`` beside the model) serves short runs too. On CUDA the table has no
 rows yet (no GPU was lent to measure one): TensorRT when it is installed,
 torch otherwise; on MPS torch, the only runtime there.
 
@@ -35,10 +40,16 @@ from sleap_infer.core.options import BackendOptions
 from sleap_infer.runtimes.speed_table import CPU_COSTS, CPU_ORDER, MEASURED_ON, KindCosts
 
 AUTO = "auto"
-MARGIN_S = 0.3
+MARGIN_S = 0.2
 """A run's predicted saving below this stays on torch: start-up varies by about this much
 between two runs of the same command, so a smaller saving is a guess, and torch never
 exports."""
+SAME_SPEED = 0.15
+"""ms/frame within this fraction of the fastest count as the same speed, and the
+preference order (OpenVINO, ONNX Runtime, torch) decides: two measurements of the same
+runtime and model on this shared machine differed by up to 25% (docs/benchmarks.md), so
+a 10% lead in the table is no evidence, while OpenVINO led on every model type but one
+in every earlier measurement."""
 EXPORTED = ("onnx", "openvino", "trt")
 _NEEDS: dict[str, tuple[str, ...]] = {
     "torch": (),
@@ -170,6 +181,16 @@ def _fixed(costs: KindCosts, runtime: str) -> float:
     return own if torch is None or runtime not in EXPORTED else max(own, torch.fixed_s)
 
 
+def _long_run_pick(costs: KindCosts, measured: list[str]) -> str:
+    """The runtime for a long input: the first of ``measured`` (preference order, OpenVINO
+    first) whose ms/frame is within ``SAME_SPEED`` of the fastest one's, else the fastest."""
+    fastest = min(costs.runtimes[r].per_frame_ms for r in measured)
+    for runtime in measured:
+        if costs.runtimes[runtime].per_frame_ms <= fastest * (1 + SAME_SPEED):
+            return runtime
+    return measured[0]  # not reached: the fastest is within its own band
+
+
 def _cheapest(
     kind: str,
     costs: KindCosts,
@@ -180,24 +201,24 @@ def _cheapest(
     measured = [r for r in candidates if r in costs.runtimes]
     if not measured:
         return Choice(candidates[0], f"{kind}: no measured runtime installed")
+    pick = _long_run_pick(costs, measured)
+    per_frame = {r: costs.runtimes[r].per_frame_ms for r in measured}
+    if frames is None or pick == "torch" or "torch" not in measured:
+        others = ", ".join(f"{r} {per_frame[r]:g}" for r in measured if r != pick)
+        why = f"{per_frame[pick]:g} ms/frame on {kind} (against {others or 'none'})"
+        return Choice(pick, f"{why}; measured {MEASURED_ON}")
 
     def seconds(runtime: str) -> float:
-        """The run's predicted wall (a long input: its ms per frame, which decides)."""
-        cost = costs.runtimes[runtime]
-        if frames is None:
-            return cost.per_frame_ms
+        """The run's predicted wall: start-up, frames, and a first export if one is due."""
         first_export = runtime in EXPORTED and not cached(runtime)
         export = costs.export_s if first_export else 0.0
-        return _fixed(costs, runtime) + cost.per_frame_ms * frames / 1000 + export
+        return _fixed(costs, runtime) + per_frame[runtime] * frames / 1000 + export
 
-    best = min(measured, key=lambda r: (seconds(r), measured.index(r)))
-    if frames is not None and "torch" in measured and seconds("torch") - seconds(best) < MARGIN_S:
-        best = "torch"
-    cost = costs.runtimes[best]
-    if frames is None:
-        others = ", ".join(f"{r} {costs.runtimes[r].per_frame_ms:g}" for r in measured if r != best)
-        why = f"{cost.per_frame_ms:g} ms/frame on {kind} (against {others or 'none'})"
-    else:
-        others = ", ".join(f"{r} {seconds(r):.1f} s" for r in measured if r != best)
-        why = f"{frames} frames of {kind}: about {seconds(best):.1f} s (against {others})"
+    saving = seconds("torch") - seconds(pick)
+    best = pick if saving >= MARGIN_S else "torch"
+    other = "torch" if best == pick else pick
+    why = (
+        f"{frames} frames of {kind}: about {seconds(best):.1f} s "
+        f"(against {other} {seconds(other):.1f} s)"
+    )
     return Choice(best, f"{why}; measured {MEASURED_ON}")

@@ -425,9 +425,12 @@ def test_summary_json_and_json_progress_of_a_real_run(
     assert not [p for p in summary_path.parent.iterdir() if p != summary_path]
     assert summary["status"] == "failed" and summary["exit_code"] == 1
     assert summary["output_folder"] == str(out.resolve())
-    assert summary["model"]["where"] == "torch/cpu" and summary["model"]["batch_size"] == 4
+    # The default backend is auto: chosen per video (8 frames each, nothing exported yet:
+    # torch), which each video's record says.
+    assert summary["model"]["where"] == "auto/cpu" and summary["model"]["batch_size"] == 4
     videos = {Path(v["video"]).name: v for v in summary["videos"]}
-    assert videos["gone.mp4"]["status"] == FAILED
+    assert videos["gone.mp4"]["status"] == FAILED and videos["gone.mp4"]["backend"] is None
+    assert {v["backend"] for n, v in videos.items() if n != "gone.mp4"} == {"torch"}
     assert "gone.mp4: video not found" in videos["gone.mp4"]["message"]
     for i in range(3):
         v = videos[f"clip{i}.mp4"]

@@ -140,3 +140,18 @@ def test_an_exported_runtime_never_counts_a_faster_start_than_torch(monkeypatch)
     monkeypatch.setattr(choose, "CPU_COSTS", {"noisy": row})
     assert auto("noisy").choose(30, ALL_CACHED).runtime == "torch"
     assert auto("noisy").choose(None, NOTHING_CACHED).runtime == "onnx"
+
+
+def test_runtimes_within_the_measurements_spread_count_as_equal_and_openvino_leads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """OpenVINO 10% behind ONNX Runtime in the table is within two measurements' spread:
+    OpenVINO (first in preference); 30% behind is a real difference: ONNX Runtime."""
+    for behind, want in ((1.10, "openvino"), (1.30, "onnx")):
+        row = KindCosts(
+            {"torch": Cost(2.0, 9.0), "onnx": Cost(2.0, 4.0), "openvino": Cost(2.0, 4.0 * behind)},
+            5.0,
+        )
+        monkeypatch.setattr(choose, "CPU_COSTS", {"close": row})
+        assert auto("close").choose(None, NOTHING_CACHED).runtime == want
+        assert auto("close").choose(1000, ALL_CACHED).runtime == want
