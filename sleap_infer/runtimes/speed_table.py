@@ -47,14 +47,16 @@ CPU_ORDER = ("openvino", "onnx", "torch")  # a kind not in the table: the issue'
 """Preference among equals, and for kinds the table lacks."""
 
 # kind: (fixed_s, per_frame_ms) for torch, onnx, openvino; export_s. The six keypoint
-# kinds: `auto_table.py` (whole processes, interleaved); the others: `--per-frame bench`.
+# kinds: ms/frame the median of four rounds of auto_table.py (three of whole processes,
+# one --per-frame bench; see docs/benchmarks.md), the rest one round (--per-frame bench);
+# fixed_s and export_s the last whole-process round's (medians of three interleaved runs).
 CPU_COSTS: dict[str, KindCosts] = {
-    "single_instance": _row((2.676, 5.89), (2.866, 3.78), (2.958, 4.09), 5.495),
-    "centroid": _row((2.49, 20.94), (2.483, 18.58), (2.776, 18.33), 8.624),
-    "centroid+centered_instance": _row((2.63, 22.01), (2.869, 24.86), (3.215, 21.58), 9.702),
-    "bottomup": _row((2.779, 31.6), (3.353, 36.34), (3.214, 27.23), 10.373),
-    "multi_class_bottomup": _row((2.82, 7.11), (2.887, 7.91), (3.038, 6.91), 8.035),
-    "centroid+multi_class_topdown": _row((2.666, 24.79), (3.293, 26.8), (3.645, 19.53), 12.107),
+    "single_instance": _row((2.676, 2.61), (2.866, 3.78), (2.958, 4.09), 5.495),
+    "centroid": _row((2.49, 20.29), (2.483, 18.78), (2.776, 18.01), 8.624),
+    "centroid+centered_instance": _row((2.63, 27.38), (2.869, 26.07), (3.215, 22.49), 9.702),
+    "bottomup": _row((2.779, 30.25), (3.353, 36.28), (3.214, 27.5), 10.373),
+    "multi_class_bottomup": _row((2.82, 8.28), (2.887, 6.38), (3.038, 5.17), 8.035),
+    "centroid+multi_class_topdown": _row((2.666, 26.16), (3.293, 24.25), (3.645, 20.41), 12.107),
     "bottomup_segmentation": _row((2.603, 2.5), (2.781, 2.57), (2.646, 1.89), 4.486),
     "semantic_segmentation": _row((2.465, 1.97), (2.517, 2.0), (2.642, 1.46), 5.024),
     "centroid+centered_instance_segmentation": _row(

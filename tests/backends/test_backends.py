@@ -169,7 +169,7 @@ def test_cpu_pool_runtimes_ask_for_one_host_thread(runtime: str, tmp_path) -> No
 
     model = write_model_dir(tmp_path / "m", config_dict("single_instance"))
     frames = np.zeros((2, 64, 64, 1), np.uint8)
-    torch_pipe = sleap_infer.load(model, device="cpu")
+    torch_pipe = sleap_infer.load(model, backend="torch", device="cpu")
     assert getattr(torch_pipe.layer.backend, "host_threads", None) is None
     pipe = sleap_infer.load(model, backend=runtime, device="cpu")
     assert pipe.layer.backend.host_threads == HOST_THREADS_BESIDE_POOL == 1

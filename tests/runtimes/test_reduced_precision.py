@@ -187,7 +187,9 @@ def test_predict_cli_refuses_int8_on_torch(
 ) -> None:
     video = tmp_path / "v.mp4"
     scene.write_video(video, n_frames=4)
-    code, err = run_cli(capsys, "predict", video, "--model", SYNTHETIC_MODEL, "--int8")
+    # (Without --backend, auto takes --int8 to openvino or onnx: tests/runtimes/test_choose.py.)
+    args = ("--model", SYNTHETIC_MODEL, "--backend", "torch", "--int8")
+    code, err = run_cli(capsys, "predict", video, *args)
     assert code == 2
     assert error_lines(err) == [
         "error: --int8 applies to --backend onnx or openvino (use --bf16 on torch)"
