@@ -133,3 +133,19 @@ def test_the_cli_says_which_backend_ran_in_its_line_summary_and_provenance(
     assert ran in ("openvino", "onnx")
     assert f"FPS ({ran})" in result.output
     assert sio.load_slp(str(out)).provenance["backend"] == ran
+
+
+def test_in_memory_frames_fall_back_before_the_first_frame_too(
+    model: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An array's frame shape is known before its first batch: the export is tried there."""
+    _table(monkeypatch, export_s=0.05)
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise ExportError("no exporter here")
+
+    monkeypatch.setattr(cache_module, "export_model", broken)
+    pipe = sleap_infer.load(model, device="cpu")
+    with pytest.warns(RuntimeWarning, match="no exporter here"):
+        pred = pipe.predict(_frames(40))
+    assert pipe.backend_name == "torch" and pred.points.shape[0] == 40
