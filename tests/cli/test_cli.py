@@ -120,7 +120,7 @@ def test_default_output_name_next_to_video(tmp_path: Path) -> None:
         (
             ["predict", "{video}", "-m", "{model}", "--backend", "caffe"],
             2,
-            "--backend: 'caffe' is not one of 'torch', 'onnx', 'openvino', 'trt'",
+            "--backend: 'caffe' is not one of 'auto', 'torch', 'onnx', 'openvino', 'trt'",
         ),
         (["predict", "{video}", "-m", "{model}", "--device", "cuda:3"], 1, "cuda:3"),
         (["predict", "{video}", "-m", "{model}", "--device", "gpu"], 2, "--device 'gpu': unknown"),
