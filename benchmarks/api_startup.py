@@ -31,22 +31,14 @@ import sys
 import time
 from pathlib import Path
 
+from vs_sleap_nn import CASES as ALL_CASES
+from vs_sleap_nn import KEYPOINT_CASES
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(os.environ.get("SLEAP_INFER_FIXTURES", ROOT.parent / "shared" / "fixtures"))
 SLEAP_NN_PYTHON = ROOT / ".bench-venv" / "sleap-nn" / "bin" / "python"
-CASES = {
-    "single": (["minimal_instance_single_instance"], "small_robot.mp4"),
-    "topdown": (
-        ["minimal_instance_centroid", "minimal_instance_centered_instance"],
-        "centered_pair_small.mp4",
-    ),
-    "bottomup": (["minimal_instance_bottomup"], "centered_pair_small.mp4"),
-    "multiclass_bottomup": (["minimal_instance_multiclass_bottomup"], "centered_pair_small.mp4"),
-    "multiclass_topdown": (
-        ["minimal_instance_centroid", "minimal_instance_multiclass_centered_instance"],
-        "centered_pair_small.mp4",
-    ),
-}
+# vs_sleap_nn.py's keypoint cases: the same models and videos as the end-to-end runs.
+CASES = {name: ALL_CASES[name] for name in KEYPOINT_CASES.split(",")}
 
 OURS = """
 import time; t0 = time.perf_counter()
