@@ -4,16 +4,22 @@
 For every fixture model kind (the keys of ``sleap_infer/runtimes/speed_table.py``)
 and every CPU runtime (torch, onnx, openvino), with the export cached:
 
-* ``per_frame_ms``: whole ``infer predict`` processes of 10 and of 200 frames (160 on
-  the 166-frame single-instance video), the median of three rounds that interleave
-  the runtimes (on a shared VM a slow minute then hits each alike: run one runtime
-  after another and two runs of the same table disagreed by 25%), as (long - short) /
-  the frames between. ``--per-frame bench`` takes ``infer bench``'s warm median at
-  batch 4 instead: steadier, but it runs the network with no video decoding beside it,
-  which on 2 cores slows torch's thread pool more than OpenVINO's (multi-class
-  bottom-up: torch 0.7 ms/frame behind OpenVINO in the bench, 6 ms in whole runs);
-* ``fixed_s``: the 10-frame wall (median of the three) less its frames: start-up,
-  model load, session creation, OpenVINO's compile;
+* ``per_frame_ms``: by default (``--per-frame trace``) from whole ``infer predict``
+  processes of 300 frames (160 on the 166-frame single-instance video) run with
+  ``SLEAP_INFER_STARTUP_TRACE``: the seconds from the first batch handed on to the
+  process's exit mark, over the frames after that batch, so the start-up's noise
+  never enters it; ``fixed_s`` is then the same run's wall less its frames, so
+  ``fixed + frames x ms`` is that run's wall exactly. Five rounds interleave the
+  runtimes (on a shared VM a slow minute then hits each alike) and each figure is
+  the median. The older methods: ``walls``, (200-frame wall - 10-frame wall) / the
+  frames between, three rounds (the difference of two noisy walls: on single
+  instance it had torch 1.5 ms/frame ahead of OpenVINO where every 300-frame run
+  had OpenVINO ahead); ``bench``, ``infer bench``'s warm median at batch 4
+  (steadier, but with no video decoding beside the network, which on 2 cores
+  slows torch's thread pool more than OpenVINO's: multi-class bottom-up torch
+  0.7 ms/frame behind OpenVINO in the bench, 6 ms in whole runs); with both,
+  ``fixed_s`` is the 10-frame wall (median) less its frames: start-up, model
+  load, session creation, OpenVINO's compile;
 
 and, once per kind, ``export_s``: the first ONNX run on an empty cache minus the same
 run with the export cached (the one-off cost ``auto`` weighs against the savings).
@@ -22,6 +28,7 @@ figure. Needs ../shared/fixtures; a quiet machine (nothing else running).
 
     .venv/bin/python benchmarks/auto_table.py --json /tmp/auto_table.json
     .venv/bin/python benchmarks/auto_table.py --kinds bottomup,single_instance
+    .venv/bin/python benchmarks/auto_table.py --per-frame walls   # the older estimate
 """
 
 from __future__ import annotations
@@ -44,6 +51,9 @@ FIXTURES = Path(os.environ.get("SLEAP_INFER_FIXTURES", ROOT.parent / "shared" / 
 M, V = FIXTURES / "models", FIXTURES / "videos"
 RUNTIMES = ("torch", "onnx", "openvino")
 SHORT = 10
+BATCH = 4
+TRACED_FRAMES = 300  # the issue's long input; the single-instance video has 166
+ROUNDS = 5
 SYNTHETIC = "synthetic_multi_x3.mp4"  # the 24-frame fixture at 384x384, played 8 times
 
 # kind: (model folders, video, extra flags)
@@ -101,6 +111,7 @@ def infer_exe() -> list[str]:
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> float:
+    """The process's wall seconds (an error naming the command if it failed)."""
     t0 = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -112,7 +123,7 @@ def timed(cmd: list[str], env: dict[str, str]) -> float:
 
 def command(kind: str, video: Path, frames: int, runtime: str, out: Path) -> list[str]:
     models, _, extra = KINDS[kind]
-    cmd = [*infer_exe(), "predict", str(video), "--backend", runtime, "--batch-size", "4"]
+    cmd = [*infer_exe(), "predict", str(video), "--backend", runtime, "--batch-size", str(BATCH)]
     for m in models:
         cmd += ["-m", str(M / m)]
     out.unlink(missing_ok=True)
@@ -131,6 +142,34 @@ def bench_ms(kind: str, video: Path, work: Path, env: dict[str, str]) -> dict[st
     return {r["backend"]: r["p50_ms"] / r["batch"] for r in rows if r["status"] == "ok"}
 
 
+def traced(cmd: list[str], env: dict[str, str], trace: Path, frames: int) -> tuple[float, float]:
+    """One traced process: (ms per frame after its first batch, its fixed seconds)."""
+    trace.unlink(missing_ok=True)
+    wall = timed(cmd, {**env, "SLEAP_INFER_STARTUP_TRACE": str(trace)})
+    marks = json.loads(trace.read_text())["marks"]
+    ms = (marks["exit"] - marks["first_batch"]) / (frames - BATCH) * 1000
+    return ms, wall - frames * ms / 1000
+
+
+def measure_traced(kind: str, video: Path, work: Path, env: dict[str, str]) -> dict[str, object]:
+    """``--per-frame trace``: long traced runs only, ROUNDS interleaved rounds."""
+    out, trace = work / "out.slp", work / "trace.json"
+    # Whole videos where shorter: small_robot (166 frames), the synthetic one (192)
+    long = {"small_robot.mp4": 160, SYNTHETIC: 192}.get(KINDS[kind][1], TRACED_FRAMES)
+    seen: dict[str, list[tuple[float, float]]] = {r: [] for r in RUNTIMES}
+    for _ in range(ROUNDS):
+        for runtime in RUNTIMES:
+            cmd = command(kind, video, long, runtime, out)
+            seen[runtime].append(traced(cmd, env, trace, long))
+    row: dict[str, object] = {"method": "trace", "frames": long}
+    for runtime in RUNTIMES:
+        ms = statistics.median(m for m, _ in seen[runtime])
+        fixed = statistics.median(f for _, f in seen[runtime])
+        row[runtime] = {"per_frame_ms": round(ms, 2), "fixed_s": round(fixed, 3)}
+        print(f"{kind} {runtime}: {row[runtime]}", flush=True)
+    return row
+
+
 def measure(kind: str, video: Path, work: Path, cache: Path, method: str) -> dict[str, object]:
     env = {**os.environ, "SLEAP_INFER_CACHE": str(cache), "PYTHONWARNINGS": "ignore"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
@@ -140,6 +179,11 @@ def measure(kind: str, video: Path, work: Path, cache: Path, method: str) -> dic
     cold = timed(command(kind, video, SHORT, "onnx", out), env)
     for runtime in RUNTIMES:
         timed(command(kind, video, SHORT, runtime, out), env)  # primed: files cached
+    if method == "trace":
+        row = measure_traced(kind, video, work, env)
+        warm = [timed(command(kind, video, SHORT, "onnx", out), env) for _ in range(3)]
+        row["export_s"] = round(max(0.0, cold - statistics.median(warm)), 3)
+        return row
     long = 160 if kind == "single_instance" else 200  # small_robot has 166 frames
     shorts: dict[str, list[float]] = {r: [] for r in RUNTIMES}
     longs: dict[str, list[float]] = {r: [] for r in RUNTIMES}
@@ -171,10 +215,11 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     parser.add_argument(
         "--per-frame",
-        choices=("walls", "bench"),
-        default="walls",
-        help="walls: whole processes of 10 and 200 frames, three interleaved rounds"
-        " (default); bench: infer bench's warm median at batch 4 (steadier, but without"
+        choices=("trace", "walls", "bench"),
+        default="trace",
+        help="trace: 300-frame processes' own first-batch-to-exit time, five interleaved"
+        " rounds (default); walls: whole processes of 10 and 200 frames, three interleaved"
+        " rounds; bench: infer bench's warm median at batch 4 (steadier, but without"
         " the video decode beside the network, which slows torch more than OpenVINO)",
     )
     args = parser.parse_args()

@@ -97,6 +97,19 @@ def writable_cache_root(say: Callable[[str], None]) -> Path:
     return _FALLBACK[0]
 
 
+COMPILED_CACHE = "openvino-compiled"
+"""The export cache's subfolder for OpenVINO's compiled models (no export metadata in it,
+so export lookups pass it by)."""
+
+
+def compiled_cache_dir() -> Path | None:
+    """Where OpenVINO keeps compiled models between runs, or None when the cache cannot be
+    written (a read-only home, a full disk): the run then compiles as if it were its first,
+    without a warning, since nothing but that start-up saving is lost."""
+    folder = cache_root() / COMPILED_CACHE
+    return None if _unwritable(folder) else folder
+
+
 @dataclass(frozen=True)
 class ExportRequest:
     """What a running layer needs from an export."""

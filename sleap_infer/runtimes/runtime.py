@@ -226,8 +226,9 @@ class OpenVinoRuntime(ExportedRuntime):
 
     def open(self, info: ExportInfo, device: torch.device, **options: Any) -> ModelBackend:
         from sleap_infer.backends.openvino_backend import OpenVINOBackend
+        from sleap_infer.runtimes.cache import compiled_cache_dir
 
-        return OpenVINOBackend(info, device, **options)
+        return OpenVINOBackend(info, device, compiled_cache=compiled_cache_dir(), **options)
 
 
 class TensorRTRuntime(ExportedRuntime):
