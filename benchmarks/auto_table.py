@@ -5,7 +5,8 @@ For every fixture model kind (the keys of ``sleap_infer/runtimes/speed_table.py`
 and every CPU runtime (torch, onnx, openvino), with the export cached:
 
 * ``per_frame_ms``: by default (``--per-frame trace``) from whole ``infer predict``
-  processes of 300 frames (160 on the 166-frame single-instance video) run with
+  processes of 300 frames (single instance: ``small_robot.mp4`` played twice, as
+  ``vs_sleap_nn.py`` does; the synthetic video's whole 192) run with
   ``SLEAP_INFER_STARTUP_TRACE``: the seconds from the first batch handed on to the
   process's exit mark, over the frames after that batch, so the start-up's noise
   never enters it; ``fixed_s`` is then the same run's wall less its frames, so
@@ -55,10 +56,11 @@ BATCH = 4
 TRACED_FRAMES = 300  # the issue's long input; the single-instance video has 166
 ROUNDS = 5
 SYNTHETIC = "synthetic_multi_x3.mp4"  # the 24-frame fixture at 384x384, played 8 times
+ROBOT_X2 = "small_robot_x2.mp4"  # 166 frames played twice, as vs_sleap_nn.py reaches 300
 
 # kind: (model folders, video, extra flags)
 KINDS: dict[str, tuple[list[str], str, list[str]]] = {
-    "single_instance": (["minimal_instance_single_instance"], "small_robot.mp4", []),
+    "single_instance": (["minimal_instance_single_instance"], ROBOT_X2, []),
     "centroid": (["minimal_instance_centroid"], "centered_pair_small.mp4", []),
     "centroid+centered_instance": (
         ["minimal_instance_centroid", "minimal_instance_centered_instance"],
@@ -154,8 +156,7 @@ def traced(cmd: list[str], env: dict[str, str], trace: Path, frames: int) -> tup
 def measure_traced(kind: str, video: Path, work: Path, env: dict[str, str]) -> dict[str, object]:
     """``--per-frame trace``: long traced runs only, ROUNDS interleaved rounds."""
     out, trace = work / "out.slp", work / "trace.json"
-    # Whole videos where shorter: small_robot (166 frames), the synthetic one (192)
-    long = {"small_robot.mp4": 160, SYNTHETIC: 192}.get(KINDS[kind][1], TRACED_FRAMES)
+    long = 192 if KINDS[kind][1] == SYNTHETIC else TRACED_FRAMES  # its whole length
     seen: dict[str, list[tuple[float, float]]] = {r: [] for r in RUNTIMES}
     for _ in range(ROUNDS):
         for runtime in RUNTIMES:
@@ -184,7 +185,7 @@ def measure(kind: str, video: Path, work: Path, cache: Path, method: str) -> dic
         warm = [timed(command(kind, video, SHORT, "onnx", out), env) for _ in range(3)]
         row["export_s"] = round(max(0.0, cold - statistics.median(warm)), 3)
         return row
-    long = 160 if kind == "single_instance" else 200  # small_robot has 166 frames
+    long = 160 if kind == "single_instance" else 200
     shorts: dict[str, list[float]] = {r: [] for r in RUNTIMES}
     longs: dict[str, list[float]] = {r: [] for r in RUNTIMES}
     for _ in range(3):  # interleaved: a slow minute of the shared VM hits every runtime
@@ -226,7 +227,10 @@ def main() -> None:
     table: dict[str, object] = {}
     with tempfile.TemporaryDirectory(prefix="auto-table-") as tmp:
         work = Path(tmp)
-        longer = {SYNTHETIC: longer_video(V / "synthetic_multi.mp4", 8, 3, work / SYNTHETIC)}
+        longer = {
+            SYNTHETIC: longer_video(V / "synthetic_multi.mp4", 8, 3, work / SYNTHETIC),
+            ROBOT_X2: longer_video(V / "small_robot.mp4", 2, 1, work / ROBOT_X2),
+        }
         for kind in args.kinds.split(","):
             video = longer.get(KINDS[kind][1], V / KINDS[kind][1])
             cache = work / f"cache-{len(table)}"

@@ -10,7 +10,8 @@ these rows (its docstring says how each figure is taken): rerun it and paste the
 a runtime, the exporter or a layer changes speed. ``per_frame_ms`` of the six keypoint
 kinds comes from whole processes (the video decoding beside the network slows torch
 more than OpenVINO on 2 cores), of the others from ``infer bench`` (``--per-frame
-bench``: steadier, the same ranking wherever both were taken). The figures are one
+bench``: steadier, the same ranking wherever both were taken); ``fixed_s`` of the
+keypoint kinds is then a 300-frame process's wall less its frames. The figures are one
 machine's (``MEASURED_ON``); what matters is the ranking and the size of a first
 export against what it saves.
 
@@ -47,16 +48,17 @@ CPU_ORDER = ("openvino", "onnx", "torch")  # a kind not in the table: the issue'
 """Preference among equals, and for kinds the table lacks."""
 
 # kind: (fixed_s, per_frame_ms) for torch, onnx, openvino; export_s. The six keypoint
-# kinds: ms/frame the median of four rounds of auto_table.py (three of whole processes,
-# one --per-frame bench; see docs/benchmarks.md), the rest one round (--per-frame bench);
-# fixed_s and export_s the last whole-process round's (medians of three interleaved runs).
+# kinds: auto_table.py's default (--per-frame trace: five interleaved rounds of traced
+# 300-frame processes, OpenVINO's compiled model cached as a second run finds it; single
+# instance a round of its own, the machine slower then, so compare within the row);
+# the rest one round of --per-frame bench, with fixed_s and export_s from whole processes.
 CPU_COSTS: dict[str, KindCosts] = {
-    "single_instance": _row((2.676, 2.61), (2.866, 3.78), (2.958, 4.09), 5.495),
-    "centroid": _row((2.49, 20.29), (2.483, 18.78), (2.776, 18.01), 8.624),
-    "centroid+centered_instance": _row((2.63, 27.38), (2.869, 26.07), (3.215, 22.49), 9.702),
-    "bottomup": _row((2.779, 30.25), (3.353, 36.28), (3.214, 27.5), 10.373),
-    "multi_class_bottomup": _row((2.82, 8.28), (2.887, 6.38), (3.038, 5.17), 8.035),
-    "centroid+multi_class_topdown": _row((2.666, 26.16), (3.293, 24.25), (3.645, 20.41), 12.107),
+    "single_instance": _row((2.877, 10.72), (3.184, 10.74), (3.087, 8.92), 7.125),
+    "centroid": _row((2.853, 26.36), (2.763, 22.75), (2.771, 20.09), 9.752),
+    "centroid+centered_instance": _row((2.21, 24.33), (2.232, 25.31), (2.491, 20.64), 10.794),
+    "bottomup": _row((2.721, 34.51), (2.557, 38.03), (2.87, 32.27), 8.986),
+    "multi_class_bottomup": _row((1.998, 6.65), (2.05, 7.17), (2.253, 5.51), 9.75),
+    "centroid+multi_class_topdown": _row((2.798, 30.34), (2.776, 31.17), (3.301, 26.3), 11.796),
     "bottomup_segmentation": _row((2.603, 2.5), (2.781, 2.57), (2.646, 1.89), 4.486),
     "semantic_segmentation": _row((2.465, 1.97), (2.517, 2.0), (2.642, 1.46), 5.024),
     "centroid+centered_instance_segmentation": _row(
