@@ -124,9 +124,16 @@ class Loaded:
         """
         if self.auto is None:
             return
-        choice = self.auto.choose(total * max(1, self.videos_ahead), self.has_export)
+        found: dict[str, bool] = {}  # each runtime's exports looked up once per run
+
+        def exported(runtime: str) -> bool:
+            if runtime not in found:
+                found[runtime] = self.has_export(runtime)
+            return found[runtime]
+
+        choice = self.auto.choose(total * max(1, self.videos_ahead), exported)
         self._use(choice)
-        if choice.runtime == "torch" or frame_shape is None or self.has_export(choice.runtime):
+        if choice.runtime == "torch" or frame_shape is None or exported(choice.runtime):
             return
         batch = self.run_batch_size(total) or self.batch_size
         try:

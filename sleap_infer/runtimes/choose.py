@@ -185,10 +185,8 @@ def _long_run_pick(costs: KindCosts, measured: list[str]) -> str:
     """The runtime for a long input: the first of ``measured`` (preference order, OpenVINO
     first) whose ms/frame is within ``SAME_SPEED`` of the fastest one's, else the fastest."""
     fastest = min(costs.runtimes[r].per_frame_ms for r in measured)
-    for runtime in measured:
-        if costs.runtimes[runtime].per_frame_ms <= fastest * (1 + SAME_SPEED):
-            return runtime
-    return measured[0]  # not reached: the fastest is within its own band
+    band = fastest * (1 + SAME_SPEED)  # the fastest itself is in it: next() always finds one
+    return next(r for r in measured if costs.runtimes[r].per_frame_ms <= band)
 
 
 def _cheapest(

@@ -36,22 +36,26 @@ def _blobs(root: Path) -> list[Path]:
     return sorted((root / COMPILED_CACHE).glob("*.blob"))
 
 
-def test_second_run_reads_the_first_runs_compiled_model(_export_cache: Path) -> None:
+def test_second_run_reads_the_first_runs_compiled_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"  # its own: the session's cache holds other tests' blobs
+    monkeypatch.setenv("SLEAP_INFER_CACHE", str(cache))
     frames = np.random.default_rng(0).integers(0, 255, (4, 160, 160, 1), dtype=np.uint8)
     first, _ = _run(frames)
-    stored = _blobs(_export_cache)
+    stored = _blobs(cache)
     assert len(stored) == 1, "the first compile (the run's batch) is stored"
     mtimes = [p.stat().st_mtime_ns for p in stored]
 
     again, backend = _run(frames)
-    assert _blobs(_export_cache) == stored, "read back, not compiled into a new blob"
+    assert _blobs(cache) == stored, "read back, not compiled into a new blob"
     assert [p.stat().st_mtime_ns for p in stored] == mtimes
     np.testing.assert_array_equal(again, first)
 
     # Another shape in the same run (a short last batch) compiles without being stored:
     # one blob per export and batch size, not one per top-down crop count.
     backend(torch.zeros((1, 1, 160, 160), dtype=torch.uint8))  # type: ignore[operator]
-    assert _blobs(_export_cache) == stored
+    assert _blobs(cache) == stored
 
 
 def test_unwritable_cache_compiles_without_storing(

@@ -6,6 +6,9 @@ it checks (the real table's rows are one machine's figures)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -149,3 +152,22 @@ def test_in_memory_frames_fall_back_before_the_first_frame_too(
     with pytest.warns(RuntimeWarning, match="no exporter here"):
         pred = pipe.predict(_frames(40))
     assert pipe.backend_name == "torch" and pred.points.shape[0] == 40
+
+
+def test_a_short_run_on_torch_never_imports_openvino(model: Path, cache: Path) -> None:
+    """``auto`` makes the layer a long input would get (OpenVINO) when the models load; a
+    short run then goes to torch, and must not pay OpenVINO's import (0.2-0.3 s, a 30-frame
+    run's margin over ``--backend torch``). A fresh interpreter, so nothing was imported."""
+    pytest.importorskip("openvino")
+    script = (
+        "import sys, numpy as np, sleap_infer\n"
+        f"pipe = sleap_infer.load({str(model)!r}, device='cpu')\n"
+        "assert pipe.auto is not None and pipe.auto.candidates[0] == 'openvino'\n"
+        "pipe.predict(np.zeros((8, 48, 64, 1), np.uint8))\n"
+        "print(pipe.backend_name, 'openvino' in sys.modules)\n"
+    )
+    env = {**os.environ, cache_module.CACHE_ENV: str(cache)}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.split() == ["torch", "False"]
