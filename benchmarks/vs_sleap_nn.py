@@ -514,8 +514,14 @@ def time_runs(runs: list[Timed], repeats: int) -> None:
             t.run.short_wall = run_timed(t.short)
         except CommandFailed as err:
             _failed(t, err)
-    for _ in range(repeats):  # interleaved, so drift hits every tool alike
-        for t in runs:
+    # Interleaved, so drift hits every tool alike, and rotated one place per repeat: in a
+    # fixed order the first of ours always ran right after sleap-nn's heaviest process,
+    # and on top-down at 300 frames the default (first of ours) came out 5-17% behind
+    # the same runtime run explicitly three places later in three runs of 2026-12-06,
+    # which alternating the two alone did not consistently reproduce.
+    for repeat in range(repeats):
+        shift = repeat % len(runs)
+        for t in runs[shift:] + runs[:shift]:
             if t.run.unsupported is not None:
                 continue
             try:
