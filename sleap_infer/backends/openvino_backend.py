@@ -15,7 +15,8 @@ Compiling is start-up time: 0.1-0.3 s a model on 2 cores, paid before the first
 batch, which on a 300-frame run is what decides whether OpenVINO beats torch at
 all. With ``compiled_cache`` (a folder), the first shape compiled (warmup's, the
 run's batch) is stored there by OpenVINO's own model cache and read back by the
-next run: about half the compile (multi-class bottom-up 0.31 -> 0.15 s). Only that
+next run: about half the compile (multi-class bottom-up 0.25 -> 0.13 s,
+``benchmarks/openvino_compile_cache.py``). Only that
 one shape is cached, so the folder grows by one blob per export and batch size,
 not by every top-down crop count a long video meets. OpenVINO keys the blob by
 the graph, its weights, the device and these settings, so one folder serves every

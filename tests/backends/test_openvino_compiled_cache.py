@@ -52,6 +52,13 @@ def test_second_run_reads_the_first_runs_compiled_model(
     assert [p.stat().st_mtime_ns for p in stored] == mtimes
     np.testing.assert_array_equal(again, first)
 
+    # A damaged blob (a full disk, a killed run) is compiled again, not an error.
+    for blob in stored:
+        blob.chmod(0o600)
+        blob.write_bytes(b"not a compiled model")
+    damaged, _ = _run(frames)
+    np.testing.assert_array_equal(damaged, first)
+
     # Another shape in the same run (a short last batch) compiles without being stored:
     # one blob per export and batch size, not one per top-down crop count.
     backend(torch.zeros((1, 1, 160, 160), dtype=torch.uint8))  # type: ignore[operator]
