@@ -82,6 +82,11 @@ def _worker_main(
     except Exception as exc:  # e.g. a backend that cannot start on this device
         _send_quietly(conn, ("fatal", rank, f"worker on {device}: {type(exc).__name__}: {exc}"))
     finally:
+        # Done (or stopped): a Ctrl-C arriving now, while the interpreter shuts down, would
+        # raise inside torch's exit finalizers and print their traceback; there is nothing
+        # left to stop, so the rest of the exit ignores it.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         conn.close()
 
 
