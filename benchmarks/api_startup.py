@@ -31,6 +31,7 @@ import sys
 import time
 from pathlib import Path
 
+from bytecode import compile_package
 from vs_sleap_nn import CASES as ALL_CASES
 from vs_sleap_nn import KEYPOINT_CASES
 
@@ -78,6 +79,7 @@ def main() -> None:
     args = parser.parse_args()
     if not Path(args.sleap_nn_python).is_file():
         raise SystemExit(f"{args.sleap_nn_python}: no sleap-nn venv (run vs_sleap_nn.py once)")
+    compile_package()  # as installed: see bytecode.py
     report: dict[str, object] = {}
     print("| case | ours wall | sleap-nn wall | ratio | ours inside | sleap-nn inside | ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|")

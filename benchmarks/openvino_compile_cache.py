@@ -3,7 +3,8 @@
 
 For each keypoint fixture model, the ONNX export ``--backend openvino`` runs (made once
 into a scratch cache by a 4-frame ``infer predict``), then, in fresh processes so that
-nothing is warm in memory, OpenVINO compiles it for batch 4 as the backend does: once
+nothing is warm in memory, the backend (``OpenVINOBackend._compiled_for``, its own
+settings and cache use) compiles it for batch 4: once
 with an empty ``CACHE_DIR`` (what the first run pays, the blob written) and once with
 that blob present (what every later run pays). Alternating, ``--repeats`` times each;
 medians. Needs ../shared/fixtures and the ``openvino`` extra.
@@ -31,43 +32,46 @@ MODELS = {
     "multi_class_bottomup": ("minimal_instance_multiclass_bottomup", "centered_pair_small.mp4"),
 }
 
-# One compile in a fresh process: what OpenVINOBackend does for the run's batch.
+# One compile in a fresh process, by the backend itself (its settings, its cache use): what
+# OpenVINOBackend does for the run's batch before the first one runs.
 COMPILE = """
-import json, os, sys, time
-import openvino as ov
-onnx, cache = sys.argv[1], sys.argv[2]
-core = ov.Core()
-model = core.read_model(onnx)
-name = model.inputs[0].get_any_name()
-shape = [4] + [d.get_length() for d in list(model.inputs[0].get_partial_shape())[1:]]
-model.reshape({name: shape})
-config = {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY",
-          "INFERENCE_NUM_THREADS": len(os.sched_getaffinity(0))}
-if cache:
-    config["CACHE_DIR"] = cache
+import json, sys, time
+from pathlib import Path
+from sleap_infer.backends.openvino_backend import OpenVINOBackend
+from sleap_infer.core.artifact import read_export
+folder, cache = Path(sys.argv[1]), sys.argv[2]
+backend = OpenVINOBackend(read_export(folder), compiled_cache=Path(cache) if cache else None)
+dims = list(backend.model.inputs[0].get_partial_shape())[1:]
+shape = (4, *(d.get_length() for d in dims))
 t0 = time.perf_counter()
-core.compile_model(model, "CPU", config)
+backend._compiled_for(shape)
 print(json.dumps(time.perf_counter() - t0))
 """
 
 
-def compile_s(onnx: Path, cache: Path | None) -> float:
-    args = [sys.executable, "-c", COMPILE, str(onnx), str(cache or "")]
-    return float(json.loads(subprocess.run(args, check=True, capture_output=True).stdout))
+def child_env() -> dict[str, str]:
+    """This checkout's package first on the path, whatever is installed."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+def compile_s(export: Path, cache: Path | None) -> float:
+    args = [sys.executable, "-c", COMPILE, str(export), str(cache or "")]
+    run = subprocess.run(args, check=True, capture_output=True, env=child_env())
+    return float(json.loads(run.stdout))
 
 
 def export_of(kind: str, work: Path) -> Path:
-    """The export a 4-frame openvino run makes for this model, in a scratch cache."""
+    """The export folder a 4-frame openvino run makes for this model, in a scratch cache."""
     model, video = MODELS[kind]
     cache = work / f"exports-{kind}"
     cmd = [sys.executable, "-m", "sleap_infer", "predict", str(FIXTURES / "videos" / video)]
     cmd += ["-m", str(FIXTURES / "models" / model), "--backend", "openvino", "-q"]
     cmd += ["--frames", "0-3", "--batch-size", "4", "-o", str(work / f"{kind}.slp")]
-    env = {**os.environ, "SLEAP_INFER_CACHE": str(cache)}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    subprocess.run(cmd, check=True, env=env)
+    subprocess.run(cmd, check=True, env={**child_env(), "SLEAP_INFER_CACHE": str(cache)})
     (onnx,) = cache.glob("*/model.onnx")
-    return onnx
+    return onnx.parent
 
 
 def main() -> None:
@@ -80,12 +84,12 @@ def main() -> None:
         print("| model | compile, cold s | compile, cached s | saved s |")
         print("|---|---:|---:|---:|")
         for kind in args.kinds.split(","):
-            onnx = export_of(kind, work)
+            export = export_of(kind, work)
             cold, warm = [], []
             for i in range(args.repeats):
                 cache = work / f"blobs-{kind}-{i}"
-                cold.append(compile_s(onnx, cache))  # empty folder: compiles, writes the blob
-                warm.append(compile_s(onnx, cache))  # the blob there: read back
+                cold.append(compile_s(export, cache))  # empty folder: compiles, writes the blob
+                warm.append(compile_s(export, cache))  # the blob there: read back
             c, w = statistics.median(cold), statistics.median(warm)
             print(f"| {kind} | {c:.3f} | {w:.3f} | {c - w:.3f} |", flush=True)
 

@@ -44,6 +44,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from bytecode import compile_package
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT.parent / "shared" / "fixtures"
 TRACE_ENV = "SLEAP_INFER_STARTUP_TRACE"
@@ -277,6 +279,7 @@ def main() -> None:
         for name, tree in trees.items():
             path = os.pathsep.join(p for p in (tree, base.get("PYTHONPATH", "")) if p)
             envs[name] = {**base, "PYTHONPATH": path} if path else base
+            compile_package(envs[name], Path(tmp))  # as installed: see bytecode.py
         results = {
             case: run_case(
                 case,

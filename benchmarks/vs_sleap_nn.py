@@ -57,6 +57,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bytecode import compile_package
 from longer_video import longer_video
 from sleap_nn_export import Export, export_case, failure_reason
 
@@ -882,6 +883,7 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown cases {unknown}; known: {', '.join(CASES)}")
     variants = [v.partition(":")[::2] for v in (args.ours or ["torch"])]
+    compile_package()  # as installed: see bytecode.py
     if args.sleap_nn_exe is not None and not args.sleap_nn_exe.is_file():
         raise SystemExit(f"--sleap-nn-exe {args.sleap_nn_exe}: no such file")
     exe = args.sleap_nn_exe or sleap_nn_venv(args.venv)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 import torch
 
 from sleap_infer.core.artifact import ExportInfo
@@ -41,6 +42,18 @@ class GraphBackend(ModelBackend, Protocol):
     relies on before the first batch, and refuse (or re-export for) one it cannot serve."""
 
     def bind_decode(self, decode: DecodeSettings) -> None: ...
+
+
+def host_input(x: torch.Tensor) -> np.ndarray:
+    """The batch as one C-contiguous numpy array for a runtime's CPU session.
+
+    Copied by numpy, on the calling thread, not by torch's ``contiguous()``: a torch copy
+    of a batch this size splits over torch's OpenMP pool, whose worker then spins for
+    milliseconds after it, on the cores the runtime is about to run the network on. On a
+    2-vCPU machine that spin was 0.4 of a 300-frame OpenVINO run's 6.8 CPU seconds
+    (``perf``; ``benchmarks/host_threads.py`` measures the change).
+    """
+    return np.ascontiguousarray(x.detach().cpu().numpy())
 
 
 def _checked(name: str, decoded: bool) -> bool:

@@ -15,7 +15,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from sleap_infer.backends.base import check_export_input, refuse_misfit, resolve_device
+from sleap_infer.backends.base import (
+    check_export_input,
+    host_input,
+    refuse_misfit,
+    resolve_device,
+)
 from sleap_infer.backends.threads import HOST_THREADS_BESIDE_POOL, cpu_budget
 from sleap_infer.core.artifact import ExportInfo, read_export
 from sleap_infer.core.errors import BackendError, ExportError
@@ -131,7 +136,7 @@ class ONNXBackend:
         check_export_input(self.export, x)
         if self.device.type == "cuda":
             return self._run_bound(x)
-        feed = {self.input_name: x.cpu().contiguous().numpy()}
+        feed = {self.input_name: host_input(x)}
         outs = self.session.run(self.output_names, feed)
         return {name: torch.from_numpy(np.asarray(v)) for name, v in zip(self.output_names, outs)}
 

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from sleap_infer.backends.base import check_export_input, refuse_misfit
+from sleap_infer.backends.base import check_export_input, host_input, refuse_misfit
 from sleap_infer.backends.threads import HOST_THREADS_BESIDE_POOL, cpu_budget
 from sleap_infer.core.artifact import ExportInfo
 from sleap_infer.core.errors import BackendError, ExportError
@@ -145,7 +145,7 @@ class OpenVINOBackend:
     def __call__(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         check_export_input(self.export, x)
         compiled = self._compiled_for(tuple(int(d) for d in x.shape))
-        result = compiled(x.cpu().contiguous().numpy())
+        result = compiled(host_input(x))
         # Copies: the request's output buffers are reused by its next call.
         return {
             name: torch.from_numpy(np.array(result[i], copy=True))

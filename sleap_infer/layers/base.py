@@ -104,8 +104,16 @@ class InferenceLayer(Preprocessor, ABC):
         """The backend's outputs for ``x``, checked finite: every network call of every layer
         goes through here, so NaN or Inf (broken weights, an fp16 overflow) is a
         :class:`~sleap_infer.core.errors.NonFiniteOutputError` on any backend, never points
-        at (0, 0) or an empty frame that looks like "nothing detected"."""
-        return check_finite(self.backend(x), self.backend.does_baked_postproc)
+        at (0, 0) or an empty frame that looks like "nothing detected".
+
+        The check is host work (:meth:`host_threads`): on torch's whole pool beside a
+        runtime's own, its reductions left torch's OpenMP worker spinning on the runtime's
+        cores. Only the check: torch's pool size is process-wide, and the network's call
+        lasts long enough that the postprocessing thread's large work (bottom-up grouping
+        of big maps, which wants the whole pool) would run on one thread meanwhile."""
+        outputs = self.backend(x)
+        with self.host_threads(outputs):
+            return check_finite(outputs, self.backend.does_baked_postproc)
 
     def network_outputs(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         """The backend's outputs for a preprocessed batch (a tiled layer stitches its tiles)."""

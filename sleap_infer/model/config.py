@@ -403,11 +403,16 @@ def parse_config(
         raise ConfigError(f"{source}: {exc}") from exc
 
 
+# libyaml's safe loader when PyYAML was built with it: the same mapping, 6x faster (a
+# sleap-nn config took 8.7 ms in pure Python, 1.5 ms in C; a run reads each one twice).
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_config(path: Path) -> ModelConfig:
     """Read and parse ``training_config.yaml``; every failure names the file."""
     text = read_text_bounded(path, CONFIG_MAX_BYTES, ConfigError)
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_YAML_LOADER)  # a safe loader, C or Python
     except yaml.YAMLError as exc:
         first = str(exc).splitlines()[0] if str(exc) else "invalid YAML"
         raise ConfigError(f"{path}: not valid YAML ({first})") from exc

@@ -56,6 +56,7 @@ def cache_root() -> Path:
 
 
 _FALLBACK: list[Path] = []  # this process's temporary cache, once one was needed
+_COMPILED_WRITABLE: dict[Path, bool] = {}  # compiled-model folders tried this process
 
 
 def _unwritable(root: Path) -> str | None:
@@ -105,9 +106,16 @@ so export lookups pass it by)."""
 def compiled_cache_dir() -> Path | None:
     """Where OpenVINO keeps compiled models between runs, or None when the cache cannot be
     written (a read-only home, a full disk): the run then compiles as if it were its first,
-    without a warning, since nothing but that start-up saving is lost."""
+    without a warning, since nothing but that start-up saving is lost.
+
+    Tried once per folder and process (a run opens one backend per model and runtime, a
+    batch of videos many): the answer is a file created and removed, not worth repeating.
+    """
     folder = cache_root() / COMPILED_CACHE
-    return None if _unwritable(folder) else folder
+    writable = _COMPILED_WRITABLE.get(folder)
+    if writable is None:
+        writable = _COMPILED_WRITABLE[folder] = _unwritable(folder) is None
+    return folder if writable else None
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 from sleap_infer.backends import ModelBackend, TorchBackend, resolve_device
+from sleap_infer.backends.base import host_input
 from sleap_infer.backends.host_memory import keep_freed_memory
 from sleap_infer.backends.torch_backend import first_floats_per_pixel
 from sleap_infer.core.errors import BackendError, UsageError
@@ -212,3 +214,15 @@ def test_onnx_sessions_of_a_top_down_pair_do_not_spin(tmp_path) -> None:
     lone.predict(frames)
     assert "spin" not in lone.layer.backend.runtime_options
     assert spin_entries(lone.layer.backend) == ["unset"]
+
+
+def test_host_input_is_a_contiguous_copy_of_a_permuted_batch() -> None:
+    # Frames arrive NHWC and are permuted to NCHW without a copy; the CPU runtimes get one
+    # C-contiguous array with the same values (made by numpy, off torch's thread pool).
+    frames = torch.arange(2 * 5 * 7 * 3, dtype=torch.int64).remainder(251).to(torch.uint8)
+    x = frames.reshape(2, 5, 7, 3).permute(0, 3, 1, 2)
+    assert not x.is_contiguous()
+    array = host_input(x)
+    assert array.flags.c_contiguous and array.dtype == np.uint8
+    assert array.shape == (2, 3, 5, 7)
+    assert (array == x.contiguous().numpy()).all()

@@ -12,6 +12,7 @@ from sleap_infer.core.options import PredictOptions
 from sleap_infer.layers import build_layer
 from sleap_infer.model.loader import load_model
 from sleap_infer.runtimes import backend_maker
+from sleap_infer.runtimes import cache as export_cache
 from sleap_infer.runtimes.cache import COMPILED_CACHE, compiled_cache_dir
 
 from conftest import SYNTHETIC_MODEL
@@ -72,3 +73,24 @@ def test_unwritable_cache_compiles_without_storing(
     not_a_folder.write_text("x")
     monkeypatch.setenv("SLEAP_INFER_CACHE", str(not_a_folder / "cache"))
     assert compiled_cache_dir() is None
+
+
+def test_the_compiled_cache_is_tried_once_per_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One probe file per folder and process, however many backends a run opens.
+    monkeypatch.setenv("SLEAP_INFER_CACHE", str(tmp_path / "cache"))
+    probes: list[Path] = []
+    real = export_cache._unwritable
+
+    def counted(root: Path) -> str | None:
+        probes.append(root)
+        return real(root)
+
+    monkeypatch.setattr(export_cache, "_unwritable", counted)
+    folder = tmp_path / "cache" / COMPILED_CACHE
+    assert [compiled_cache_dir() for _ in range(3)] == [folder] * 3
+    assert probes == [folder]
+    monkeypatch.setenv("SLEAP_INFER_CACHE", str(tmp_path / "other"))
+    assert compiled_cache_dir() == tmp_path / "other" / COMPILED_CACHE
+    assert len(probes) == 2

@@ -11,7 +11,7 @@ import torch
 
 from sleap_infer.backends import TorchBackend
 from sleap_infer.core.errors import UsageError
-from sleap_infer.layers import CentroidLayer, PredictOptions, SingleInstanceLayer, build_layer
+from sleap_infer.layers import CentroidLayer, PredictOptions, SingleInstanceLayer, base, build_layer
 from sleap_infer.model.config import parse_config
 from sleap_infer.model.loader import load_model
 from sleap_infer.runtimes import backend_maker
@@ -53,12 +53,18 @@ def test_host_work_runs_on_the_backends_host_threads_and_torch_is_restored(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Beside a runtime with its own CPU pool (ONNX Runtime, OpenVINO) the layer's own torch
-    # work runs on backend.host_threads; torch's pool is put back afterwards.
+    # work, the network call's included, runs on backend.host_threads; torch's pool is put
+    # back afterwards.
     cfg = parse_config(config_dict("single_instance"))
     seen: list[tuple[str, int]] = []
-    backend = FakeBackend(lambda x: {"SingleInstanceConfmapsHead": torch.zeros(2, 3, 8, 8)})
+
+    def network(x: torch.Tensor, side: int = 8) -> dict[str, torch.Tensor]:
+        seen.append(("network", torch.get_num_threads()))
+        return {"SingleInstanceConfmapsHead": torch.zeros(2, 3, side, side)}
+
+    backend = FakeBackend(network)
     layer = SingleInstanceLayer(cfg, backend)
-    real_pre, real_post = layer.preprocess, layer.postprocess
+    real_pre, real_post, real_finite = layer.preprocess, layer.postprocess, base.check_finite
 
     def pre(frames: np.ndarray, **kw: object) -> object:
         seen.append(("preprocess", torch.get_num_threads()))
@@ -68,8 +74,13 @@ def test_host_work_runs_on_the_backends_host_threads_and_torch_is_restored(
         seen.append(("postprocess", torch.get_num_threads()))
         return real_post(outputs, info)
 
+    def finite(outputs: dict, decoded: bool) -> dict:
+        seen.append(("finite check", torch.get_num_threads()))
+        return real_finite(outputs, decoded)
+
     monkeypatch.setattr(layer, "preprocess", pre)
     monkeypatch.setattr(layer, "postprocess", post)
+    monkeypatch.setattr(base, "check_finite", finite)
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
@@ -82,16 +93,21 @@ def test_host_work_runs_on_the_backends_host_threads_and_torch_is_restored(
         # their small outputs still go to one thread.
         layer.predict(np.zeros((2, 1100, 1000, 1), np.uint8))
         # ... and large outputs (raw maps of big frames): 2 x 3 x 600 x 600 elements.
-        backend.make = lambda x: {"SingleInstanceConfmapsHead": torch.zeros(2, 3, 600, 600)}
+        backend.make = lambda x: network(x, side=600)
         layer.predict(frames)
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
-    beside_pool = [("preprocess", 1), ("postprocess", 1)]
-    large_frames = [("preprocess", 2), ("postprocess", 1)]
-    large_maps = [("preprocess", 1), ("postprocess", 2)]
+    # The finite check of the network's outputs is host work too. The network's call is
+    # not: torch's pool size is process-wide, and a postprocessing thread's large work
+    # would run on one thread for as long as the network runs.
+    beside_pool = [("preprocess", 1), ("network", 2), ("finite check", 1), ("postprocess", 1)]
+    large_frames = [("preprocess", 2), ("network", 2), ("finite check", 1), ("postprocess", 1)]
+    large_maps = [("preprocess", 1), ("network", 2), ("finite check", 2), ("postprocess", 2)]
     assert seen == [
         ("preprocess", 2),
+        ("network", 2),
+        ("finite check", 2),
         ("postprocess", 2),
         *beside_pool,
         *beside_pool,

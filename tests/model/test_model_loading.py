@@ -235,3 +235,16 @@ def test_non_float_weights_are_refused_by_name(tmp_path: Path, dtype: torch.dtyp
         f"{src / 'best.ckpt'}: weight {key.removeprefix('model.')!r} is {name}, not a float "
         "(1 such tensor(s)); the checkpoint is damaged or was not saved by sleap-nn"
     )
+
+
+def test_configs_read_the_same_with_libyaml_as_in_pure_python(shared: Path) -> None:
+    # load_config uses libyaml's safe loader when PyYAML has it (6x faster); every config
+    # here (the fixtures' sleap-nn configs, our examples') must give what yaml.safe_load gives.
+    if not getattr(yaml, "__with_libyaml__", False):
+        pytest.skip("PyYAML built without libyaml")
+    examples = Path(__file__).resolve().parents[2] / "examples" / "models"
+    configs = [*shared.rglob("training_config.yaml"), *examples.rglob("training_config.yaml")]
+    assert len(configs) >= 10
+    for path in configs:
+        text = path.read_text()
+        assert yaml.load(text, Loader=yaml.CSafeLoader) == yaml.safe_load(text), path
