@@ -50,8 +50,10 @@ def host_input(x: torch.Tensor) -> np.ndarray:
     Copied by numpy, on the calling thread, not by torch's ``contiguous()``: a torch copy
     of a batch this size splits over torch's OpenMP pool, whose worker then spins for
     milliseconds after it, on the cores the runtime is about to run the network on. On a
-    2-vCPU machine that spin was 0.4 of a 300-frame OpenVINO run's 6.8 CPU seconds
-    (``perf``; ``benchmarks/host_threads.py`` measures the change).
+    2-vCPU machine that spin was 0.4 of the 6.8 CPU seconds of a 300-frame RGB
+    single-instance run on OpenVINO (``perf``), whose wall went from 5.04 s to 4.55 s
+    (``benchmarks/ab_predict.py``, with this and the start-up cuts of the same change).
+    A one-channel batch is contiguous already, and neither copies.
     """
     return np.ascontiguousarray(x.detach().cpu().numpy())
 
