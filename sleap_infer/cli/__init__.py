@@ -20,7 +20,7 @@ import typer.main
 from rich.markup import escape
 
 from sleap_infer import __version__
-from sleap_infer.cli import fast_exit
+from sleap_infer.cli import fast_exit, import_gc
 from sleap_infer.cli.console import console
 from sleap_infer.cli.help import (
     EXIT_FAILED,
@@ -171,9 +171,11 @@ def main(argv: list[str] | None = None) -> None:
     invalid choices) come back here too and are printed the same way as our
     own :class:`SleapInferError`: ``error: <what and where>``, exit code 2.
 
-    Without ``argv`` this is the process's own command line, and the process
-    ends here: a command that succeeded ends without the interpreter's teardown where
-    nothing can be lost by it (:mod:`.fast_exit`); otherwise the objects still alive are
+    Without ``argv`` this is the process's own command line: the collector is held off
+    while the command's module is imported and the imports' objects are frozen
+    (:mod:`.import_gc`), and the process ends here: a command that succeeded ends
+    without the interpreter's teardown where nothing can be lost by it
+    (:mod:`.fast_exit`); otherwise the objects still alive are
     frozen out of the garbage collector first, so that the interpreter's exit does not
     trace torch's million objects once more (0.3-0.5 s on a 2-core machine; every output
     is closed by then). Callers passing ``argv`` (tests) keep their collector and their
@@ -183,7 +185,7 @@ def main(argv: list[str] | None = None) -> None:
     """
     try:
         with sigterm_as_interrupt():
-            _main(sys.argv[1:] if argv is None else list(argv))
+            _main(sys.argv[1:] if argv is None else list(argv), own_process=argv is None)
     except SystemExit as done:
         if argv is None and done.code in (0, None):
             console.errors_only = False
@@ -195,10 +197,16 @@ def main(argv: list[str] | None = None) -> None:
             gc.freeze()
 
 
-def _main(args: list[str]) -> None:
+def _main(args: list[str], own_process: bool = False) -> None:
+    """``own_process``: this is the ``infer`` process, whose collector is held off while the
+    command's module is imported (:mod:`.import_gc`)."""
+    held = own_process and import_gc.hold()
     try:
-        args = _own_spelling(args)
-        app = build_app(_commands_for(args))
+        try:
+            args = _own_spelling(args)
+            app = build_app(_commands_for(args))
+        finally:
+            import_gc.release(held)
         startup.mark("cli_imported")
         code = app(args=args, prog_name="infer", standalone_mode=False)
     except Interrupted:

@@ -27,7 +27,7 @@ from sleap_infer.sources.inputs import is_labels_path
 from sleap_infer.sources.labels_video import LabelsVideoReader
 from sleap_infer.sources.open import open_video
 from sleap_infer.sources.slp import FILE, read_slp
-from sleap_infer.sources.video import ErrorCallback, VideoReader, runs
+from sleap_infer.sources.video import SWSCALE_THREADS, ErrorCallback, VideoReader, runs
 
 MAX_SCALE = 8.0
 MIN_SIDE = 2 * int(np.ceil(Style.for_size(1, 1).node)) + 1
@@ -203,7 +203,10 @@ class Scene:
         if frame.shape[:2] == (height, width):
             return np.array(frame, dtype=np.uint8, copy=True)
         av_frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")
-        return av_frame.reformat(width=width, height=height, format="rgb24").to_ndarray()
+        resized = av_frame.reformat(
+            width=width, height=height, format="rgb24", threads=SWSCALE_THREADS
+        )
+        return resized.to_ndarray()
 
 
 def _frames(n: int) -> str:

@@ -395,9 +395,20 @@ class VideoReader:
             container.close()
 
 
+SWSCALE_THREADS = 1
+"""Threads for each frame's conversion to RGB. PyAV 17+ gives every frame a new swscale
+context, and at its default (0: one thread per core) that context starts and joins a
+pool of threads per frame, 2 thread creations a frame on 2 cores. Over 300 frames
+(``benchmarks/rgb_convert.py``, PyAV 18.1, 2 vCPUs) the conversion added 0.10-0.15 s
+to the decoding's 0.08 s of ``centered_pair_small.mp4`` at the default and 0.02 s on one
+thread; on ``small_robot.mp4`` (560 x 320, played twice) 0.55-0.59 s against 0.10-0.15 s
+(CPU 0.39 s against 0.26 s). The pixels are the same (tested). The decoder runs threads
+of its own, and the network the other cores."""
+
+
 def _pixels(frame: av.VideoFrame, channels: int, turns: int = 0) -> np.ndarray:
     """Convert only frames that are yielded: the RGB decode is the costly part."""
-    rgb = frame.to_ndarray(format="rgb24")
+    rgb = frame.to_ndarray(format="rgb24", threads=SWSCALE_THREADS)
     if turns:
         rgb = np.rot90(rgb, turns)
     return np.ascontiguousarray(rgb[..., :1] if channels == 1 else rgb)

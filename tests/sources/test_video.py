@@ -58,6 +58,20 @@ def test_color_video_keeps_three_channels(tmp_path: Path) -> None:
     assert frame.shape == (64, 96, 3)
 
 
+def test_pixels_are_pyav_default_conversions_own(tmp_path: Path) -> None:
+    # The reader converts on one swscale thread (SWSCALE_THREADS); PyAV's default threads
+    # must give the very same pixels, on a noisy colour frame where rounding would show.
+    rng = np.random.default_rng(0)
+    noisy = rng.integers(0, 256, size=(6, 64, 96, 3), dtype=np.uint8)
+    path = write_video(tmp_path / "noisy.mp4", noisy, options={"crf": "18"})
+    with av.open(str(path)) as container:
+        expected = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+    got = [frame for _, frame in VideoReader(path).iter_frames(channels=3)]
+    assert len(got) == len(expected) == 6
+    for mine, theirs in zip(got, expected, strict=True):
+        assert np.array_equal(mine, theirs)
+
+
 def test_frame_selection_with_seek(tmp_path: Path) -> None:
     n = SEEK_GAP_FRAMES * 2 + 50
     path = write_video(tmp_path / "long.mp4", counter_frames(n, 32, 32))
