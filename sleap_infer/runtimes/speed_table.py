@@ -43,22 +43,28 @@ def _row(torch: tuple[float, float], onnx: tuple[float, float],
     )
 
 
-MEASURED_ON = "2026-12-06, 2 vCPUs (Intel Xeon, AVX-512), batch 4, benchmarks/auto_table.py"
+MEASURED_ON = (
+    "2026-12-07 (keypoint kinds; the rest 2026-12-06), 2 vCPUs (Intel Xeon, AVX-512), "
+    "batch 4, benchmarks/auto_table.py"
+)
 CPU_ORDER = ("openvino", "onnx", "torch")  # a kind not in the table: the issue's order
 """Preference among equals, and for kinds the table lacks."""
 
 # kind: (fixed_s, per_frame_ms) for torch, onnx, openvino; export_s. The six keypoint
 # kinds: auto_table.py's default (--per-frame trace: five interleaved rounds of traced
-# 300-frame processes, OpenVINO's compiled model cached as a second run finds it; single
-# instance a round of its own, the machine slower then, so compare within the row);
-# the rest one round of --per-frame bench, with fixed_s and export_s from whole processes.
+# 300-frame processes, OpenVINO's compiled model cached as a second run finds it), one
+# run on 2026-12-07 after the start-up cuts of that day (the collector held off during
+# imports, one swscale thread), which lowered every runtime's fixed_s by 0.6-1.4 s
+# against the day before, a slower moment of the machine included; the rest one round of
+# --per-frame bench on 2026-12-06, with fixed_s and export_s from whole processes, so
+# compare within a row.
 CPU_COSTS: dict[str, KindCosts] = {
-    "single_instance": _row((2.877, 10.72), (3.184, 10.74), (3.087, 8.92), 7.125),
-    "centroid": _row((2.853, 26.36), (2.763, 22.75), (2.771, 20.09), 9.752),
-    "centroid+centered_instance": _row((2.21, 24.33), (2.232, 25.31), (2.491, 20.64), 10.794),
-    "bottomup": _row((2.721, 34.51), (2.557, 38.03), (2.87, 32.27), 8.986),
-    "multi_class_bottomup": _row((1.998, 6.65), (2.05, 7.17), (2.253, 5.51), 9.75),
-    "centroid+multi_class_topdown": _row((2.798, 30.34), (2.776, 31.17), (3.301, 26.3), 11.796),
+    "single_instance": _row((1.284, 6.91), (1.482, 5.86), (1.533, 4.68), 3.583),
+    "centroid": _row((1.357, 18.45), (1.581, 17.56), (1.692, 14.78), 6.385),
+    "centroid+centered_instance": _row((1.443, 24.41), (1.569, 22.68), (1.83, 19.78), 8.246),
+    "bottomup": _row((1.549, 28.68), (1.74, 31.32), (1.847, 24.83), 7.88),
+    "multi_class_bottomup": _row((1.328, 5.49), (1.496, 6.17), (1.607, 4.36), 7.478),
+    "centroid+multi_class_topdown": _row((1.43, 24.26), (1.726, 23.42), (1.927, 19.62), 8.933),
     "bottomup_segmentation": _row((2.603, 2.5), (2.781, 2.57), (2.646, 1.89), 4.486),
     "semantic_segmentation": _row((2.465, 1.97), (2.517, 2.0), (2.642, 1.46), 5.024),
     "centroid+centered_instance_segmentation": _row(
