@@ -154,12 +154,14 @@ def traced(cmd: list[str], env: dict[str, str], trace: Path, frames: int) -> tup
     return ms, wall - frames * ms / 1000
 
 
-def measure_traced(kind: str, video: Path, work: Path, env: dict[str, str]) -> dict[str, object]:
-    """``--per-frame trace``: long traced runs only, ROUNDS interleaved rounds."""
+def measure_traced(
+    kind: str, video: Path, work: Path, env: dict[str, str], rounds: int = ROUNDS
+) -> dict[str, object]:
+    """``--per-frame trace``: long traced runs only, ``rounds`` interleaved rounds."""
     out, trace = work / "out.slp", work / "trace.json"
     long = 192 if KINDS[kind][1] == SYNTHETIC else TRACED_FRAMES  # its whole length
     seen: dict[str, list[tuple[float, float]]] = {r: [] for r in RUNTIMES}
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         for runtime in RUNTIMES:
             cmd = command(kind, video, long, runtime, out)
             seen[runtime].append(traced(cmd, env, trace, long))
@@ -179,7 +181,9 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def measure(kind: str, video: Path, work: Path, cache: Path, method: str) -> dict[str, object]:
+def measure(
+    kind: str, video: Path, work: Path, cache: Path, method: str, rounds: int = ROUNDS
+) -> dict[str, object]:
     env = {**child_env(), "SLEAP_INFER_CACHE": str(cache)}
     out = work / "out.slp"
     row: dict[str, object] = {"method": method}
@@ -188,7 +192,7 @@ def measure(kind: str, video: Path, work: Path, cache: Path, method: str) -> dic
     for runtime in RUNTIMES:
         timed(command(kind, video, SHORT, runtime, out), env)  # primed: files cached
     if method == "trace":
-        row = measure_traced(kind, video, work, env)
+        row = measure_traced(kind, video, work, env, rounds)
         warm = [timed(command(kind, video, SHORT, "onnx", out), env) for _ in range(3)]
         row["export_s"] = round(max(0.0, cold - statistics.median(warm)), 3)
         return row
@@ -230,6 +234,9 @@ def main() -> None:
         " rounds; bench: infer bench's warm median at batch 4 (steadier, but without"
         " the video decode beside the network, which slows torch more than OpenVINO)",
     )
+    parser.add_argument(
+        "--rounds", type=int, default=ROUNDS, help="--per-frame trace: interleaved rounds"
+    )
     args = parser.parse_args()
     compile_package(child_env())  # as installed: see bytecode.py
     table: dict[str, object] = {}
@@ -242,7 +249,7 @@ def main() -> None:
         for kind in args.kinds.split(","):
             video = longer.get(KINDS[kind][1], V / KINDS[kind][1])
             cache = work / f"cache-{len(table)}"
-            table[kind] = measure(kind, video, work, cache, args.per_frame)
+            table[kind] = measure(kind, video, work, cache, args.per_frame, args.rounds)
             if args.json:  # after every kind: an interrupted run keeps what it measured
                 args.json.write_text(json.dumps({"kinds": table}, indent=1))
     facts = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count()}

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from sleap_infer.backends.base import check_export_input, host_input, refuse_misfit
+from sleap_infer.backends.openvino_import import import_openvino
 from sleap_infer.backends.threads import HOST_THREADS_BESIDE_POOL, cpu_budget
 from sleap_infer.core.artifact import ExportInfo
 from sleap_infer.core.errors import BackendError, ExportError
@@ -45,8 +46,9 @@ counts can take many values over a long video)."""
 
 
 def require_openvino() -> ModuleType:
+    """OpenVINO, imported without its model converter (:mod:`.openvino_import`)."""
     try:
-        import openvino
+        openvino = import_openvino()
     except ImportError as exc:
         raise BackendError(
             "the openvino backend needs OpenVINO: pip install 'sleap-infer[openvino]'"

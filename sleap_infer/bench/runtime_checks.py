@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from sleap_infer.backends.openvino_import import import_openvino
 from sleap_infer.core.errors import BackendError
 from sleap_infer.runtimes import get_runtime
 
@@ -113,7 +114,8 @@ def probe(module: str) -> Probe:
     try:
         with warnings.catch_warnings():  # a third party's deprecation is not a broken install
             warnings.simplefilter("ignore")
-            handle = importlib.import_module(module)
+            # OpenVINO without its converter, whose import phones home (as predict does).
+            handle = import_openvino() if module == "openvino" else importlib.import_module(module)
     except Exception as exc:  # a broken install raises anything (OSError for a missing .so)
         first = (str(exc).strip().splitlines() or [""])[0]
         why = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
