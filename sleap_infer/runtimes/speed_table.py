@@ -54,17 +54,17 @@ CPU_ORDER = ("openvino", "onnx", "torch")  # a kind not in the table: the issue'
 # kinds: auto_table.py's default (--per-frame trace: five interleaved rounds of traced
 # 300-frame processes, OpenVINO's compiled model cached as a second run finds it), one
 # run on 2026-12-07 after the start-up cuts of that day (the collector held off during
-# imports, one swscale thread), which lowered every runtime's fixed_s by 0.6-1.4 s
-# against the day before, a slower moment of the machine included; the rest one round of
+# imports, one swscale thread, OpenVINO without its converter), which lowered every
+# runtime's fixed_s by 0.5-1.2 s against the day before; the rest one round of
 # --per-frame bench on 2026-12-06, with fixed_s and export_s from whole processes, so
 # compare within a row.
 CPU_COSTS: dict[str, KindCosts] = {
-    "single_instance": _row((1.284, 6.91), (1.482, 5.86), (1.533, 4.68), 3.583),
-    "centroid": _row((1.357, 18.45), (1.581, 17.56), (1.692, 14.78), 6.385),
-    "centroid+centered_instance": _row((1.443, 24.41), (1.569, 22.68), (1.83, 19.78), 8.246),
-    "bottomup": _row((1.549, 28.68), (1.74, 31.32), (1.847, 24.83), 7.88),
-    "multi_class_bottomup": _row((1.328, 5.49), (1.496, 6.17), (1.607, 4.36), 7.478),
-    "centroid+multi_class_topdown": _row((1.43, 24.26), (1.726, 23.42), (1.927, 19.62), 8.933),
+    "single_instance": _row((1.669, 8.41), (1.853, 7.01), (1.7, 5.58), 4.845),
+    "centroid": _row((1.581, 21.71), (1.8, 18.82), (1.66, 16.12), 8.247),
+    "centroid+centered_instance": _row((1.675, 27.26), (1.905, 25.29), (1.916, 22.35), 9.301),
+    "bottomup": _row((1.709, 32.22), (2.052, 34.54), (1.878, 26.98), 9.177),
+    "multi_class_bottomup": _row((1.492, 6.52), (1.75, 6.82), (1.698, 4.99), 8.125),
+    "centroid+multi_class_topdown": _row((1.711, 26.29), (1.913, 26.16), (1.914, 21.95), 10.772),
     "bottomup_segmentation": _row((2.603, 2.5), (2.781, 2.57), (2.646, 1.89), 4.486),
     "semantic_segmentation": _row((2.465, 1.97), (2.517, 2.0), (2.642, 1.46), 5.024),
     "centroid+centered_instance_segmentation": _row(
