@@ -24,7 +24,6 @@ written to ``~/intel/``.
 from __future__ import annotations
 
 import sys
-import types
 from types import ModuleType
 
 CONVERTER = "openvino.tools.ovc"
@@ -41,7 +40,7 @@ def import_openvino() -> ModuleType:
         import openvino
 
         return openvino
-    placeholder = types.ModuleType(CONVERTER, "stands in for OpenVINO's converter (not used)")
+    placeholder = ModuleType(CONVERTER, "stands in for OpenVINO's converter (not used)")
     sys.modules[CONVERTER] = placeholder
     try:
         import openvino
