@@ -59,10 +59,10 @@ def require_openvino() -> ModuleType:
 def resolve_openvino_device(spec: str | torch.device = "auto") -> torch.device:
     """OpenVINO runs here on the CPU only (its GPU plugin targets Intel GPUs).
 
-    Whether it is installed is looked up, not imported: ``--backend auto`` makes the
-    layer a long input would run on when the models load, and a short run then switches
-    to torch, so importing OpenVINO here (0.2-0.3 s on 2 cores) would be paid by runs
-    that never use it. :class:`OpenVINOBackend` imports it when a batch first needs it.
+    Whether it is installed is looked up, not imported: importing OpenVINO (0.2-0.3 s on
+    2 cores) would be paid by layers built and never run (a pipeline loaded to describe
+    its models, an ``auto`` run that falls back). :class:`OpenVINOBackend` imports it when
+    a batch first needs it.
     """
     if importlib.util.find_spec("openvino") is None:
         require_openvino()  # the one-line error, naming the extra

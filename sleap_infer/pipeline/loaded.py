@@ -39,6 +39,9 @@ from sleap_infer.tracking.online import IMAGES, OnlineTracker
 from sleap_infer.tracking.options import TrackingOptions
 from sleap_infer.writers.registry import OutputFormat, get_format, get_formats
 
+BEFORE_FIRST_RUN = "no run yet: each run picks its runtime (--backend auto)"
+"""An ``auto`` pipeline's reason before its first run (its label then says ``auto/...``)."""
+
 
 class Loaded:
     """Models loaded and warmed once, reused for every input."""
@@ -56,12 +59,20 @@ class Loaded:
         # auto weighs a first export against all their frames.
         self.videos_ahead = 1
         self._built: dict[str, tuple[InferenceLayer, Runner]] = {}
-        # ``--backend auto``: each run picks its runtime (prepare_run); until then, the one
-        # a long input would get, so the pipeline describes and checks as it will run.
+        # ``--backend auto``: each run picks its runtime (prepare_run). Until then torch's
+        # layer answers what every runtime's layer shares (node names, input channels, the
+        # layer's class): 2 ms to build, and what a short run uses anyway. The layer a long
+        # run gets (OpenVINO's: 20 ms and the exported-layer imports) is built by the first
+        # run that picks it, and its checks (a model that does not export) happen there,
+        # before any frame, as the first export does. Without torch among the candidates
+        # (an export folder), the runtime a long input would get.
         self.auto: AutoBackend | None = None
         if spec.backend == AUTO:
             self.auto = model_set.auto_backend(self.models, device, spec, self.embeds_labels)
-            self._use(self.auto.choose(None, self.has_export))
+            if "torch" in self.auto.candidates:
+                self._use(Choice("torch", BEFORE_FIRST_RUN))
+            else:
+                self._use(self.auto.choose(None, self.has_export))
         else:
             self._use(Choice(get_runtime(spec.backend).name, "asked for"))
         # Resolved for these models; a lone embedding model re-tracks its labels file with
@@ -213,8 +224,9 @@ class Loaded:
         return model_set.box_categories(self.models)
 
     def describe(self) -> str:
-        """``TopDownLayer (centroid, centered_instance)``: what runs."""
-        return f"{type(self.layer).__name__} ({model_set.describe(self.models)})"
+        """``TopDownLayer (centroid, centered_instance)``: what runs, on any runtime (the
+        runtime is :attr:`backend_label`'s)."""
+        return f"{self.layer_name} ({model_set.describe(self.models)})"
 
     @property
     def backend_label(self) -> str:

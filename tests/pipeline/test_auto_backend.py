@@ -154,20 +154,25 @@ def test_in_memory_frames_fall_back_before_the_first_frame_too(
     assert pipe.backend_name == "torch" and pred.points.shape[0] == 40
 
 
-def test_a_short_run_on_torch_never_imports_openvino(model: Path, cache: Path) -> None:
-    """``auto`` makes the layer a long input would get (OpenVINO) when the models load; a
-    short run then goes to torch, and must not pay OpenVINO's import (0.2-0.3 s, a 30-frame
-    run's margin over ``--backend torch``). A fresh interpreter, so nothing was imported."""
+def test_a_short_run_on_torch_never_builds_the_long_runs_layer(model: Path, cache: Path) -> None:
+    """``auto`` builds the layer a long input would get (OpenVINO) only when a run picks it;
+    a short run goes to torch and must not pay for it: OpenVINO's import (0.2-0.3 s) nor the
+    exported layer's build and imports (20 ms, 1-2% of a 30-frame run, which ``auto`` must
+    not lose against ``--backend torch``). A fresh interpreter, so nothing was imported."""
     pytest.importorskip("openvino")
     script = (
         "import sys, numpy as np, sleap_infer\n"
         f"pipe = sleap_infer.load({str(model)!r}, device='cpu')\n"
         "assert pipe.auto is not None and pipe.auto.candidates[0] == 'openvino'\n"
+        "print(pipe.describe(), pipe.backend_label)\n"
         "pipe.predict(np.zeros((8, 48, 64, 1), np.uint8))\n"
-        "print(pipe.backend_name, 'openvino' in sys.modules)\n"
+        "print(pipe.backend_name, 'openvino' in sys.modules,\n"
+        "      'sleap_infer.layers.exported' in sys.modules)\n"
     )
     env = {**os.environ, cache_module.CACHE_ENV: str(cache)}
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
     )
-    assert done.stdout.split() == ["torch", "False"]
+    described, ran = done.stdout.splitlines()
+    assert described == "SingleInstanceLayer (single_instance) auto/cpu"
+    assert ran.split() == ["torch", "False", "False"]
