@@ -8,8 +8,9 @@ export, if any, and the page cache); the table gives the medians of the wall, of
 process's CPU time (user + system, threads and children included) and of the seconds
 from process start to the first batch's run (``SLEAP_INFER_STARTUP_TRACE``'s
 ``run_start``). Variants are ``LABEL`` or ``LABEL:ARGS`` as in ``vs_sleap_nn.py``'s
-``--ours`` (``default``: no arguments). Set ``$SLEAP_INFER_CACHE`` to a folder of the
-benchmark's own.
+``--ours`` (``default``: no arguments). Commands and timing are ``ab_predict.py``'s
+(``python -m sleap_infer predict -q``, its ``timed``), on one tree. Set
+``$SLEAP_INFER_CACHE`` to a folder of the benchmark's own.
 
     python benchmarks/ab_variants.py --case single --frames 0-299 \\
         --variant default --variant "openvino:--backend openvino" --rounds 5
@@ -23,30 +24,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shlex
 import statistics
-import subprocess
+import sys
 import tempfile
-import time
 from pathlib import Path
 
+from ab_predict import timed
 from bytecode import compile_package
 from longer_video import longer_video
 from vs_sleap_nn import CASES, FIXTURES
 
-ROOT = Path(__file__).resolve().parents[1]
 
-
-def run_once(cmd: list[str], trace: Path) -> tuple[float, float, float]:
+def run_once(cmd: list[str], trace: Path, cwd: Path) -> tuple[float, float, float]:
     """(wall, CPU, seconds from process start to run start) of one child process."""
     env = {**os.environ, "SLEAP_INFER_STARTUP_TRACE": str(trace)}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    wall, cpu = timed(cmd, env, cwd)
     record = json.loads(trace.read_text())
     start = record["marks"].get("run_start", float("nan")) - record.get("process_start", 0.0)
     return wall, cpu, start
@@ -69,17 +62,17 @@ def main() -> None:
     for text in args.variant:
         label, _, extra = text.partition(":")
         variants[label] = shlex.split(extra)
-    exe = str(Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin" / "infer")
     compile_package()  # as an installed wheel: no run compiles our modules from source
     results: dict[str, list[tuple[float, float, float]]] = {label: [] for label in variants}
     for r in range(args.rounds + 1):
         order = list(variants) if r % 2 == 0 else list(reversed(variants))
         for label in order:
-            cmd = [exe, "predict", str(video), "-o", str(work / f"{label}.slp"), "--overwrite"]
+            cmd = [sys.executable, "-m", "sleap_infer", "predict", str(video), "-q"]
+            cmd += ["-o", str(work / f"{label}.slp"), "--overwrite"]
             cmd += ["--frames", args.frames, "--batch-size", str(args.batch_size)]
             for name in names:
                 cmd += ["-m", str(FIXTURES / "models" / name)]
-            measured = run_once(cmd + variants[label], work / f"{label}.trace.json")
+            measured = run_once(cmd + variants[label], work / f"{label}.trace.json", work)
             if r:  # round 0 is untimed
                 results[label].append(measured)
     print(f"{args.case}, frames {args.frames}, {args.rounds} rounds (medians)")
